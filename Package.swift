@@ -1,0 +1,55 @@
+// swift-tools-version: 6.0
+// Viewfinder: an HTTP camera server for Linux with AVFoundation's capture-session model.
+import PackageDescription
+
+let package = Package(
+    name: "Viewfinder",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "viewfinder", targets: ["viewfinder"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // C interop: each C module is imported by exactly one Swift module.
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CTurboJPEG", pkgConfig: "libturbojpeg",
+            providers: [.apt(["libturbojpeg0-dev"])]),
+        .target(name: "CV4L2"),
+
+        // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
+        .target(name: "CameraCore"),
+        .target(name: "JPEG", dependencies: ["CTurboJPEG", "CameraCore"]),
+        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2"]),
+        .target(name: "Session", dependencies: [
+            "CameraCore", "Capture", "JPEG",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "HTTPServer", dependencies: [
+            "CMicroHTTPD",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .target(name: "ViewfinderApp", dependencies: [
+            "CameraCore", "Capture", "JPEG", "Session", "HTTPServer",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "viewfinder", dependencies: [
+            "ViewfinderApp",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CameraCore", "JPEG"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "ViewfinderAppTests", dependencies: [
+            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore",
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

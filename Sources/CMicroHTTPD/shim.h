@@ -1,0 +1,39 @@
+// Swift cannot call C variadic functions or see macros that expand to casts, so the two
+// pieces of libmicrohttpd's API that need them are wrapped here. Nothing else.
+#ifndef CMICROHTTPD_SHIM_H
+#define CMICROHTTPD_SHIM_H
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <microhttpd.h>
+
+static const uint64_t CMHD_SIZE_UNKNOWN = MHD_SIZE_UNKNOWN;
+static const ssize_t CMHD_CONTENT_READER_END_OF_STREAM = MHD_CONTENT_READER_END_OF_STREAM;
+static const ssize_t CMHD_CONTENT_READER_END_WITH_ERROR = MHD_CONTENT_READER_END_WITH_ERROR;
+
+static const enum MHD_ResponseMemoryMode CMHD_RESPMEM_MUST_COPY = MHD_RESPMEM_MUST_COPY;
+static const enum MHD_ConnectionNotificationCode CMHD_CONNECTION_NOTIFY_STARTED = MHD_CONNECTION_NOTIFY_STARTED;
+
+/// MHD_start_daemon is variadic; this fixes the options Viewfinder uses.
+static inline struct MHD_Daemon *cmhd_start(
+    unsigned int flags, const struct sockaddr_in *addr,
+    MHD_AccessHandlerCallback handler, void *handler_cls,
+    MHD_RequestCompletedCallback completed, void *completed_cls,
+    MHD_NotifyConnectionCallback notify, void *notify_cls,
+    unsigned int connection_limit, unsigned int connection_timeout) {
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
+        MHD_OPTION_SOCK_ADDR, addr,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+        MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
+        MHD_OPTION_END);
+}
+
+/// The bound port (useful after binding port 0).
+static inline uint16_t cmhd_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
+}
+#endif

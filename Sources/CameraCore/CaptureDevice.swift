@@ -1,0 +1,59 @@
+// The seam every camera sits behind: V4L2, synthetic, or a still image.
+
+/// What a camera is, as `/api/cameras` lists it.
+public struct CameraDescriptor: Sendable, Equatable, Codable {
+    public enum Position: String, Sendable, Codable { case front, rear, external, unspecified }
+    public enum Kind: String, Sendable, Codable { case v4l2, synthetic, image }
+
+    public var id: String
+    public var name: String
+    public var position: Position
+    public var kind: Kind
+    public var device: String?
+
+    public init(id: String, name: String, position: Position, kind: Kind, device: String? = nil) {
+        self.id = id
+        self.name = name
+        self.position = position
+        self.kind = kind
+        self.device = device
+    }
+}
+
+/// Receives each frame on the camera's capture thread. It must not keep `frame.bytes`.
+public typealias FrameHandler = @Sendable (borrowing RawFrame) -> Void
+
+/// A camera. Implementations own their capture thread; `start` returns once the first
+/// frame can be expected, `stop` returns once no more frames will be delivered.
+public protocol CaptureDevice: AnyObject, Sendable {
+    var descriptor: CameraDescriptor { get }
+    /// Formats the camera offers.
+    var formats: [FormatOption] { get }
+    /// Controls the camera offers.
+    var capabilities: Capabilities { get }
+    /// Opens the device and starts delivering frames in `format` to `handler`.
+    func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError)
+    /// Stops delivery and releases the device. Idempotent.
+    func stop()
+}
+
+public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A system call failed; `call` names it and `errno` is what it left.
+    case system(call: String, errno: Int32)
+    case unsupportedFormat(String)
+    case unavailable(String)
+    case invalidImage(String)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let errno): "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        case .unsupportedFormat(let m): "unsupported format: \(m)"
+        case .unavailable(let m): "camera unavailable: \(m)"
+        case .invalidImage(let m): "invalid image: \(m)"
+        }
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

@@ -1,0 +1,71 @@
+// The device settings a session holds, in the shape SessionState reports them.
+
+public struct Point: Sendable, Equatable, Codable {
+    public var x: Double
+    public var y: Double
+    public init(x: Double, y: Double) { self.x = x; self.y = y }
+    public static let center = Point(x: 0.5, y: 0.5)
+}
+
+public struct ZoomSetting: Sendable, Equatable, Codable {
+    public var factor: Double = 1
+    public var min: Double = 1
+    public var max: Double = 1
+    public var ramping = false
+    public init() {}
+}
+
+public struct FocusSetting: Sendable, Equatable, Codable {
+    public var mode = "continuous"
+    public var lensPosition = 0.5
+    public var point = Point.center
+    public init() {}
+}
+
+public struct ExposureSetting: Sendable, Equatable, Codable {
+    public var mode = "continuous"
+    public var duration = 1.0 / 60
+    public var iso = 100.0
+    public var bias = 0.0
+    public var point = Point.center
+    public init() {}
+}
+
+public struct WhiteBalanceSetting: Sendable, Equatable, Codable {
+    public var mode = "continuous"
+    public var temperature = 5500.0
+    public init() {}
+}
+
+public struct TorchSetting: Sendable, Equatable, Codable {
+    public var available = false
+    public var mode = "off"
+    public var level = 0.0
+    public init() {}
+}
+
+public struct OrientationSetting: Sendable, Equatable, Codable {
+    public var rotation = 0
+    public var mirrored = false
+    public init() {}
+}
+
+public struct DeviceSettings: Sendable, Equatable, Codable {
+    public var zoom = ZoomSetting()
+    public var focus = FocusSetting()
+    public var exposure = ExposureSetting()
+    public var whiteBalance = WhiteBalanceSetting()
+    public var torch = TorchSetting()
+    public var orientation = OrientationSetting()
+    public init() {}
+
+    /// Defaults for a camera: ranges and availability from its capabilities.
+    public init(for caps: Capabilities) {
+        zoom.min = caps.zoom.min
+        zoom.max = caps.zoom.max
+        focus.mode = caps.focusModes.contains("continuous") ? "continuous" : caps.focusModes.first ?? "locked"
+        exposure.mode = caps.exposureModes.contains("continuous") ? "continuous" : caps.exposureModes.first ?? "locked"
+        whiteBalance.mode = caps.whiteBalanceModes.contains("continuous") ? "continuous" : caps.whiteBalanceModes.first ?? "locked"
+        torch.available = caps.torch
+    }
+}

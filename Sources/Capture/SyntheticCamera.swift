@@ -1,0 +1,67 @@
+// The simulator's stand-in camera: renders a moving scene as raw YUYV at the requested size
+// and rate, so its frames take exactly the path a V4L2 camera's frames take.
+
+import CameraCore
+import Foundation
+
+public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
+    public let descriptor: CameraDescriptor
+    public let scene: SyntheticSceneKind
+    private let lock = NSLock()
+    private var thread: PacedCaptureThread?
+
+    public static let sizes: [(Int, Int)] = [(160, 120), (320, 240), (352, 288), (640, 480),
+                                              (1280, 720), (1920, 1080)]
+
+    public init(id: String, position: CameraDescriptor.Position, scene: SyntheticSceneKind? = nil) {
+        let name = "Synthetic \(position == .unspecified ? id : position.rawValue) camera"
+        descriptor = CameraDescriptor(id: id, name: name, position: position, kind: .synthetic)
+        self.scene = scene ?? (position == .front ? .person : .bars)
+    }
+
+    public var capabilities: Capabilities { .simulated }
+
+    public var formats: [FormatOption] {
+        Self.sizes.map { FormatOption(pixelFormat: .yuyv, width: $0.0, height: $0.1, fps: [30, 15, 5]) }
+    }
+
+    public func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError) {
+        guard format.pixelFormat == .yuyv,
+              formats.contains(where: { $0.width == format.width && $0.height == format.height }),
+              (1...60).contains(format.fps) else {
+            throw .unsupportedFormat("\(format.width)x\(format.height)@\(format.fps) \(format.pixelFormat.rawValue)")
+        }
+        stop()
+        let label = descriptor.position == .unspecified ? descriptor.id.uppercased()
+                                                         : descriptor.position.rawValue.uppercased()
+        let scene = SyntheticScene(kind: self.scene, label: label, width: format.width, height: format.height)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: format.width * format.height * 2,
+                                                            alignment: 16)
+        let canvas = YUYVCanvas(buffer, width: format.width, height: format.height)
+        let box = BufferBox(buffer)
+        let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
+            scene.render(into: canvas, sequence: seq, timestamp: ts)
+            handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(box.buffer),
+                             stride: format.width * 2, sequence: seq, timestamp: ts))
+        }
+        lock.withLock { thread = t; buffers = box }
+    }
+
+    private var buffers: BufferBox?
+
+    public func stop() {
+        let t = lock.withLock { () -> PacedCaptureThread? in
+            defer { thread = nil }
+            return thread
+        }
+        t?.stop()
+        lock.withLock { buffers = nil }
+    }
+}
+
+/// Owns a frame buffer that a capture thread draws into; freed when the camera lets go.
+final class BufferBox: @unchecked Sendable {
+    let buffer: UnsafeMutableRawBufferPointer
+    init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+    deinit { buffer.deallocate() }
+}

@@ -1,0 +1,123 @@
+// The synthetic camera's two scenes. Rear is a pixel test (colour bars, a bouncing block);
+// front is a person (a face whose head sways and whose eyes look around). Both carry the
+// camera name, the frame counter and a clock so freshness is visible in every frame.
+// The static part of each scene is drawn once per size and copied per frame.
+
+import CameraCore
+import Foundation
+
+public enum SyntheticSceneKind: String, Sendable { case bars, person }
+
+/// Touched only by its camera's capture thread once built; hence unchecked.
+final class SyntheticScene: @unchecked Sendable {
+    let kind: SyntheticSceneKind
+    let label: String
+    let width: Int, height: Int
+    private var background: [UInt8]
+
+    /// The classic bars, left to right: white, yellow, cyan, green, magenta, red, blue, black.
+    static let bars: [YUV] = [
+        YUV(r: 235, g: 235, b: 235), YUV(r: 235, g: 235, b: 16), YUV(r: 16, g: 235, b: 235),
+        YUV(r: 16, g: 235, b: 16), YUV(r: 235, g: 16, b: 235), YUV(r: 235, g: 16, b: 16),
+        YUV(r: 16, g: 16, b: 235), YUV(r: 16, g: 16, b: 16),
+    ]
+    static let wall = YUV(r: 120, g: 150, b: 190), floor = YUV(r: 110, g: 80, b: 50)
+    static let skin = YUV(r: 224, g: 172, b: 140), hair = YUV(r: 60, g: 40, b: 25)
+    static let shirt = YUV(r: 40, g: 60, b: 140)
+
+    init(kind: SyntheticSceneKind, label: String, width: Int, height: Int) {
+        self.kind = kind
+        self.label = label
+        self.width = width
+        self.height = height
+        background = [UInt8](repeating: 0, count: width * height * 2)
+        background.withUnsafeMutableBytes { buf in
+            let canvas = YUYVCanvas(buf, width: width, height: height)
+            switch kind {
+            case .bars: Self.drawBarsBackground(canvas)
+            case .person: Self.drawPersonBackground(canvas)
+            }
+        }
+    }
+
+    /// Renders frame `sequence` exposed at `timestamp` into `canvas`.
+    func render(into canvas: YUYVCanvas, sequence: UInt64, timestamp: Double) {
+        background.withUnsafeBytes { src in
+            canvas.base.update(from: src.baseAddress!.assumingMemoryBound(to: UInt8.self), count: src.count)
+        }
+        let t = Double(sequence) / 30.0  // motion follows frames, so it is deterministic
+        switch kind {
+        case .bars: drawBouncingBlock(canvas, t: t)
+        case .person: drawFace(canvas, t: t)
+        }
+        drawCaption(canvas, sequence: sequence, timestamp: timestamp)
+    }
+
+    // MARK: - Rear: bars
+
+    private static func drawBarsBackground(_ c: YUYVCanvas) {
+        let barsBottom = c.height * 2 / 3
+        for (i, colour) in bars.enumerated() {
+            let x0 = c.width * i / bars.count, x1 = c.width * (i + 1) / bars.count
+            c.fill(x: x0, y: 0, width: x1 - x0, height: barsBottom, colour)
+        }
+        c.fill(x: 0, y: barsBottom, width: c.width, height: c.height - barsBottom, YUV(r: 40, g: 40, b: 40))
+        // Tick marks every tenth of the width: a ruler for zoom and crop checks.
+        for i in 0...10 {
+            c.fill(x: c.width * i / 10 - 1, y: barsBottom, width: 2, height: max(2, c.height / 30), .white)
+        }
+    }
+
+    private func drawBouncingBlock(_ c: YUYVCanvas, t: Double) {
+        let band = height / 3, size = max(4, band / 3)
+        let phase = t.truncatingRemainder(dividingBy: 4) / 2  // 0...2 over four seconds
+        let travel = Double(width - size)
+        let x = Int(travel * (phase <= 1 ? phase : 2 - phase))
+        c.fill(x: x, y: height - band + band / 3, width: size, height: size, .white)
+    }
+
+    // MARK: - Front: a person
+
+    private static func drawPersonBackground(_ c: YUYVCanvas) {
+        let floorTop = c.height * 7 / 10
+        c.fill(x: 0, y: 0, width: c.width, height: floorTop, wall)
+        c.fill(x: 0, y: floorTop, width: c.width, height: c.height - floorTop, floor)
+        let h = Double(c.height), w = Double(c.width)
+        c.fillEllipse(cx: w / 2, cy: h * 1.02, rx: h * 0.42, ry: h * 0.36, shirt)
+    }
+
+    private func drawFace(_ c: YUYVCanvas, t: Double) {
+        let h = Double(height), w = Double(width)
+        let sway = sin(t * 2 * .pi / 5) * h * 0.04
+        let cx = w / 2 + sway, cy = h * 0.42, ry = h * 0.22, rx = h * 0.17
+        c.fillEllipse(cx: cx, cy: cy - ry * 0.35, rx: rx * 1.08, ry: ry * 0.8, Self.hair)
+        c.fillEllipse(cx: cx, cy: cy + ry * 0.08, rx: rx, ry: ry * 0.92, Self.skin)
+        let look = sin(t * 2 * .pi / 3) * rx * 0.08
+        for side in [-1.0, 1.0] {
+            let ex = cx + side * rx * 0.4, ey = cy - ry * 0.02
+            c.fillEllipse(cx: ex, cy: ey, rx: rx * 0.2, ry: ry * 0.1, .white)
+            c.fillEllipse(cx: ex + look, cy: ey, rx: rx * 0.08, ry: ry * 0.08, YUV(r: 40, g: 30, b: 20))
+        }
+        c.fill(x: Int(cx - rx * 0.35), y: Int(cy + ry * 0.45), width: Int(rx * 0.7),
+               height: max(2, Int(ry * 0.06)), YUV(r: 150, g: 60, b: 60))
+    }
+
+    // MARK: - Caption
+
+    private func drawCaption(_ c: YUYVCanvas, sequence: UInt64, timestamp: Double) {
+        let scale = max(1, height / 160)
+        let counter = String(sequence)
+        let text = "\(label) #\(String(repeating: "0", count: max(0, 6 - counter.count)))\(counter) \(Self.clock(timestamp))"
+        c.drawText(text, x: 2 * scale, y: height - (BitmapFont.height + 2) * scale, scale: scale, .white)
+    }
+
+    static func clock(_ t: Double) -> String {
+        var seconds = time_t(t)
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        let ms = Int((t - t.rounded(.down)) * 1000)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let msText = ms < 10 ? "00\(ms)" : ms < 100 ? "0\(ms)" : "\(ms)"
+        return "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(msText)"
+    }
+}

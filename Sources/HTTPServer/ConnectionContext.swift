@@ -1,0 +1,53 @@
+// Per-request state that libmicrohttpd keeps for us in `*con_cls` across the several calls
+// of the access handler (first call, upload chunks, final call, and the call after resume).
+
+import CMicroHTTPD
+import Foundation
+
+final class ConnectionContext: @unchecked Sendable {
+    let connection: OpaquePointer
+    let method: String
+    let rawURL: String
+    var headers: [String: String] = [:]
+    var query: [String: String] = [:]
+    var body: [UInt8] = []
+    /// Set once a response has been queued: later calls have nothing to do.
+    var answered = false
+    var dispatched = false
+
+    // Guarded by the server's lock: the handler task completes on another thread.
+    var pendingResponse: Response?
+    var suspended = false
+
+    init(connection: OpaquePointer, method: String, rawURL: String) {
+        self.connection = connection
+        self.method = method
+        self.rawURL = rawURL
+    }
+
+    /// Reads request headers and the (MHD-decoded) query arguments.
+    func collectValues() {
+        let box = Unmanaged.passUnretained(self).toOpaque()
+        MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+            let ctx = Unmanaged<ConnectionContext>.fromOpaque(cls!).takeUnretainedValue()
+            if let key { ctx.headers[String(cString: key).lowercased()] = value.map { String(cString: $0) } ?? "" }
+            return MHD_Result.YES
+        }, box)
+        MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { cls, _, key, value in
+            let ctx = Unmanaged<ConnectionContext>.fromOpaque(cls!).takeUnretainedValue()
+            if let key { ctx.query[String(cString: key)] = value.map { String(cString: $0) } ?? "" }
+            return MHD_Result.YES
+        }, box)
+    }
+
+    /// The path part of the URL, still percent-encoded (MHD hands the URL without query).
+    var rawPath: String {
+        if let q = rawURL.firstIndex(of: "?") { return String(rawURL[..<q]) }
+        return rawURL
+    }
+
+    func request() -> Request {
+        let decoded = StaticFiles.percentDecode(rawPath) ?? rawPath
+        return Request(method: method, path: decoded, query: query, headers: headers, body: body)
+    }
+}

@@ -1,0 +1,276 @@
+// The libmicrohttpd bridge: one internal polling thread with epoll, and suspend/resume for
+// everything that waits (async handlers, streams). On this machine that mode held 200
+// MJPEG viewers at 720p30 with 2–3 threads, where thread-per-connection needed one each.
+// This is the only file (with its helpers) that touches MHD.
+
+import CMicroHTTPD
+import Foundation
+import Logging
+
+public final class HTTPServer: @unchecked Sendable {
+    public let configuration: ServerConfiguration
+    private let router: Router
+    private let staticFiles: StaticFiles?
+    private let logger: Logger
+
+    private let lock = NSLock()
+    private let drained = NSCondition()
+    private var daemon: OpaquePointer?
+    private var listenSocket: Int32 = -1
+    private var stopping = false
+    private var openConnections = 0
+    private var activeRequests = 0
+    private var suspendedRequests: [ObjectIdentifier: ConnectionContext] = [:]
+    private var streams: [ObjectIdentifier: StreamConnection] = [:]
+    public private(set) var port: Int = 0
+
+    public init(configuration: ServerConfiguration, router: Router, logger: Logger = Logger(label: "http")) {
+        self.configuration = configuration
+        self.router = router
+        self.logger = logger
+        staticFiles = configuration.publicDirectory.map { StaticFiles(directory: $0) }
+    }
+
+    deinit { assert(daemon == nil, "HTTPServer released while running: call stop()") }
+
+    /// Open connections right now (streams included).
+    public var connectionCount: Int { lock.withLock { openConnections } }
+
+    // MARK: - Start and stop
+
+    public func start() throws {
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
+        guard inet_pton(AF_INET, configuration.host, &addr.sin_addr) == 1 else {
+            throw ServerError.badAddress(configuration.host)
+        }
+        let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue |
+            MHD_ALLOW_SUSPEND_RESUME.rawValue
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // MHD's own limit sits above ours so that connections past ours can still be told 503.
+        let mhdLimit = UInt32(configuration.maxConnections + 32)
+        guard let d = cmhd_start(UInt32(flags), &addr, Self.accessHandler, me, Self.completedHandler, me,
+                                 Self.connectionHandler, me, mhdLimit, 60) else {
+            throw ServerError.startFailed(host: configuration.host, port: configuration.port, errno: errno)
+        }
+        daemon = d
+        port = Int(cmhd_bound_port(d))
+    }
+
+    /// Graceful stop: no new connections, streams end, pending handlers get a few seconds to
+    /// answer, then every suspended connection is resumed (MHD requires it) and the daemon
+    /// stops. Safe to call twice.
+    public func stop(grace: Double = 3) {
+        let (d, toFinish) = lock.withLock { () -> (OpaquePointer?, [StreamConnection]) in
+            guard let daemon, !stopping else { return (nil, []) }
+            stopping = true
+            return (daemon, Array(streams.values))
+        }
+        guard let d else { return }
+        listenSocket = MHD_quiesce_daemon(d)
+        for s in toFinish { s.finish() }
+        let deadline = Date().addingTimeInterval(grace)
+        drained.lock()
+        while lock.withLock({ activeRequests }) > 0 && drained.wait(until: deadline) {}
+        drained.unlock()
+        lock.withLock {
+            for s in streams.values { s.finish() }
+            for ctx in suspendedRequests.values {
+                if ctx.pendingResponse == nil { ctx.pendingResponse = HTTPError(503, "camera_unavailable", "The server is stopping.").response }
+                ctx.suspended = false
+                MHD_resume_connection(ctx.connection)
+            }
+            suspendedRequests.removeAll()
+        }
+        MHD_stop_daemon(d)
+        if listenSocket >= 0 { close(listenSocket) }
+        lock.withLock { daemon = nil }
+    }
+
+    // MARK: - C callbacks (no await in here: they run on MHD's polling thread)
+
+    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, upload, uploadSize, conCls in
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+        return server.handle(connection: connection!, url: url, method: method,
+                             upload: upload, uploadSize: uploadSize!, conCls: conCls!)
+    }
+
+    private static let completedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+        guard let conCls, let raw = conCls.pointee else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+        Unmanaged<ConnectionContext>.fromOpaque(raw).release()
+        conCls.pointee = nil
+        server.requestEnded()
+    }
+
+    private static let connectionHandler: MHD_NotifyConnectionCallback = { cls, _, _, event in
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+        server.lock.withLock {
+            server.openConnections += event == CMHD_CONNECTION_NOTIFY_STARTED ? 1 : -1
+        }
+    }
+
+    private static let streamReader: MHD_ContentReaderCallback = { cls, _, buf, max in
+        Unmanaged<StreamConnection>.fromOpaque(cls!).takeUnretainedValue().read(into: buf!, max: max)
+    }
+
+    private static let streamFree: MHD_ContentReaderFreeCallback = { cls in
+        let stream = Unmanaged<StreamConnection>.fromOpaque(cls!).takeRetainedValue()
+        stream.didClose()
+        // The server outlives every response (stop() waits for MHD_stop_daemon).
+        if let server = stream.server { server.lock.withLock { _ = server.streams.removeValue(forKey: ObjectIdentifier(stream)) } }
+    }
+
+    private func requestEnded() {
+        drained.lock()
+        lock.withLock { activeRequests -= 1 }
+        drained.broadcast()
+        drained.unlock()
+    }
+
+    // MARK: - Request handling
+
+    private func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                        upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
+                        conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        guard let raw = conCls.pointee else {
+            // First call: headers are in; the body (if any) comes in later calls.
+            let ctx = ConnectionContext(connection: connection, method: method.map { String(cString: $0) } ?? "GET",
+                                        rawURL: url.map { String(cString: $0) } ?? "/")
+            conCls.pointee = Unmanaged.passRetained(ctx).toOpaque()
+            let overLimit = lock.withLock { () -> Bool in
+                activeRequests += 1
+                return openConnections > configuration.maxConnections || stopping
+            }
+            ctx.collectValues()
+            if overLimit {
+                return queue(HTTPError(503, "camera_unavailable",
+                                       "Too many connections (limit \(configuration.maxConnections)); try again later.").response, ctx)
+            }
+            if let length = ctx.headers["content-length"].flatMap({ Int($0) }), length > configuration.maxBodyBytes {
+                return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+            }
+            return .YES
+        }
+        let ctx = Unmanaged<ConnectionContext>.fromOpaque(raw).takeUnretainedValue()
+        if ctx.answered { uploadSize.pointee = 0; return .YES }
+        if uploadSize.pointee > 0 {
+            // A body without a (truthful) Content-Length is capped here as it arrives.
+            if ctx.body.count + uploadSize.pointee > configuration.maxBodyBytes {
+                uploadSize.pointee = 0
+                return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+            }
+            ctx.body.append(contentsOf: UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee))
+            uploadSize.pointee = 0
+            return .YES
+        }
+        if let ready = lock.withLock({ () -> Response? in
+            defer { ctx.pendingResponse = nil }
+            return ctx.pendingResponse
+        }) {
+            return queue(ready, ctx)
+        }
+        if ctx.dispatched { return .YES }  // spurious call while the handler runs
+        return dispatch(ctx)
+    }
+
+    private func dispatch(_ ctx: ConnectionContext) -> MHD_Result {
+        var request = ctx.request()
+        switch router.match(method: request.method, path: request.path) {
+        case .found(let handler, let parameters):
+            request.parameters = parameters
+            if request.method == "OPTIONS" { return queue(options(request.path), ctx) }
+            ctx.dispatched = true
+            lock.withLock {
+                ctx.suspended = true
+                suspendedRequests[ObjectIdentifier(ctx)] = ctx
+                MHD_suspend_connection(ctx.connection)
+            }
+            Task { [self] in
+                let response = await handler(request)
+                complete(ctx, response)
+            }
+            return .YES
+        case .methodNotAllowed(let allow):
+            if request.method == "OPTIONS" { return queue(options(request.path), ctx) }
+            var response = HTTPError.methodNotAllowed(request.method, allow: allow).response
+            response.headers.append(("Allow", allow.joined(separator: ", ")))
+            return queue(response, ctx)
+        case .notFound:
+            if request.method == "GET" || request.method == "HEAD",
+               let file = staticFiles?.response(for: ctx.rawPath, method: request.method) {
+                return queue(file, ctx)
+            }
+            if request.method == "OPTIONS" { return queue(options(request.path), ctx) }
+            return queue(HTTPError.notFound(request.path).response, ctx)
+        }
+    }
+
+    /// A handler finished on some task thread: hand its response to the parked connection.
+    private func complete(_ ctx: ConnectionContext, _ response: Response) {
+        lock.withLock {
+            ctx.pendingResponse = response
+            guard ctx.suspended, daemon != nil else { return }
+            ctx.suspended = false
+            suspendedRequests.removeValue(forKey: ObjectIdentifier(ctx))
+            MHD_resume_connection(ctx.connection)
+        }
+    }
+
+    private func options(_ path: String) -> Response {
+        let allow = router.allowedMethods(path: path)
+        return Response(status: 204, headers: [("Allow", allow.isEmpty ? "GET, HEAD, OPTIONS" : allow.joined(separator: ", "))])
+    }
+
+    // MARK: - Responses
+
+    private func queue(_ response: Response, _ ctx: ConnectionContext) -> MHD_Result {
+        ctx.answered = true
+        var headers = response.headers
+        if let origin = configuration.allowOrigin {
+            headers.append(("Access-Control-Allow-Origin", origin))
+            headers.append(("Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"))
+            headers.append(("Access-Control-Allow-Headers", "Content-Type, Authorization"))
+            headers.append(("Access-Control-Expose-Headers", "X-Frame-Sequence, X-Capture-Timestamp, X-Viewfinder-Online, Location"))
+        }
+        var body = response.body
+        if ctx.method == "HEAD", case .stream(let s) = body {
+            s.close()  // HEAD gets the stream's headers, never its endless body
+            body = .bytes([])
+        }
+        let mhdResponse: OpaquePointer?
+        switch body {
+        case .bytes(let bytes):
+            mhdResponse = bytes.withUnsafeBytes {
+                MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress),
+                                                CMHD_RESPMEM_MUST_COPY)
+            }
+        case .stream(let streamBody):
+            let stream = StreamConnection(body: streamBody, connection: ctx.connection)
+            stream.server = self
+            lock.withLock { streams[ObjectIdentifier(stream)] = stream }
+            mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 32 * 1024, Self.streamReader,
+                                                            Unmanaged.passRetained(stream).toOpaque(), Self.streamFree)
+            streamBody.attach { [weak stream] in stream?.wake() }
+            headers.append(("Connection", "close"))
+        }
+        guard let mhdResponse else { return .NO }
+        for (name, value) in headers { MHD_add_response_header(mhdResponse, name, value) }
+        let rc = MHD_queue_response(ctx.connection, UInt32(response.status), mhdResponse)
+        MHD_destroy_response(mhdResponse)
+        return rc
+    }
+}
+
+public enum ServerError: Error, CustomStringConvertible {
+    case badAddress(String)
+    case startFailed(host: String, port: Int, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .badAddress(let h): "server.host: '\(h)' is not an IPv4 address"
+        case .startFailed(let h, let p, let e): "cannot listen on \(h):\(p): \(String(cString: strerror(e)))"
+        }
+    }
+}

@@ -1,0 +1,64 @@
+// multipart/x-mixed-replace framing for MJPEG, laid out as mjpg-streamer and µStreamer do:
+// every part has Content-Type, Content-Length and X-Timestamp (go2rtc needs the length).
+
+public enum Multipart {
+    public static let boundary = "viewfinderframe"
+    public static let contentType = "multipart/x-mixed-replace;boundary=\(boundary)"
+
+    /// One whole part: headers, the JPEG and the trailing CRLF.
+    public static func part(jpeg: [UInt8], timestamp: String, extraHeaders: String = "") -> [UInt8] {
+        let head = "--\(boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n" +
+            "X-Timestamp: \(timestamp)\r\n\(extraHeaders)\r\n"
+        var out = [UInt8]()
+        out.reserveCapacity(head.utf8.count + jpeg.count + 2)
+        out.append(contentsOf: head.utf8)
+        out.append(contentsOf: jpeg)
+        out.append(contentsOf: [13, 10])
+        return out
+    }
+
+    /// Splits a received multipart body into parts (for tests and clients): each part's
+    /// headers (lower-cased names) and exactly Content-Length bytes of payload.
+    public static func parse(_ data: [UInt8], boundary: String = boundary) -> (parts: [(headers: [String: String], body: [UInt8])], rest: Int) {
+        var parts: [(headers: [String: String], body: [UInt8])] = []
+        var i = 0
+        let marker = Array("--\(boundary)\r\n".utf8)
+        while true {
+            guard let start = find(marker, in: data, from: i) else { break }
+            guard let headerEnd = find([13, 10, 13, 10], in: data, from: start + marker.count) else { break }
+            let headerText = String(decoding: data[(start + marker.count)..<headerEnd], as: UTF8.self)
+            var headers: [String: String] = [:]
+            for line in headerText.split(separator: "\r\n") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingPrefix(" ").description
+            }
+            guard let length = headers["content-length"].flatMap({ Int($0) }),
+                  headerEnd + 4 + length <= data.count else { break }
+            parts.append((headers, Array(data[(headerEnd + 4)..<(headerEnd + 4 + length)])))
+            i = headerEnd + 4 + length
+        }
+        return (parts, i)
+    }
+
+    static func find(_ needle: [UInt8], in hay: [UInt8], from: Int) -> Int? {
+        guard needle.count <= hay.count, from <= hay.count - needle.count else { return nil }
+        var i = from
+        while i <= hay.count - needle.count {
+            if hay[i] == needle[0] && hay[i..<(i + needle.count)].elementsEqual(needle) { return i }
+            i += 1
+        }
+        return nil
+    }
+}
+
+/// Server-Sent Events framing.
+public enum ServerSentEvent {
+    public static func format(event: String, data: String) -> [UInt8] {
+        var s = "event: \(event)\n"
+        for line in data.split(separator: "\n", omittingEmptySubsequences: false) { s += "data: \(line)\n" }
+        return Array((s + "\n").utf8)
+    }
+
+    /// A comment line; keeps idle connections alive through proxies.
+    public static let keepAlive = Array(": keep-alive\n\n".utf8)
+}

@@ -1,0 +1,25 @@
+// An HTTP request as handlers see it: decoded path, query, lower-cased headers, body.
+
+public struct Request: Sendable {
+    public var method: String
+    /// The decoded path, without the query.
+    public var path: String
+    /// Query parameters; a bare key (`?1700000000000`) maps to "".
+    public var query: [String: String]
+    /// Header names lower-cased.
+    public var headers: [String: String]
+    public var body: [UInt8]
+    /// Values captured by `:name` segments of the matched route.
+    public var parameters: [String: String] = [:]
+
+    public init(method: String, path: String, query: [String: String] = [:],
+                headers: [String: String] = [:], body: [UInt8] = []) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}

@@ -1,0 +1,82 @@
+// Serves files from one directory and never from outside it: the URL path is decoded,
+// dot segments are refused, and the resolved real path (symlinks followed) must still lie
+// inside the directory's real path.
+
+import Foundation
+
+public struct StaticFiles: Sendable {
+    public let root: String
+
+    /// `root` is resolved once; a missing directory serves nothing.
+    public init(directory: String) {
+        root = StaticFiles.realPath(directory) ?? directory
+    }
+
+    /// The file a URL path names, or nil when it is missing or would escape the root.
+    /// `path` is the raw (still percent-encoded) URL path.
+    public func resolve(_ path: String) -> String? {
+        guard let decoded = Self.percentDecode(path), !decoded.contains("\0"),
+              !decoded.contains("\\") else { return nil }
+        var parts: [Substring] = []
+        for part in decoded.split(separator: "/", omittingEmptySubsequences: true) {
+            if part == "." { continue }
+            if part == ".." || part.hasPrefix(".") { return nil }  // no traversal, no dotfiles
+            parts.append(part)
+        }
+        var candidate = root + "/" + parts.joined(separator: "/")
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDir), isDir.boolValue {
+            candidate += "/index.html"
+        }
+        guard let real = Self.realPath(candidate),
+              real.hasPrefix(root + "/"),
+              FileManager.default.fileExists(atPath: real, isDirectory: &isDir), !isDir.boolValue
+        else { return nil }
+        return real
+    }
+
+    public func response(for path: String, method: String) -> Response? {
+        guard let file = resolve(path), let data = FileManager.default.contents(atPath: file) else { return nil }
+        return Response(status: 200, contentType: Self.contentType(file), bytes: [UInt8](data),
+                        headers: [("Cache-Control", "no-cache")])
+    }
+
+    static func contentType(_ file: String) -> String {
+        switch (file as NSString).pathExtension.lowercased() {
+        case "html", "htm": "text/html; charset=utf-8"
+        case "js": "text/javascript; charset=utf-8"
+        case "css": "text/css; charset=utf-8"
+        case "json": "application/json"
+        case "yaml", "yml": "application/yaml"
+        case "svg": "image/svg+xml"
+        case "png": "image/png"
+        case "jpg", "jpeg": "image/jpeg"
+        case "ico": "image/x-icon"
+        case "txt", "md": "text/plain; charset=utf-8"
+        default: "application/octet-stream"
+        }
+    }
+
+    /// Strict percent-decoding: a malformed escape or invalid UTF-8 rejects the path.
+    static func percentDecode(_ s: String) -> String? {
+        var bytes: [UInt8] = []
+        var it = Array(s.utf8)[...]
+        while let b = it.popFirst() {
+            if b == UInt8(ascii: "%") {
+                guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(v)
+                it = it.dropFirst(2)
+            } else {
+                bytes.append(b)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    static func realPath(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+}

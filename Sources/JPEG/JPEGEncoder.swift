@@ -1,0 +1,77 @@
+// Encodes raw camera frames to JPEG with libturbojpeg. One encoder per thread: it owns a
+// tjhandle and reusable plane and output buffers, so steady-state encoding allocates only
+// the final [UInt8] handed to viewers.
+
+import CTurboJPEG
+import CameraCore
+
+public final class JPEGEncoder {
+    private let handle: tjhandle
+    private var planes: [UInt8] = []
+    private var output: UnsafeMutablePointer<UInt8>?
+    private var outputCapacity = 0
+
+    public init() throws(JPEGError) {
+        guard let h = tjInitCompress() else { throw JPEGError.last("tjInitCompress", nil) }
+        handle = h
+    }
+
+    deinit {
+        if let output { tjFree(output) }
+        tjDestroy(handle)
+    }
+
+    /// Encodes a packed YUYV (4:2:2) image. libturbojpeg 2.1 has no packed-YUYV input, so
+    /// the frame is split into Y, U and V planes and compressed without colour conversion.
+    public func encodeYUYV(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
+                           quality: Int) throws(JPEGError) -> [UInt8] {
+        precondition(width % 2 == 0 && src.count >= stride * height, "short YUYV frame")
+        let chromaWidth = width / 2
+        let ySize = width * height, cSize = chromaWidth * height
+        if planes.count != ySize + 2 * cSize { planes = [UInt8](repeating: 0, count: ySize + 2 * cSize) }
+        return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
+            let y = p.baseAddress!, u = y + ySize, v = u + cSize
+            let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            for row in 0..<height {
+                var sp = s + row * stride
+                var yp = y + row * width, up = u + row * chromaWidth, vp = v + row * chromaWidth
+                for _ in 0..<chromaWidth {
+                    yp[0] = sp[0]; up[0] = sp[1]; yp[1] = sp[2]; vp[0] = sp[3]
+                    sp += 4; yp += 2; up += 1; vp += 1
+                }
+            }
+            return try compressPlanes([UnsafePointer(y), UnsafePointer(u), UnsafePointer(v)],
+                                      strides: [Int32(width), Int32(chromaWidth), Int32(chromaWidth)],
+                                      width: width, height: height, subsampling: TJSAMP_422,
+                                      quality: quality)
+        }
+    }
+
+    /// Encodes an 8-bit greyscale image.
+    public func encodeGrey(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
+                           quality: Int) throws(JPEGError) -> [UInt8] {
+        let y = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        return try compressPlanes([y], strides: [Int32(stride)], width: width, height: height,
+                                  subsampling: TJSAMP_GRAY, quality: quality)
+    }
+
+    private func compressPlanes(_ planes: [UnsafePointer<UInt8>], strides: [Int32], width: Int,
+                                height: Int, subsampling: TJSAMP, quality: Int) throws(JPEGError) -> [UInt8] {
+        let bound = Int(tjBufSize(Int32(width), Int32(height), Int32(subsampling.rawValue)))
+        if bound > outputCapacity {
+            if let output { tjFree(output) }
+            output = tjAlloc(Int32(bound))
+            outputCapacity = output == nil ? 0 : bound
+        }
+        var out: UnsafeMutablePointer<UInt8>? = output
+        var size: UInt = UInt(outputCapacity)
+        var planePointers: [UnsafePointer<UInt8>?] = planes
+        var planeStrides = strides
+        let q = Int32(min(max(quality, 1), 100))
+        let rc = tjCompressFromYUVPlanes(handle, &planePointers, Int32(width), &planeStrides,
+                                         Int32(height), Int32(subsampling.rawValue), &out, &size, q,
+                                         TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
+        guard rc == 0, let out else { throw JPEGError.last("tjCompressFromYUVPlanes", handle) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(size)))
+    }
+}

@@ -1,0 +1,298 @@
+// The capture session: one actor, on its own serial queue, owning the active camera and
+// every device setting. Each call validates first, then changes state without suspending
+// (no `await` mid-change), rolls back on failure, and announces the result as one event.
+
+import CameraCore
+import Capture
+import Foundation
+import JPEG
+import Logging
+
+public struct SessionConfiguration: Sendable {
+    public var camera: String?
+    public var preset: String
+    public var fps: Int
+    public var streamQuality: Int
+
+    public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80) {
+        self.camera = camera
+        self.preset = preset
+        self.fps = fps
+        self.streamQuality = streamQuality
+    }
+}
+
+/// What `prepare` may change; nil keeps the current value.
+public struct PrepareRequest: Sendable, Equatable {
+    public var camera: String?
+    public var preset: String?
+    public var width: Int?
+    public var height: Int?
+    public var fps: Int?
+    public var pixelFormat: PixelFormat?
+
+    public init(camera: String? = nil, preset: String? = nil, width: Int? = nil, height: Int? = nil,
+                fps: Int? = nil, pixelFormat: PixelFormat? = nil) {
+        self.camera = camera
+        self.preset = preset
+        self.width = width
+        self.height = height
+        self.fps = fps
+        self.pixelFormat = pixelFormat
+    }
+}
+
+public actor CaptureSession {
+    private let executor: DispatchQueueExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    public nonisolated let hub = FrameHub()
+    public nonisolated let events = EventHub()
+    public nonisolated let cameras: [any CaptureDevice]
+    public nonisolated let streamSettings: StreamSettings
+    private let logger: Logger
+
+    private var camera: any CaptureDevice
+    private var runState: SessionState.Run = .idle
+    private var format: VideoFormat
+    private var preset: String
+    private var settings: DeviceSettings
+    private var pipeline: FramePipeline?
+    private var lastError: String?
+
+    public init(cameras: [any CaptureDevice], configuration: SessionConfiguration,
+                logger: Logger = Logger(label: "session")) throws(SessionError) {
+        precondition(!cameras.isEmpty, "a session needs at least one camera")
+        executor = DispatchQueueExecutor(label: "viewfinder.session")
+        self.cameras = cameras
+        self.logger = logger
+        streamSettings = StreamSettings(quality: configuration.streamQuality)
+        let chosen: any CaptureDevice
+        if let id = configuration.camera {
+            guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
+                throw .unknownCamera(id, known: cameras.map(\.descriptor.id))
+            }
+            chosen = c
+        } else {
+            chosen = cameras.first { $0.descriptor.position == .rear } ?? cameras[0]
+        }
+        camera = chosen
+        let resolved = try Self.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),
+                                        camera: chosen, currentPreset: configuration.preset,
+                                        currentFps: configuration.fps)
+        format = resolved.format
+        preset = resolved.preset
+        settings = DeviceSettings(for: chosen.capabilities)
+    }
+
+    // MARK: - State
+
+    public func state() -> SessionState {
+        let latest = hub.latestFrame
+        return SessionState(
+            state: runState, online: runState == .running,
+            camera: SessionState.CameraRef(id: camera.descriptor.id, name: camera.descriptor.name,
+                                           position: camera.descriptor.position.rawValue,
+                                           kind: camera.descriptor.kind.rawValue),
+            format: format, preset: preset,
+            zoom: settings.zoom, focus: settings.focus, exposure: settings.exposure,
+            whiteBalance: settings.whiteBalance, torch: settings.torch, orientation: settings.orientation,
+            stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
+                          quality: streamSettings.quality),
+            frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.failures ?? 0),
+            error: lastError)
+    }
+
+    public var isRunning: Bool { runState == .running }
+
+    // MARK: - Running
+
+    /// startRunning: idempotent.
+    @discardableResult
+    public func start() throws(SessionError) -> SessionState {
+        if runState != .running {
+            do throws(CameraError) {
+                pipeline = try launch(camera, format)
+                runState = .running
+                lastError = nil
+            } catch {
+                runState = .failed
+                lastError = error.description
+                announce()
+                throw .cameraFailed(error.description)
+            }
+        }
+        return announce()
+    }
+
+    /// stopRunning: releases the device; viewers keep a placeholder. Idempotent.
+    @discardableResult
+    public func stop() -> SessionState {
+        if runState == .running || runState == .interrupted {
+            halt()
+            runState = .idle
+            publishPlaceholder("STOPPED")
+        }
+        return announce()
+    }
+
+    /// Configures camera and format and runs. While running, reconfigures in place: viewers
+    /// stay connected. On failure the previous configuration keeps running.
+    @discardableResult
+    public func prepare(_ request: PrepareRequest) throws(SessionError) -> SessionState {
+        let target = try request.camera.map { id throws(SessionError) in try find(id) } ?? camera
+        let resolved = try Self.resolve(request, camera: target, currentPreset: preset, currentFps: format.fps)
+        try reconfigure(to: target, format: resolved.format)
+        preset = resolved.preset
+        return announce()
+    }
+
+    /// Switches rear ↔ front, or to the camera named. Transactional like `prepare`.
+    @discardableResult
+    public func switchCamera(to id: String?) throws(SessionError) -> SessionState {
+        let target: any CaptureDevice
+        if let id {
+            target = try find(id)
+        } else {
+            let opposite: CameraDescriptor.Position? = switch camera.descriptor.position {
+            case .rear: .front
+            case .front: .rear
+            default: nil
+            }
+            let index = cameras.firstIndex { $0 === camera } ?? 0
+            target = cameras.first { opposite != nil && $0.descriptor.position == opposite }
+                ?? cameras[(index + 1) % cameras.count]
+        }
+        let resolved = try Self.resolve(PrepareRequest(), camera: target, currentPreset: preset, currentFps: format.fps)
+        try reconfigure(to: target, format: resolved.format)
+        return announce()
+    }
+
+    // MARK: - Transactions
+
+    private func reconfigure(to target: any CaptureDevice, format newFormat: VideoFormat) throws(SessionError) {
+        let changingCamera = target !== camera
+        guard runState == .running else {
+            // Not running: prepare means "configure and start".
+            let old = (camera, format, settings)
+            camera = target
+            format = newFormat
+            if changingCamera { settings = DeviceSettings(for: target.capabilities) }
+            do { try start() } catch {
+                (camera, format, settings) = old
+                runState = .idle
+                throw error
+            }
+            return
+        }
+        if !changingCamera && newFormat == format { return }
+        if changingCamera {
+            // Start the new camera first: if it fails, the old one never stopped.
+            let newPipeline: FramePipeline
+            do throws(CameraError) { newPipeline = try launch(target, newFormat) } catch {
+                throw .cameraFailed("\(target.descriptor.id): \(error.description)")
+            }
+            let oldPipeline = pipeline
+            oldPipeline?.deactivate()
+            camera.stop()
+            camera = target
+            pipeline = newPipeline
+            settings = DeviceSettings(for: target.capabilities)
+        } else {
+            // Same device: it can only be open once, so stop, try, and roll back on failure.
+            halt()
+            do throws(CameraError) { pipeline = try launch(camera, newFormat) } catch {
+                do throws(CameraError) { pipeline = try launch(camera, format) } catch {
+                    runState = .failed
+                    lastError = error.description
+                }
+                throw .cameraFailed(error.description)
+            }
+        }
+        format = newFormat
+    }
+
+    private func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
+        let p = FramePipeline(hub: hub, settings: streamSettings, logger: logger)
+        try device.start(format: format) { frame in p.handle(frame) }
+        logger.info("camera \(device.descriptor.id) running at \(format.width)x\(format.height)@\(format.fps)")
+        return p
+    }
+
+    private func halt() {
+        pipeline?.deactivate()
+        camera.stop()
+        pipeline = nil
+    }
+
+    private func find(_ id: String) throws(SessionError) -> any CaptureDevice {
+        guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
+            throw .unknownCamera(id, known: cameras.map(\.descriptor.id))
+        }
+        return c
+    }
+
+    /// The supported format closest to what is asked (AVCaptureSession's preset matching).
+    static func resolve(_ r: PrepareRequest, camera: any CaptureDevice, currentPreset: String,
+                        currentFps: Int) throws(SessionError) -> (format: VideoFormat, preset: String) {
+        var options = camera.formats
+        if let pf = r.pixelFormat {
+            options = options.filter { $0.pixelFormat == pf }
+            guard !options.isEmpty else {
+                throw .unsupported("pixel format \(pf.rawValue)",
+                                   supported: Array(Set(camera.formats.map(\.pixelFormat.rawValue))).sorted())
+            }
+        }
+        let presetName: String
+        let preset: Preset
+        if r.width != nil || r.height != nil {
+            guard let w = r.width, let h = r.height, w > 0, h > 0 else {
+                throw .invalidValue("width and height go together and must be positive")
+            }
+            presetName = "\(w)x\(h)"
+            preset = .size(width: w, height: h)
+        } else {
+            presetName = r.preset ?? currentPreset
+            guard let p = Preset(presetName) else {
+                throw .unsupported("preset '\(presetName)'", supported: Preset.names)
+            }
+            preset = p
+        }
+        guard let option = preset.choose(from: options) else {
+            throw .unsupported("no format", supported: [])
+        }
+        let wantFps = r.fps ?? currentFps
+        guard wantFps > 0 else { throw .invalidValue("fps must be positive") }
+        let fps = option.fps.min { abs($0 - wantFps) < abs($1 - wantFps) } ?? wantFps
+        return (VideoFormat(pixelFormat: option.pixelFormat, width: option.width, height: option.height, fps: fps),
+                presetName)
+    }
+
+    // MARK: - Announcing
+
+    @discardableResult
+    private func announce() -> SessionState {
+        let s = state()
+        if let data = try? JSONEncoder().encode(s) {
+            events.publish(.init(name: "state", data: String(decoding: data, as: UTF8.self)))
+        }
+        return s
+    }
+
+    /// Viewers keep receiving a frame while nothing is captured; it goes through the real
+    /// encoder at the session's size.
+    private func publishPlaceholder(_ message: String) {
+        let raw = PlaceholderFrame.render(width: format.width, height: format.height, message: message)
+        guard let encoder = try? JPEGEncoder(),
+              let jpeg = raw.withUnsafeBytes({ try? encoder.encodeYUYV($0, width: format.width, height: format.height,
+                                                                       stride: format.width * 2, quality: 70) })
+        else { return }
+        hub.publish(EncodedFrame(jpeg: jpeg, width: format.width, height: format.height,
+                                 sequence: hub.takeSequence(), timestamp: Clock.now(), online: false))
+    }
+
+    /// Publishes the placeholder if nothing has been published yet (idle at start-up).
+    public func ensurePreviewFrame() {
+        if hub.latestFrame == nil && runState != .running { publishPlaceholder("NO SIGNAL") }
+    }
+}

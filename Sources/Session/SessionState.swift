@@ -1,0 +1,51 @@
+// SessionState: what `GET /api/session` answers and every `state` event carries.
+
+import CameraCore
+
+public struct SessionState: Sendable, Equatable, Codable {
+    public enum Run: String, Sendable, Codable { case idle, running, interrupted, failed }
+
+    public struct CameraRef: Sendable, Equatable, Codable {
+        public var id: String, name: String, position: String, kind: String
+    }
+    public struct StreamInfo: Sendable, Equatable, Codable {
+        public var clients: Int, fps: Double, quality: Int
+    }
+    public struct FrameInfo: Sendable, Equatable, Codable {
+        public var sequence: UInt64, dropped: UInt64
+    }
+
+    public var state: Run
+    public var online: Bool
+    public var camera: CameraRef?
+    public var format: VideoFormat?
+    public var preset: String
+    public var zoom: ZoomSetting
+    public var focus: FocusSetting
+    public var exposure: ExposureSetting
+    public var whiteBalance: WhiteBalanceSetting
+    public var torch: TorchSetting
+    public var orientation: OrientationSetting
+    public var stream: StreamInfo
+    public var frames: FrameInfo
+    public var error: String?
+
+    /// Encodes `error: null` and `camera: null` explicitly, as the contract shows them.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(state, forKey: .state)
+        try c.encode(online, forKey: .online)
+        try c.encode(camera, forKey: .camera)
+        try c.encode(format, forKey: .format)
+        try c.encode(preset, forKey: .preset)
+        try c.encode(zoom, forKey: .zoom)
+        try c.encode(focus, forKey: .focus)
+        try c.encode(exposure, forKey: .exposure)
+        try c.encode(whiteBalance, forKey: .whiteBalance)
+        try c.encode(torch, forKey: .torch)
+        try c.encode(orientation, forKey: .orientation)
+        try c.encode(stream, forKey: .stream)
+        try c.encode(frames, forKey: .frames)
+        try c.encode(error, forKey: .error)
+    }
+}

@@ -1,0 +1,42 @@
+// The one place where domain errors become HTTP errors (status + contract code).
+
+import HTTPServer
+import Session
+
+extension SessionError {
+    var http: HTTPError {
+        switch self {
+        case .unknownCamera(let id, let known):
+            HTTPError(404, "unknown_camera", "No camera '\(id)'. Known cameras: \(known.joined(separator: ", ")).",
+                      extra: ["cameras": .array(known.map { .string($0) })])
+        case .unsupported(let what, let supported):
+            HTTPError(422, "unsupported", "The camera does not support \(what).",
+                      extra: ["supported": .array(supported.map { .string($0) })])
+        case .invalidValue(let m):
+            HTTPError(400, "invalid_value", m)
+        case .notRunning:
+            HTTPError(409, "session_not_running", "The session is not running; POST /api/session/start first.")
+        case .cameraFailed(let m):
+            HTTPError(503, "camera_unavailable", "The camera could not be used: \(m)")
+        case .captureTimeout:
+            HTTPError(504, "capture_timeout", "No frame arrived in time.")
+        }
+    }
+}
+
+extension JSONFieldError {
+    var http: HTTPError { HTTPError(400, "invalid_value", description) }
+}
+
+/// Request bodies: empty means "no options"; anything else must be a JSON object.
+func bodyObject(_ request: Request) throws(HTTPError) -> JSONObjectReader {
+    let trimmed = request.body.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+    if trimmed.isEmpty { return try! JSONObjectReader(.object([:])) }
+    let value: JSONValue
+    do { value = try JSONValue.parse(request.body) } catch {
+        throw HTTPError(400, "invalid_json", "The body is not valid JSON; send an object such as {\"camera\": \"front\"}.")
+    }
+    do throws(JSONFieldError) { return try JSONObjectReader(value) } catch {
+        throw HTTPError(400, "invalid_json", "The body must be a JSON object.")
+    }
+}

@@ -1,0 +1,63 @@
+// Composition: configuration → cameras → session → router → server. Start and stop in
+// one place, so main.swift and the live tests run exactly the same thing.
+
+import CameraCore
+import Foundation
+import HTTPServer
+import Logging
+import Session
+
+public final class Application: @unchecked Sendable {
+    public let configuration: Configuration
+    public let session: CaptureSession
+    let staticFiles: StaticFiles
+    let parts = PartCache()
+    private(set) var server: HTTPServer?
+    private let logger: Logger
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let cameras = CameraFactory.make(configuration.cameras, logger: logger)
+        guard !cameras.isEmpty else { throw Configuration.Error(description: "cameras: no usable camera") }
+        do {
+            session = try CaptureSession(
+                cameras: cameras,
+                configuration: SessionConfiguration(camera: configuration.session.camera,
+                                                    preset: configuration.session.preset,
+                                                    fps: configuration.session.fps,
+                                                    streamQuality: configuration.stream.quality),
+                logger: logger)
+        } catch {
+            throw Configuration.Error(description: "session: \(error.http.message)")
+        }
+        staticFiles = StaticFiles(directory: configuration.server.publicDirectory)
+    }
+
+    /// The bound port (the configured one, or the one picked for port 0).
+    public var port: Int { server?.port ?? 0 }
+
+    public func start() async throws {
+        let s = HTTPServer(configuration: ServerConfiguration(
+            host: configuration.server.host, port: configuration.server.port,
+            maxConnections: configuration.server.maxConnections,
+            allowOrigin: configuration.server.allowOrigin,
+            publicDirectory: configuration.server.publicDirectory),
+            router: makeRouter(), logger: logger)
+        server = s
+        try s.start()
+        if configuration.session.autostart {
+            do { try await session.start() } catch {
+                logger.error("autostart failed: \(error.http.message)")
+            }
+        }
+        await session.ensurePreviewFrame()
+    }
+
+    /// Graceful: streams end, the server stops, the camera is released.
+    public func stop() async {
+        session.hub.wakeAll()
+        server?.stop()
+        await session.stop()
+    }
+}

@@ -1,0 +1,169 @@
+// config.json in API.md's shape, decoded strictly: a wrong type, an out-of-range value or an
+// unknown key stops start-up with a message naming the key.
+
+import Foundation
+import HTTPServer
+
+public struct Configuration: Sendable, Equatable {
+    public struct Server: Sendable, Equatable {
+        public var host = "127.0.0.1"
+        public var port = 8080
+        public var publicDirectory = "Public"
+        public var allowOrigin: String?
+        public var maxConnections = 256
+    }
+
+    public struct CameraEntry: Sendable, Equatable {
+        public enum Source: String, Sendable { case v4l2, synthetic, image }
+        public var id: String
+        public var source: Source
+        public var device: String?
+        public var path: String?
+        public var position: String?
+    }
+
+    public enum Cameras: Sendable, Equatable {
+        /// Every V4L2 capture device, or the synthetic pair when there is none.
+        case auto
+        /// The synthetic rear and front cameras, whatever hardware exists.
+        case synthetic
+        case list([CameraEntry])
+    }
+
+    public struct Session: Sendable, Equatable {
+        public var camera: String?
+        public var preset = "1280x720"
+        public var fps = 30
+        public var autostart = true
+    }
+
+    public struct Stream: Sendable, Equatable {
+        public var quality = 80
+        public var maxFps = 30
+    }
+
+    public struct Capture: Sendable, Equatable {
+        public var quality = 92
+        public var directory = "photos"
+    }
+
+    public var server = Server()
+    public var cameras = Cameras.auto
+    public var session = Session()
+    public var stream = Stream()
+    public var capture = Capture()
+
+    public init() {}
+
+    public struct Error: Swift.Error, CustomStringConvertible, Equatable {
+        public var description: String
+    }
+
+    /// Loads a file; a missing file is an error only when it was named explicitly.
+    public static func load(path: String, required: Bool) throws(Error) -> Configuration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if required { throw Error(description: "\(path): cannot read the file") }
+            return Configuration()
+        }
+        do throws(Error) { return try parse([UInt8](data)) } catch {
+            throw Error(description: "\(path): \(error.description)")
+        }
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(Error) -> Configuration {
+        let value: JSONValue
+        do { value = try JSONValue.parse(bytes) } catch {
+            throw Error(description: "not valid JSON (\(error))")
+        }
+        do throws(JSONFieldError) { return try decode(value) } catch {
+            throw Error(description: error.description)
+        }
+    }
+
+    static func decode(_ value: JSONValue) throws(JSONFieldError) -> Configuration {
+        var c = Configuration()
+        let root = try JSONObjectReader(value)
+        if let s = try root.object("server") {
+            c.server.host = try s.string("host") ?? c.server.host
+            c.server.port = try s.int("port", in: 0...65535) ?? c.server.port
+            c.server.publicDirectory = try s.string("publicDirectory") ?? c.server.publicDirectory
+            c.server.allowOrigin = try s.string("allowOrigin")
+            c.server.maxConnections = try s.int("maxConnections", in: 1...100_000) ?? c.server.maxConnections
+            try s.finish()
+        }
+        if let cams = root.value("cameras") {
+            c.cameras = try decodeCameras(cams)
+        }
+        if let s = try root.object("session") {
+            c.session.camera = try s.string("camera")
+            c.session.preset = try s.string("preset") ?? c.session.preset
+            c.session.fps = try s.int("fps", in: 1...120) ?? c.session.fps
+            c.session.autostart = try s.bool("autostart") ?? c.session.autostart
+            try s.finish()
+        }
+        if let s = try root.object("stream") {
+            c.stream.quality = try s.int("quality", in: 1...100) ?? c.stream.quality
+            c.stream.maxFps = try s.int("maxFps", in: 1...120) ?? c.stream.maxFps
+            try s.finish()
+        }
+        if let s = try root.object("capture") {
+            c.capture.quality = try s.int("quality", in: 1...100) ?? c.capture.quality
+            c.capture.directory = try s.string("directory") ?? c.capture.directory
+            try s.finish()
+        }
+        try root.finish()
+        try c.validate()
+        return c
+    }
+
+    static func decodeCameras(_ v: JSONValue) throws(JSONFieldError) -> Cameras {
+        switch v {
+        case .string("auto"): return .auto
+        case .string("synthetic"): return .synthetic
+        case .array(let items):
+            guard !items.isEmpty else { throw JSONFieldError(path: "cameras", problem: "the list is empty") }
+            var entries: [CameraEntry] = []
+            for (i, item) in items.enumerated() {
+                let r = try JSONObjectReader(item, path: "cameras[\(i)]")
+                guard let id = try r.string("id"), !id.isEmpty else {
+                    throw JSONFieldError(path: "cameras[\(i)].id", problem: "required")
+                }
+                guard let source = try r.string("source", allowed: ["v4l2", "synthetic", "image"]) else {
+                    throw JSONFieldError(path: "cameras[\(i)].source", problem: "required (v4l2, synthetic or image)")
+                }
+                let entry = CameraEntry(id: id, source: .init(rawValue: source)!, device: try r.string("device"),
+                                        path: try r.string("path"),
+                                        position: try r.string("position", allowed: ["front", "rear", "external", "unspecified"]))
+                if entry.source == .image && entry.path == nil {
+                    throw JSONFieldError(path: "cameras[\(i)].path", problem: "required for an image camera")
+                }
+                if entry.source == .v4l2 && entry.device == nil {
+                    throw JSONFieldError(path: "cameras[\(i)].device", problem: "required for a v4l2 camera")
+                }
+                if entries.contains(where: { $0.id == id }) {
+                    throw JSONFieldError(path: "cameras[\(i)].id", problem: "'\(id)' is used twice")
+                }
+                try r.finish()
+                entries.append(entry)
+            }
+            return .list(entries)
+        default:
+            throw JSONFieldError(path: "cameras", problem: "expected \"auto\", \"synthetic\" or a list of cameras")
+        }
+    }
+
+    /// Cross-field checks, shared by the file and the command-line overrides.
+    public func validate() throws(JSONFieldError) {
+        var addr = in_addr()
+        guard inet_pton(AF_INET, server.host, &addr) == 1 else {
+            throw JSONFieldError(path: "server.host", problem: "'\(server.host)' is not an IPv4 address")
+        }
+        guard ["photo", "high", "medium", "low", "352x288", "640x480", "1280x720", "1920x1080", "3840x2160"]
+            .contains(session.preset) else {
+            throw JSONFieldError(path: "session.preset", problem: "unknown preset '\(session.preset)'")
+        }
+        if let id = session.camera, case .list(let entries) = cameras, !entries.contains(where: { $0.id == id }) {
+            throw JSONFieldError(path: "session.camera", problem: "no camera with id '\(id)'")
+        }
+    }
+}

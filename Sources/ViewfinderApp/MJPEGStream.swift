@@ -1,0 +1,91 @@
+// One viewer of the multipart MJPEG preview. It always takes the hub's newest frame, so a
+// slow viewer skips frames instead of queueing them; it resends the last frame once a
+// second when nothing new arrives (proxies and Home Assistant drop silent streams), and
+// honours a per-client `?fps=N` cap.
+
+import CameraCore
+import Foundation
+import HTTPServer
+import Session
+
+final class MJPEGStream: StreamBody, @unchecked Sendable {
+    private let hub: FrameHub
+    private let parts: PartCache
+    private let minInterval: Double
+    private let lock = NSLock()
+    private var waker: (@Sendable () -> Void)?
+    private var lastSequence: UInt64?
+    private var lastSent = -Double.infinity
+    private var closed = false
+
+    init(hub: FrameHub, parts: PartCache, maxFps: Double) {
+        self.hub = hub
+        self.parts = parts
+        minInterval = maxFps > 0 ? 1 / maxFps : 0
+        hub.addViewer()
+    }
+
+    func attach(waker: @escaping @Sendable () -> Void) { lock.withLock { self.waker = waker } }
+
+    func next() -> StreamChunk {
+        let now = Clock.monotonic()
+        let (last, sentAt, waker) = lock.withLock { (lastSequence, lastSent, self.waker) }
+        if let frame = hub.latestFrame {
+            let fresh = frame.sequence != last && now - sentAt >= minInterval
+            if fresh || now - sentAt >= 1.0 {
+                lock.withLock { lastSequence = frame.sequence; lastSent = now }
+                return .data(parts.part(for: frame))
+            }
+        }
+        guard let waker else { return .end }
+        hub.park(ObjectIdentifier(self), lastSequence: last, notBefore: sentAt + minInterval,
+                 resendAt: sentAt + 1.0, wake: waker)
+        return .wait
+    }
+
+    func close() {
+        let first = lock.withLock { () -> Bool in defer { closed = true }; return !closed }
+        if first { hub.removeViewer(ObjectIdentifier(self)) }
+    }
+}
+
+/// The multipart part of the newest frame, built once and shared by every viewer.
+final class PartCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var sequence: UInt64 = 0
+    private var bytes: [UInt8] = []
+
+    func part(for frame: EncodedFrame) -> [UInt8] {
+        lock.withLock {
+            if frame.sequence != sequence || bytes.isEmpty {
+                bytes = Multipart.part(jpeg: frame.jpeg, timestamp: frame.timestampString)
+                sequence = frame.sequence
+            }
+            return bytes
+        }
+    }
+}
+
+/// One Server-Sent-Events client of `/api/events`.
+final class EventStream: StreamBody, @unchecked Sendable {
+    private let events: EventHub
+    private let lock = NSLock()
+    private var waker: (@Sendable () -> Void)?
+
+    init(events: EventHub, initial: EventHub.Event?) {
+        self.events = events
+        events.subscribe(ObjectIdentifier(self), initial: initial)
+    }
+
+    func attach(waker: @escaping @Sendable () -> Void) { lock.withLock { self.waker = waker } }
+
+    func next() -> StreamChunk {
+        guard let waker = lock.withLock({ waker }) else { return .end }
+        if let e = events.next(ObjectIdentifier(self), wake: waker) {
+            return .data(ServerSentEvent.format(event: e.name, data: e.data))
+        }
+        return .wait
+    }
+
+    func close() { events.unsubscribe(ObjectIdentifier(self)) }
+}

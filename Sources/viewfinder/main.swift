@@ -1,0 +1,120 @@
+// viewfinder: parse flags, load config.json, build the application, serve until SIGINT or
+// SIGTERM, then stop gracefully (streams end, camera released) and exit 0.
+
+import ArgumentParser
+import Dispatch
+import Foundation
+import HTTPServer
+import Logging
+import ViewfinderApp
+
+@main
+struct Viewfinder: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "viewfinder",
+        abstract: "An HTTP camera server with AVFoundation's capture-session model.")
+
+    @Option(help: "Configuration file (default ./config.json if present).")
+    var config: String?
+    @Option(help: "Address to bind (server.host).") var host: String?
+    @Option(help: "Port to listen on; 0 picks a free one (server.port).") var port: Int?
+    @Option(help: "Directory of static files (server.publicDirectory).") var publicDirectory: String?
+    @Option(help: "CORS origin to allow (server.allowOrigin).") var allowOrigin: String?
+    @Option(help: "Connection limit; beyond it 503 (server.maxConnections).") var maxConnections: Int?
+    @Option(help: "\"auto\" or \"synthetic\" (cameras).") var cameras: String?
+    @Option(help: "Camera to start with (session.camera).") var camera: String?
+    @Option(help: "Preset: photo, high, medium, low or WIDTHxHEIGHT (session.preset).") var preset: String?
+    @Option(help: "Frames per second (session.fps).") var fps: Int?
+    @Option(help: "Preview JPEG quality 1–100 (stream.quality).") var quality: Int?
+    @Flag(help: "Do not start the session at launch (session.autostart = false).") var noAutostart = false
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String = "info"
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let logger = Logger(label: "viewfinder")
+        let settings: Configuration
+        do {
+            settings = try loadConfiguration()
+        } catch {
+            FileHandle.standardError.write(Data("viewfinder: configuration error: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+
+        let app = try Application(configuration: settings, logger: logger)
+        do { try await app.start() } catch {
+            FileHandle.standardError.write(Data("viewfinder: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        // Unbuffered, so scripts and tests reading stdout learn the port at once.
+        FileHandle.standardOutput.write(Data("Viewfinder listening on http://\(settings.server.host):\(app.port)/\n".utf8))
+
+        let signal = await Self.waitForTermination()
+        logger.info("signal \(signal): stopping")
+        await app.stop()
+        logger.info("stopped")
+    }
+
+    private func loadConfiguration() throws -> Configuration {
+        var c = try Configuration.load(path: config ?? "config.json", required: config != nil)
+        if let host { c.server.host = host }
+        if let port {
+            guard (0...65535).contains(port) else { throw ValidationError("--port: \(port) is outside 0…65535") }
+            c.server.port = port
+        }
+        if let publicDirectory { c.server.publicDirectory = publicDirectory }
+        if let allowOrigin { c.server.allowOrigin = allowOrigin }
+        if let maxConnections {
+            guard maxConnections > 0 else { throw ValidationError("--max-connections: must be positive") }
+            c.server.maxConnections = maxConnections
+        }
+        if let cameras {
+            switch cameras {
+            case "auto": c.cameras = .auto
+            case "synthetic": c.cameras = .synthetic
+            default: throw ValidationError("--cameras: expected auto or synthetic, got '\(cameras)'")
+            }
+        }
+        if let camera { c.session.camera = camera }
+        if let preset { c.session.preset = preset }
+        if let fps {
+            guard (1...120).contains(fps) else { throw ValidationError("--fps: \(fps) is outside 1…120") }
+            c.session.fps = fps
+        }
+        if let quality {
+            guard (1...100).contains(quality) else { throw ValidationError("--quality: \(quality) is outside 1…100") }
+            c.stream.quality = quality
+        }
+        if noAutostart { c.session.autostart = false }
+        try c.validate()
+        return c
+    }
+
+    /// Suspends until SIGINT or SIGTERM; returns the signal's name.
+    private static func waitForTermination() async -> String {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            let once = Once()
+            for (sig, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+                signal(sig, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+                source.setEventHandler { if once.claim() { continuation.resume(returning: name) } }
+                source.resume()
+                Once.keep(source)
+            }
+        }
+    }
+}
+
+/// Resumes the continuation once even if both signals arrive.
+private final class Once: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+
+    func claim() -> Bool { lock.withLock { defer { done = true }; return !done } }
+    static func keep(_ s: DispatchSourceSignal) { sources.append(s) }
+}
