@@ -11,6 +11,9 @@ final class ConnectionContext: @unchecked Sendable {
     var headers: [String: String] = [:]
     var query: [String: String] = [:]
     var body: [UInt8] = []
+    /// Over the body limit: further upload is read and dropped, then 413 is answered.
+    var tooLarge = false
+    var discarded = 0
     /// Set once a response has been queued: later calls have nothing to do.
     var answered = false
     var dispatched = false

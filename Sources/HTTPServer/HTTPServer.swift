@@ -23,6 +23,8 @@ public final class HTTPServer: @unchecked Sendable {
     private var suspendedRequests: [ObjectIdentifier: ConnectionContext] = [:]
     private var streams: [ObjectIdentifier: StreamConnection] = [:]
     public private(set) var port: Int = 0
+    /// Oversized bodies up to this size are read and dropped before the 413 (see above).
+    static let drainLimit = 1 << 20
 
     public init(configuration: ServerConfiguration, router: Router, logger: Logger = Logger(label: "http")) {
         self.configuration = configuration
@@ -149,7 +151,11 @@ public final class HTTPServer: @unchecked Sendable {
                                        "Too many connections (limit \(configuration.maxConnections)); try again later.").response, ctx)
             }
             if let length = ctx.headers["content-length"].flatMap({ Int($0) }), length > configuration.maxBodyBytes {
-                return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+                // Answering before the body is read makes the kernel reset the connection
+                // under a client still sending, and the client may never see the 413. So a
+                // moderately large body is read and dropped first; only a huge one is cut.
+                if length > Self.drainLimit { return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx) }
+                ctx.tooLarge = true
             }
             return .YES
         }
@@ -157,9 +163,15 @@ public final class HTTPServer: @unchecked Sendable {
         if ctx.answered { uploadSize.pointee = 0; return .YES }
         if uploadSize.pointee > 0 {
             // A body without a (truthful) Content-Length is capped here as it arrives.
-            if ctx.body.count + uploadSize.pointee > configuration.maxBodyBytes {
+            if ctx.tooLarge || ctx.body.count + uploadSize.pointee > configuration.maxBodyBytes {
+                ctx.tooLarge = true
+                ctx.discarded += uploadSize.pointee
+                ctx.body = []
                 uploadSize.pointee = 0
-                return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+                if ctx.discarded > Self.drainLimit {
+                    return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+                }
+                return .YES
             }
             ctx.body.append(contentsOf: UnsafeRawBufferPointer(start: upload, count: uploadSize.pointee))
             uploadSize.pointee = 0
@@ -171,6 +183,7 @@ public final class HTTPServer: @unchecked Sendable {
         }) {
             return queue(ready, ctx)
         }
+        if ctx.tooLarge { return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx) }
         if ctx.dispatched { return .YES }  // spurious call while the handler runs
         return dispatch(ctx)
     }

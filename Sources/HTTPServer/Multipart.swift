@@ -36,6 +36,7 @@ public enum Multipart {
                   headerEnd + 4 + length <= data.count else { break }
             parts.append((headers, Array(data[(headerEnd + 4)..<(headerEnd + 4 + length)])))
             i = headerEnd + 4 + length
+            if i + 2 <= data.count && data[i] == 13 && data[i + 1] == 10 { i += 2 }  // the part's CRLF
         }
         return (parts, i)
     }

@@ -54,10 +54,16 @@ extension Application {
         }
 
         r.post("/api/session/start") { request in
-            await sessionCall(request) { _ throws(SessionError) in try await session.start() }
+            await sessionCall(request) { body throws(SessionError) in
+                try noOptions(body)
+                return try await session.start()
+            }
         }
         r.post("/api/session/stop") { request in
-            await sessionCall(request) { _ in await session.stop() }
+            await sessionCall(request) { body throws(SessionError) in
+                try noOptions(body)
+                return await session.stop()
+            }
         }
         r.post("/api/session/prepare") { request in
             await sessionCall(request) { body throws(SessionError) in
@@ -154,6 +160,11 @@ extension Application {
         """
         return Response(status: 200, contentType: "text/plain; version=0.0.4", bytes: Array(text.utf8))
     }
+}
+
+/// For calls that take no options: any key is an unknown key.
+private func noOptions(_ body: JSONObjectReader) throws(SessionError) {
+    do throws(JSONFieldError) { try body.finish() } catch { throw .invalidValue(error.description) }
 }
 
 /// Parses the body, runs one session call, answers SessionState or the error.

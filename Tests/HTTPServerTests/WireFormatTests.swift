@@ -1,0 +1,78 @@
+import Testing
+@testable import HTTPServer
+
+@Suite struct MultipartTests {
+    @Test func partLayoutMatchesMjpgStreamer() {
+        let jpeg: [UInt8] = [0xFF, 0xD8, 1, 2, 3, 0xFF, 0xD9]
+        let part = Multipart.part(jpeg: jpeg, timestamp: "1700000000.000123")
+        let expectedHead = "--viewfinderframe\r\nContent-Type: image/jpeg\r\nContent-Length: 7\r\nX-Timestamp: 1700000000.000123\r\n\r\n"
+        #expect(Array(part.prefix(expectedHead.utf8.count)) == Array(expectedHead.utf8))
+        #expect(Array(part.dropFirst(expectedHead.utf8.count).prefix(7)) == jpeg)
+        #expect(Array(part.suffix(2)) == [13, 10])
+    }
+
+    @Test func parseRoundTripsSeveralPartsAndKeepsTheIncompleteRest() {
+        let a: [UInt8] = [0xFF, 0xD8, 0x0D, 0x0A, 0x2D, 0x2D, 0xFF, 0xD9]  // payload containing CRLF--
+        let b: [UInt8] = Array(repeating: 7, count: 1000)
+        let stream = Multipart.part(jpeg: a, timestamp: "1.000000") + Multipart.part(jpeg: b, timestamp: "2.000000")
+        let truncated = stream + Array(Multipart.part(jpeg: a, timestamp: "3.000000").prefix(40))
+        let (parts, rest) = Multipart.parse(truncated)
+        #expect(parts.count == 2)
+        #expect(parts[0].body == a && parts[1].body == b)
+        #expect(parts[1].headers["x-timestamp"] == "2.000000")
+        #expect(rest == stream.count)
+    }
+
+    @Test func contentTypeHasNoSpaceBeforeBoundary() {
+        #expect(Multipart.contentType == "multipart/x-mixed-replace;boundary=viewfinderframe")
+    }
+
+    @Test func serverSentEventSplitsLines() {
+        let e = String(decoding: ServerSentEvent.format(event: "state", data: "{\"a\":1}\n{\"b\":2}"), as: UTF8.self)
+        #expect(e == "event: state\ndata: {\"a\":1}\ndata: {\"b\":2}\n\n")
+    }
+}
+
+@Suite struct JSONObjectReaderTests {
+    func reader(_ text: String) throws -> JSONObjectReader {
+        try JSONObjectReader(try JSONValue.parse(Array(text.utf8)))
+    }
+
+    @Test func readsTypedFields() throws {
+        let r = try reader(#"{"a": 2, "b": true, "c": "x", "d": 0.5}"#)
+        #expect(try r.int("a") == 2)
+        #expect(try r.bool("b") == true)
+        #expect(try r.string("c") == "x")
+        #expect(try r.double("d") == 0.5)
+        try r.finish()
+    }
+
+    @Test func unknownKeyIsNamed() throws {
+        let r = try reader(#"{"factor": 2, "factr": 3}"#)
+        _ = try r.double("factor")
+        #expect(throws: JSONFieldError(path: "factr", problem: "unknown key")) { try r.finish() }
+    }
+
+    @Test func wrongTypesAreRefused() throws {
+        let r = try reader(#"{"n": "2", "b": 1, "i": 2.5}"#)
+        #expect(throws: JSONFieldError.self) { try r.double("n") }
+        #expect(throws: JSONFieldError.self) { try r.bool("b") }
+        #expect(throws: JSONFieldError.self) { try r.int("i") }
+    }
+
+    @Test(arguments: [#"{"x": NaN}"#, #"{"x": Infinity}"#, #"{"x": -Infinity}"#, "{", "[1,", "{\"x\": }"])
+    func nonJSONIsRefused(_ text: String) {
+        #expect(throws: (any Error).self) { try JSONValue.parse(Array(text.utf8)) }
+    }
+
+    @Test func hugeNumbersAreRefused() {
+        // Foundation refuses the overflow while parsing; either way it never becomes a value.
+        #expect(throws: (any Error).self) { try reader(#"{"x": 1e400}"#).double("x") }
+    }
+
+    @Test func nestedPathsAreNamed() throws {
+        let r = try reader(#"{"server": {"port": "80"}}"#)
+        let s = try #require(try r.object("server"))
+        #expect(throws: JSONFieldError(path: "server.port", problem: "expected a number, found a string")) { try s.int("port") }
+    }
+}

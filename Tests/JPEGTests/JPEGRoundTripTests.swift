@@ -1,0 +1,60 @@
+import CameraCore
+import Testing
+@testable import JPEG
+
+/// YUYV → JPEG → RGB: the encoder keeps size and colours.
+@Suite struct JPEGRoundTripTests {
+    /// Left half pure red, right half pure blue, in full-range YCbCr as packed YUYV.
+    static func halves(width: Int, height: Int) -> [UInt8] {
+        // JFIF: red = (76, 85, 255), blue = (29, 255, 107)
+        var out = [UInt8](repeating: 0, count: width * height * 2)
+        for y in 0..<height {
+            for x in stride(from: 0, to: width, by: 2) {
+                let (yy, u, v): (UInt8, UInt8, UInt8) = x < width / 2 ? (76, 85, 255) : (29, 255, 107)
+                let i = (y * width + x) * 2
+                out[i] = yy; out[i + 1] = u; out[i + 2] = yy; out[i + 3] = v
+            }
+        }
+        return out
+    }
+
+    @Test(arguments: [(64, 48), (320, 240), (1280, 720)])
+    func sizeAndColoursSurvive(_ size: (Int, Int)) throws {
+        let (w, h) = size
+        let encoder = try JPEGEncoder()
+        let jpeg = try Self.halves(width: w, height: h).withUnsafeBytes {
+            try encoder.encodeYUYV($0, width: w, height: h, stride: w * 2, quality: 90)
+        }
+        #expect(jpeg.prefix(2) == [0xFF, 0xD8] && jpeg.suffix(2) == [0xFF, 0xD9])
+        let image = try JPEGDecoder.decodeRGB(jpeg)
+        #expect(image.width == w && image.height == h)
+        let left = image.mean(x: 4, y: 4, width: w / 4, height: h / 2)
+        let right = image.mean(x: w - 4 - w / 4, y: 4, width: w / 4, height: h / 2)
+        #expect(left.r > 230 && left.g < 25 && left.b < 25, "left \(left)")
+        #expect(right.b > 230 && right.r < 25 && right.g < 25, "right \(right)")
+    }
+
+    @Test func encoderReusesItsBuffersAcrossSizes() throws {
+        let encoder = try JPEGEncoder()
+        for (w, h) in [(640, 480), (64, 48), (1280, 720), (640, 480)] {
+            let jpeg = try Self.halves(width: w, height: h).withUnsafeBytes {
+                try encoder.encodeYUYV($0, width: w, height: h, stride: w * 2, quality: 80)
+            }
+            let size = try JPEGDecoder.size(of: jpeg)
+            #expect(size.width == w && size.height == h)
+        }
+    }
+
+    @Test func qualityChangesSize() throws {
+        let encoder = try JPEGEncoder()
+        var frame = Self.halves(width: 320, height: 240)
+        for i in stride(from: 0, to: frame.count, by: 2) { frame[i] = UInt8(truncatingIfNeeded: i * 7 % 251) }  // texture
+        let low = try frame.withUnsafeBytes { try encoder.encodeYUYV($0, width: 320, height: 240, stride: 640, quality: 20) }
+        let high = try frame.withUnsafeBytes { try encoder.encodeYUYV($0, width: 320, height: 240, stride: 640, quality: 95) }
+        #expect(high.count > low.count)
+    }
+
+    @Test func corruptDataIsAnError() {
+        #expect(throws: JPEGError.self) { try JPEGDecoder.decodeRGB([0xFF, 0xD8, 0, 1, 2]) }
+    }
+}

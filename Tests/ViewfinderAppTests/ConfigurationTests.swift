@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+@testable import ViewfinderApp
+
+@Suite struct ConfigurationTests {
+    @Test func theShippedConfigLoads() throws {
+        let c = try Configuration.load(path: packageRoot + "/config.json", required: true)
+        #expect(c.server.host == "127.0.0.1" && c.server.port == 8080)
+        #expect(c.cameras == .auto)
+        #expect(c.session.preset == "1280x720" && c.session.autostart)
+    }
+
+    @Test func emptyObjectMeansDefaults() throws {
+        #expect(try Configuration.parse(Array("{}".utf8)) == Configuration())
+    }
+
+    @Test func cameraListDecodes() throws {
+        let c = try Configuration.parse(Array("""
+        {"cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
+                     {"id": "desk", "source": "image", "path": "mock/desk.jpg", "position": "front"}],
+         "session": {"camera": "desk"}}
+        """.utf8))
+        guard case .list(let entries) = c.cameras else { Issue.record("not a list"); return }
+        #expect(entries.map(\.id) == ["rear", "desk"])
+        #expect(entries[1].source == .image && entries[1].path == "mock/desk.jpg")
+    }
+
+    /// Each bad file names the key and the problem.
+    static let bad: [(json: String, message: String)] = [
+        (#"{"server": {"port": "8080"}}"#, "server.port: expected a number, found a string"),
+        (#"{"server": {"port": 70000}}"#, "server.port: 70000 is outside 0…65535"),
+        (#"{"server": {"prot": 1}}"#, "server.prot: unknown key"),
+        (#"{"server": {"host": "localhost:80"}}"#, "server.host: 'localhost:80' is not an IPv4 address"),
+        (#"{"sever": {}}"#, "sever: unknown key"),
+        (#"{"stream": {"quality": 0}}"#, "stream.quality: 0 is outside 1…100"),
+        (#"{"session": {"preset": "huge"}}"#, "session.preset: unknown preset 'huge'"),
+        (#"{"session": {"autostart": "yes"}}"#, "session.autostart: expected true or false, found a string"),
+        (#"{"cameras": "all"}"#, #"cameras: expected "auto", "synthetic" or a list of cameras"#),
+        (#"{"cameras": [{"id": "x", "source": "webcam"}]}"#, "cameras[0].source: 'webcam' is not one of v4l2, synthetic, image"),
+        (#"{"cameras": [{"id": "x", "source": "image"}]}"#, "cameras[0].path: required for an image camera"),
+        (#"{"cameras": [{"id": "a", "source": "synthetic"}], "session": {"camera": "b"}}"#, "session.camera: no camera with id 'b'"),
+        (#"[1, 2]"#, "expected an object, found an array"),
+    ]
+
+    @Test func badFilesNameTheKey() {
+        for (json, message) in Self.bad {
+            #expect(throws: Configuration.Error(description: message), "\(json)") {
+                try Configuration.parse(Array(json.utf8))
+            }
+        }
+    }
+
+    @Test func malformedJSONIsReported() {
+        #expect(throws: Configuration.Error.self) { try Configuration.parse(Array("{\"server\": ".utf8)) }
+    }
+
+    @Test func aMissingExplicitFileIsAnError() {
+        #expect(throws: Configuration.Error(description: "/nonexistent.json: cannot read the file")) {
+            try Configuration.load(path: "/nonexistent.json", required: true)
+        }
+        #expect(throws: Never.self) { try Configuration.load(path: "/nonexistent.json", required: false) }
+    }
+}

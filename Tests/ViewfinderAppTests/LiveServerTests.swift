@@ -1,0 +1,192 @@
+import Foundation
+import HTTPServer
+import JPEG
+import Testing
+@testable import ViewfinderApp
+
+/// The real server on 127.0.0.1 port 0 with the synthetic cameras, driven over sockets.
+@Suite struct LiveServerTests {
+    @Test func snapshotIsAJPEGOfTheConfiguredSize() async throws {
+        try await withServer { _, port in
+            for path in ["/snapshot", "/?action=snapshot", "/snapshot?_=123&bypassCache"] {
+                let r = try await fetch(port, path)
+                #expect(r.status == 200)
+                #expect(r.headers["content-type"] == "image/jpeg")
+                #expect(r.headers["content-length"] == String(r.body.count))
+                #expect(r.headers["cache-control"]?.contains("no-cache") == true)
+                #expect(r.headers["x-viewfinder-online"] == "true")
+                let size = try JPEGDecoder.size(of: r.body)
+                #expect(size.width == 352 && size.height == 288, "\(path)")
+            }
+        }
+    }
+
+    @Test func streamPartsAreWellFormed() async throws {
+        try await withServer { _, port in
+            for path in ["/stream", "/?action=stream", "/stream?1700000000000&timestamp=1"] {
+                let c = try TestConnection(port: port)
+                try c.request("GET", path)
+                try await c.read { Multipart.parse($0).parts.count >= 3 }
+                #expect(c.status == 200)
+                #expect(c.headers["content-type"] == "multipart/x-mixed-replace;boundary=viewfinderframe")
+                let parts = Multipart.parse(c.body).parts
+                try #require(parts.count >= 3, "\(path): got \(parts.count) parts")
+                for part in parts {
+                    #expect(part.headers["content-type"] == "image/jpeg")
+                    #expect(part.body.prefix(2) == [0xFF, 0xD8] && part.body.suffix(2) == [0xFF, 0xD9])
+                    #expect(part.headers["x-timestamp"]?.range(of: #"^\d+\.\d{6}$"#, options: .regularExpression) != nil)
+                    let size = try JPEGDecoder.size(of: part.body)
+                    #expect(size.width == 352 && size.height == 288)
+                }
+                let stamps = parts.compactMap { Double($0.headers["x-timestamp"]!) }
+                #expect(stamps == stamps.sorted() && Set(stamps).count == stamps.count, "fresh frames in order")
+            }
+        }
+    }
+
+    @Test func bareCacheBusterOnRootServesThePage() async throws {
+        try await withServer { _, port in
+            let r = try await fetch(port, "/?1700000000000")
+            #expect(r.status == 200 && r.headers["content-type"]?.hasPrefix("text/html") == true)
+            let s = try await fetch(port, "HEAD", "/stream?1700000000000")
+            #expect(s.status == 200 && s.headers["content-type"] == Multipart.contentType)
+        }
+    }
+
+    @Test func twoViewersGetTheSameFrames() async throws {
+        try await withServer { _, port in
+            let a = try TestConnection(port: port), b = try TestConnection(port: port)
+            try a.request("GET", "/stream")
+            try b.request("GET", "/stream")
+            try await a.read { Multipart.parse($0).parts.count >= 12 }
+            try await b.read { Multipart.parse($0).parts.count >= 12 }
+            let pa = Multipart.parse(a.body).parts, pb = Multipart.parse(b.body).parts
+            let byStamp = Dictionary(pa.map { ($0.headers["x-timestamp"]!, $0.body) }) { x, _ in x }
+            let common = pb.filter { byStamp[$0.headers["x-timestamp"]!] != nil }
+            #expect(common.count >= 6, "the viewers overlap for most frames (\(common.count) of \(pb.count))")
+            for part in common {
+                #expect(byStamp[part.headers["x-timestamp"]!] == part.body, "one encode, the same bytes for both")
+            }
+        }
+    }
+
+    @Test func aClosedViewerFreesItsResources() async throws {
+        try await withServer { app, port in
+            do {
+                let c = try TestConnection(port: port)
+                try c.request("GET", "/stream")
+                try await c.read { Multipart.parse($0).parts.count >= 1 }
+                #expect(app.session.hub.viewerCount == 1)
+            }  // closed here
+            #expect(await eventually { app.session.hub.viewerCount == 0 })
+            #expect(await eventually { app.server?.connectionCount == 0 })
+            let state = try await fetch(port, "/api/session").json as? [String: Any]
+            #expect((state?["stream"] as? [String: Any])?["clients"] as? Int == 0)
+        }
+    }
+
+    @Test func aFrameEverySecondEvenWhenNothingChanges() async throws {
+        try await withServer { _, port in
+            _ = try await fetch(port, "POST", "/api/session/stop")  // the placeholder never changes
+            let c = try TestConnection(port: port)
+            try c.request("GET", "/stream")
+            try await c.read(timeout: 5) { Multipart.parse($0).parts.count >= 3 }
+            let parts = Multipart.parse(c.body).parts
+            #expect(parts.count >= 3, "resent at least once a second")
+            #expect(Set(parts.map(\.body)).count == 1, "the same placeholder frame")
+        }
+    }
+
+    @Test func perClientFpsCap() async throws {
+        try await withServer { _, port in
+            let c = try TestConnection(port: port)
+            try c.request("GET", "/stream?fps=2")
+            let start = Date()
+            try await c.read(timeout: 10) { Multipart.parse($0).parts.count >= 4 }
+            let elapsed = Date().timeIntervalSince(start)
+            // 4 parts at 2 fps take at least 1.5 s (first at once, then every 0.5 s).
+            #expect(Multipart.parse(c.body).parts.count >= 4)
+            #expect(elapsed >= 1.4, "capped: \(elapsed) s")
+        }
+    }
+
+    @Test func headAndOptions() async throws {
+        try await withServer { _, port in
+            let head = try await fetch(port, "HEAD", "/stream")
+            #expect(head.status == 200)
+            #expect(head.headers["content-type"] == Multipart.contentType)
+            let closed = try await head.closedByPeer(timeout: 5)
+            #expect(closed && head.body.isEmpty, "HEAD never streams")
+            let snap = try await fetch(port, "HEAD", "/snapshot")
+            #expect(snap.status == 200 && snap.headers["content-type"] == "image/jpeg")
+            let opts = try await fetch(port, "OPTIONS", "/api/session")
+            #expect(opts.status == 204 && opts.headers["allow"] == "GET, HEAD, OPTIONS")
+            let optsPost = try await fetch(port, "OPTIONS", "/api/session/start")
+            #expect(optsPost.headers["allow"] == "POST, OPTIONS")
+        }
+    }
+
+    @Test func corsWhenConfigured() async throws {
+        try await withServer({ $0.server.allowOrigin = "https://mainsail.local" }) { _, port in
+            let r = try await fetch(port, "GET", "/healthz")
+            #expect(r.headers["access-control-allow-origin"] == "https://mainsail.local")
+            let o = try await fetch(port, "OPTIONS", "/stream")
+            #expect(o.status == 204 && o.headers["access-control-allow-origin"] == "https://mainsail.local")
+        }
+        try await withServer { _, port in
+            let r = try await fetch(port, "GET", "/healthz")
+            #expect(r.headers["access-control-allow-origin"] == nil)
+        }
+    }
+
+    @Test func staticFilesAndTraversal() async throws {
+        try await withServer { _, port in
+            let index = try await fetch(port, "/")
+            #expect(index.status == 200 && index.text.contains("<img"))
+            let spec = try await fetch(port, "/openapi.yaml")
+            #expect(spec.status == 200 && spec.text.hasPrefix("openapi:"))
+            for path in ["/../config.json", "/%2e%2e/config.json", "/..%2fconfig.json", "/%2e%2e%2fPackage.swift"] {
+                let r = try await fetch(port, path)
+                #expect(r.status == 404, "\(path)")
+                #expect((r.json as? [String: [String: String]])?["error"]?["code"] == "not_found")
+            }
+        }
+    }
+
+    @Test func healthAndMetrics() async throws {
+        try await withServer { _, port in
+            let h = try await fetch(port, "/healthz")
+            #expect(h.status == 200 && h.text == #"{"status":"ok"}"#)
+            _ = try await fetch(port, "/snapshot")
+            let m = try await fetch(port, "/metrics")
+            #expect(m.status == 200 && m.text.contains("viewfinder_up 1"))
+            #expect(m.text.contains("viewfinder_frames_encoded_total "))
+        }
+    }
+
+    @Test func connectionLimitAnswers503() async throws {
+        try await withServer({ $0.server.maxConnections = 2 }) { app, port in
+            let a = try TestConnection(port: port), b = try TestConnection(port: port)
+            try a.request("GET", "/stream"); try await a.read { !$0.isEmpty }
+            try b.request("GET", "/stream"); try await b.read { !$0.isEmpty }
+            let c = try await fetch(port, "/healthz")
+            #expect(c.status == 503)
+            #expect((c.json as? [String: [String: String]])?["error"]?["code"] == "camera_unavailable")
+            _ = app
+        }
+    }
+
+    @Test func serverSentEventsCarryState() async throws {
+        try await withServer { _, port in
+            let events = try TestConnection(port: port)
+            try events.request("GET", "/api/events")
+            try await events.read { String(decoding: $0, as: UTF8.self).contains("\n\n") }
+            #expect(events.headers["content-type"] == "text/event-stream")
+            #expect(events.text.hasPrefix("event: state\ndata: {"))
+            #expect(events.text.contains(#""id":"rear""#))
+            _ = try await fetch(port, "POST", "/api/session/switch")
+            try await events.read { String(decoding: $0, as: UTF8.self).contains(#""id":"front""#) }
+            #expect(events.text.contains(#""id":"front""#), "a state event announces the switch")
+        }
+    }
+}

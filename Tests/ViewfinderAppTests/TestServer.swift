@@ -1,0 +1,34 @@
+// Runs the real Application in-process on 127.0.0.1, port 0.
+
+import Foundation
+import Logging
+@testable import ViewfinderApp
+
+/// The package root, from this file's path.
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+func testConfiguration(_ edit: (inout Configuration) -> Void = { _ in }) -> Configuration {
+    var c = Configuration()
+    c.server.port = 0
+    c.server.publicDirectory = packageRoot + "/Public"
+    c.cameras = .synthetic
+    c.session.preset = "352x288"
+    c.capture.directory = NSTemporaryDirectory() + "vf-photos-\(UUID().uuidString)"
+    edit(&c)
+    return c
+}
+
+/// Starts an application, runs `body`, and always stops it.
+func withServer(_ edit: (inout Configuration) -> Void = { _ in },
+                _ body: (Application, Int) async throws -> Void) async throws {
+    var logger = Logger(label: "test")
+    logger.logLevel = .warning
+    let app = try Application(configuration: testConfiguration(edit), logger: logger)
+    try await app.start()
+    do { try await body(app, app.port) } catch {
+        await app.stop()
+        throw error
+    }
+    await app.stop()
+}
