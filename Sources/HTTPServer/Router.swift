@@ -29,6 +29,13 @@ public struct Router: Sendable {
     public mutating func post(_ path: String, _ h: @escaping Handler) { add("POST", path, h) }
     public mutating func delete(_ path: String, _ h: @escaping Handler) { add("DELETE", path, h) }
 
+    /// Every route as (method, path) with `:name` segments written `{name}`, as OpenAPI does.
+    public var routeList: [(method: String, path: String)] {
+        routes.map { r in
+            (r.method, "/" + r.segments.map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/"))
+        }
+    }
+
     /// HEAD is answered by the GET route; OPTIONS by the server from `allowedMethods`.
     public func match(method: String, path: String) -> Match {
         let parts = Self.split(path)

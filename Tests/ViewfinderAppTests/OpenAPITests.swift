@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+@testable import ViewfinderApp
+
+/// Docs move with code: every route the server answers is in Public/openapi.yaml.
+@Suite struct OpenAPITests {
+    /// Paths and their methods, read from the spec's indentation (paths at 2, methods at 4).
+    static func specRoutes() throws -> Set<String> {
+        let text = try String(contentsOfFile: packageRoot + "/Public/openapi.yaml", encoding: .utf8)
+        var routes = Set<String>(), inPaths = false, current: String?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line == "paths:" { inPaths = true; continue }
+            if inPaths, !line.hasPrefix(" "), !line.isEmpty { break }
+            if line.hasPrefix("  /"), line.hasSuffix(":") { current = String(line.dropFirst(2).dropLast()); continue }
+            if let current, line.hasPrefix("    "), !line.hasPrefix("     "),
+               let m = ["get", "post", "delete", "put"].first(where: { line.hasPrefix("    \($0):") }) {
+                routes.insert("\(m.uppercased()) \(current)")
+            }
+        }
+        return routes
+    }
+
+    @Test func everyRouteIsDocumented() throws {
+        let app = try Application(configuration: testConfiguration())
+        let spec = try Self.specRoutes()
+        #expect(spec.count >= 10)
+        for route in app.makeRouter().routeList {
+            #expect(spec.contains("\(route.method) \(route.path)"), "\(route.method) \(route.path) is not in openapi.yaml")
+        }
+    }
+}
