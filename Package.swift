@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "viewfinder", targets: ["viewfinder"]),
+        .executable(name: "viewfinder-bench", targets: ["ViewfinderBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -43,6 +44,8 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // `make bench`: times the encode step on a raw frame.
+        .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore"]),
 
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CameraCore", "JPEG"]),

@@ -1,7 +1,9 @@
 // One viewer of the multipart MJPEG preview. It always takes the hub's newest frame, so a
 // slow viewer skips frames instead of queueing them; it resends the last frame once a
 // second when nothing new arrives (proxies and Home Assistant drop silent streams), and
-// honours a per-client `?fps=N` cap.
+// honours a per-client `?fps=N` cap. The cap is a schedule (GCRA), not a minimum gap:
+// a frame that arrives a little early against the schedule still goes out, so a cap equal
+// to the camera's rate loses no frames to jitter, while the long-run rate never exceeds it.
 
 import CameraCore
 import Foundation
@@ -16,6 +18,8 @@ final class MJPEGStream: StreamBody, @unchecked Sendable {
     private var waker: (@Sendable () -> Void)?
     private var lastSequence: UInt64?
     private var lastSent = -Double.infinity
+    /// The schedule's next due time; sending is allowed from `due - tolerance` on.
+    private var due = -Double.infinity
     private var closed = false
 
     init(hub: FrameHub, parts: PartCache, maxFps: Double) {
@@ -29,16 +33,21 @@ final class MJPEGStream: StreamBody, @unchecked Sendable {
 
     func next() -> StreamChunk {
         let now = Clock.monotonic()
-        let (last, sentAt, waker) = lock.withLock { (lastSequence, lastSent, self.waker) }
+        let (last, sentAt, due, waker) = lock.withLock { (lastSequence, lastSent, self.due, self.waker) }
+        let allowedFrom = due - minInterval / 2
         if let frame = hub.latestFrame {
-            let fresh = frame.sequence != last && now - sentAt >= minInterval
+            let fresh = frame.sequence != last && now >= allowedFrom
             if fresh || now - sentAt >= 1.0 {
-                lock.withLock { lastSequence = frame.sequence; lastSent = now }
+                lock.withLock {
+                    lastSequence = frame.sequence
+                    lastSent = now
+                    self.due = max(due, now) + minInterval
+                }
                 return .data(parts.part(for: frame))
             }
         }
         guard let waker else { return .end }
-        hub.park(ObjectIdentifier(self), lastSequence: last, notBefore: sentAt + minInterval,
+        hub.park(ObjectIdentifier(self), lastSequence: last, notBefore: allowedFrom,
                  resendAt: sentAt + 1.0, wake: waker)
         return .wait
     }
