@@ -26,7 +26,8 @@ test: test-deps
 	$(SWIFT) test --skip-build
 
 ## Benchmarks: writes figures to bench/RESULTS.md.
-bench: test-deps release
+bench: release
+	@scripts/install-deps --bench
 	bench/run
 
 clean:

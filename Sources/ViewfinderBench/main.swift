@@ -1,7 +1,7 @@
 // viewfinder-bench: times the frame path's encode step on a raw YUYV file, as `make bench`
 // uses it. Prints one JSON object: median and p90 milliseconds per frame.
 //
-//   viewfinder-bench encode FILE.yuyv WIDTH HEIGHT [QUALITY] [FRAMES]
+//   viewfinder-bench encode FILE.yuyv WIDTH HEIGHT [QUALITY] [FRAMES] [OUT.jpg]
 
 import CameraCore
 import Foundation
@@ -18,15 +18,16 @@ let frames = args.count > 6 ? Int(args[6]) ?? 200 : 200
 let frame = [UInt8](data.prefix(width * height * 2))
 let encoder = try JPEGEncoder()
 var times: [Double] = []
-var bytes = 0
+var last: [UInt8] = []
 for i in 0..<(frames + 10) {
     let start = Clock.monotonic()
     let jpeg = try frame.withUnsafeBytes {
         try encoder.encodeYUYV($0, width: width, height: height, stride: width * 2, quality: quality)
     }
     let elapsed = Clock.monotonic() - start
-    if i >= 10 { times.append(elapsed * 1000); bytes = jpeg.count }  // the first ten warm up
+    if i >= 10 { times.append(elapsed * 1000); last = jpeg }  // the first ten warm up
 }
 times.sort()
 let median = times[times.count / 2], p90 = times[times.count * 9 / 10]
-print(#"{"width": \#(width), "height": \#(height), "quality": \#(quality), "frames": \#(frames), "medianMs": \#(median), "p90Ms": \#(p90), "jpegBytes": \#(bytes)}"#)
+print(#"{"width": \#(width), "height": \#(height), "quality": \#(quality), "frames": \#(frames), "medianMs": \#(median), "p90Ms": \#(p90), "jpegBytes": \#(last.count)}"#)
+if args.count > 7 { FileManager.default.createFile(atPath: args[7], contents: Data(last)) }
