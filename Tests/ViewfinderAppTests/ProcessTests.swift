@@ -75,35 +75,35 @@ import Testing
         #expect(p.terminationStatus == 0)
     }
 
+    /// Runs viewfinder with `args` until it exits (bounded); returns its status and stderr.
+    func runToExit(_ args: [String]) async throws -> (status: Int32, stderr: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = args
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = Pipe()
+        try p.run()
+        #expect(await waitForExit(p, timeout: 30), "viewfinder \(args) did not exit")
+        let message = String(decoding: try await offload { err.fileHandleForReading.readDataToEndOfFile() }, as: UTF8.self)
+        return (p.terminationStatus, message)
+    }
+
     @Test func aBadConfigStopsStartUpNamingTheKey() async throws {
         let path = NSTemporaryDirectory() + "vf-bad-\(UUID().uuidString).json"
         _ = FileManager.default.createFile(atPath: path, contents: Data(#"{"stream": {"quality": 101}}"#.utf8))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["--config", path, "--port", "0"]
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = Pipe()
-        try p.run()
-        #expect(await waitForExit(p, timeout: 30))
-        let message = String(decoding: try await offload { err.fileHandleForReading.readDataToEndOfFile() }, as: UTF8.self)
-        #expect(p.terminationStatus == 2)
+        let (status, message) = try await runToExit(["--config", path, "--port", "0"])
+        #expect(status == 2)
         #expect(message.contains("stream.quality: 101 is outside 1…100"), "\(message)")
     }
 
     @Test func aBadFlagStopsStartUp() async throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["--port", "0", "--preset", "enormous"]
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = Pipe()
-        try p.run()
-        #expect(await waitForExit(p, timeout: 30))
-        let message = String(decoding: try await offload { err.fileHandleForReading.readDataToEndOfFile() }, as: UTF8.self)
-        #expect(p.terminationStatus != 0)
-        #expect(message.contains("session.preset"), "\(message)")
+        let (status, message) = try await runToExit(["--port", "0", "--preset", "enormous"])
+        #expect(status == 2)
+        #expect(message.contains("session.preset: unknown preset 'enormous'"), "\(message)")
+        let (status2, message2) = try await runToExit(["--port", "0", "--fps", "0"])
+        #expect(status2 == 2 && message2.contains("--fps"), "\(message2)")
     }
 
     /// A real client: Debian's ffprobe reads the stream as MJPEG at the configured size.
