@@ -30,4 +30,4 @@ for i in 0..<(frames + 10) {
 times.sort()
 let median = times[times.count / 2], p90 = times[times.count * 9 / 10]
 print(#"{"width": \#(width), "height": \#(height), "quality": \#(quality), "frames": \#(frames), "medianMs": \#(median), "p90Ms": \#(p90), "jpegBytes": \#(last.count)}"#)
-if args.count > 7 { FileManager.default.createFile(atPath: args[7], contents: Data(last)) }
+if args.count > 7 { _ = FileManager.default.createFile(atPath: args[7], contents: Data(last)) }
