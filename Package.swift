@@ -53,7 +53,7 @@ let package = Package(
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore",
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -15,6 +15,15 @@ static const ssize_t CMHD_CONTENT_READER_END_WITH_ERROR = MHD_CONTENT_READER_END
 static const enum MHD_ResponseMemoryMode CMHD_RESPMEM_MUST_COPY = MHD_RESPMEM_MUST_COPY;
 static const enum MHD_ConnectionNotificationCode CMHD_CONNECTION_NOTIFY_STARTED = MHD_CONNECTION_NOTIFY_STARTED;
 
+/// Leaves URLs and query arguments exactly as received: MHD's own unescaping would decode
+/// %2F into a path separator and cut the URL at %00. The server decodes per segment.
+static size_t cmhd_no_unescape(void *cls, struct MHD_Connection *c, char *s) {
+    (void)cls; (void)c;
+    size_t n = 0;
+    while (s[n]) n++;
+    return n;
+}
+
 /// MHD_start_daemon is variadic; this fixes the options Viewfinder uses.
 static inline struct MHD_Daemon *cmhd_start(
     unsigned int flags, const struct sockaddr_in *addr,
@@ -28,6 +37,7 @@ static inline struct MHD_Daemon *cmhd_start(
         MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
+        MHD_OPTION_UNESCAPE_CALLBACK, cmhd_no_unescape, NULL,
         MHD_OPTION_END);
 }
 

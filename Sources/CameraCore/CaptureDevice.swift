@@ -35,6 +35,17 @@ public protocol CaptureDevice: AnyObject, Sendable {
     func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError)
     /// Stops delivery and releases the device. Idempotent.
     func stop()
+    /// Applies focus, exposure, white balance and torch (validated and clamped by the
+    /// session). Zoom and orientation are applied to frames by the session's pipeline.
+    func apply(_ settings: DeviceSettings)
+    /// The settings as the device reports them now: converging auto modes move the lens
+    /// position, exposure and temperature on their own.
+    func reported(_ settings: DeviceSettings) -> DeviceSettings
+}
+
+extension CaptureDevice {
+    public func apply(_ settings: DeviceSettings) {}
+    public func reported(_ settings: DeviceSettings) -> DeviceSettings { settings }
 }
 
 public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -9,6 +9,7 @@ public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
     public let scene: SyntheticSceneKind
     private let lock = NSLock()
     private var thread: PacedCaptureThread?
+    private let sensor: SensorModel
 
     public static let sizes: [(Int, Int)] = [(160, 120), (320, 240), (352, 288), (640, 480),
                                               (1280, 720), (1920, 1080)]
@@ -16,8 +17,15 @@ public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
     public init(id: String, position: CameraDescriptor.Position, scene: SyntheticSceneKind? = nil) {
         let name = "Synthetic \(position == .unspecified ? id : position.rawValue) camera"
         descriptor = CameraDescriptor(id: id, name: name, position: position, kind: .synthetic)
-        self.scene = scene ?? (position == .front ? .person : .bars)
+        let kind = scene ?? (position == .front ? .person : .bars)
+        self.scene = kind
+        sensor = SensorModel(capabilities: .simulated, subjectDepth: kind == .bars ? 0.3 : 0.4,
+                             depthAt: { SyntheticScene.depth(kind: kind, at: $0) })
     }
+
+    public func apply(_ settings: DeviceSettings) { sensor.apply(settings) }
+
+    public func reported(_ settings: DeviceSettings) -> DeviceSettings { sensor.report(settings) }
 
     public var capabilities: Capabilities { .simulated }
 
@@ -39,8 +47,14 @@ public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
                                                             alignment: 16)
         let canvas = YUYVCanvas(buffer, width: format.width, height: format.height)
         let box = BufferBox(buffer)
+        let sensor = self.sensor
+        let scratch = RenderScratch()
         let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
             scene.render(into: canvas, sequence: seq, timestamp: ts)
+            let optics = sensor.step(sceneLuma: canvas.meanLuma(), width: format.width)
+            canvas.blurLuma(radius: optics.blurRadius, scratch: &scratch.plane, sums: &scratch.sums)
+            canvas.applyTone(gain: optics.gain, add: optics.add, du: optics.du, dv: optics.dv)
+            scene.drawCaption(canvas, sequence: seq, timestamp: ts)
             handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(box.buffer),
                              stride: format.width * 2, sequence: seq, timestamp: ts))
         }
@@ -57,6 +71,12 @@ public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
         t?.stop()
         lock.withLock { buffers = nil }
     }
+}
+
+/// Buffers the blur reuses from frame to frame; touched only by the capture thread.
+final class RenderScratch: @unchecked Sendable {
+    var plane: [UInt8] = []
+    var sums: [Int32] = []
 }
 
 /// Owns a frame buffer that a capture thread draws into; freed when the camera lets go.

@@ -40,7 +40,7 @@ final class SyntheticScene: @unchecked Sendable {
         }
     }
 
-    /// Renders frame `sequence` exposed at `timestamp` into `canvas`.
+    /// Renders frame `sequence` into `canvas` (the caption comes after the optics).
     func render(into canvas: YUYVCanvas, sequence: UInt64, timestamp: Double) {
         background.withUnsafeBytes { src in
             canvas.base.update(from: src.baseAddress!.assumingMemoryBound(to: UInt8.self), count: src.count)
@@ -50,7 +50,24 @@ final class SyntheticScene: @unchecked Sendable {
         case .bars: drawBouncingBlock(canvas, t: t)
         case .person: drawFace(canvas, t: t)
         }
-        drawCaption(canvas, sequence: sequence, timestamp: timestamp)
+    }
+
+    // MARK: - Depth, for the simulated lens
+
+    /// Distance of the scene's main subject, as a lens position (0 near … 1 far): the bars
+    /// on the rear camera, the person on the front one.
+    var subjectDepth: Double { kind == .bars ? 0.3 : 0.4 }
+
+    /// The distance of whatever is at a normalized point: focusing there converges the
+    /// lens to it, and blurs the main subject if it is somewhere else.
+    static func depth(kind: SyntheticSceneKind, at p: Point) -> Double {
+        switch kind {
+        case .bars: return p.y < 2.0 / 3 ? 0.3 : 0.7  // bars near, floor band far
+        case .person:
+            let inHead = pow((p.x - 0.5) / 0.16, 2) + pow((p.y - 0.42) / 0.24, 2) <= 1
+            let inBody = p.y > 0.66 && abs(p.x - 0.5) < 0.32
+            return inHead || inBody ? 0.4 : 0.85      // the person near, the wall far
+        }
     }
 
     // MARK: - Rear: bars
@@ -104,7 +121,8 @@ final class SyntheticScene: @unchecked Sendable {
 
     // MARK: - Caption
 
-    private func drawCaption(_ c: YUYVCanvas, sequence: UInt64, timestamp: Double) {
+    /// The camera name, frame counter and clock: an overlay, so optics don't touch it.
+    func drawCaption(_ c: YUYVCanvas, sequence: UInt64, timestamp: Double) {
         let scale = max(1, height / 160)
         let counter = String(sequence)
         let text = "\(label) #\(String(repeating: "0", count: max(0, 6 - counter.count)))\(counter) \(Self.clock(timestamp))"

@@ -81,6 +81,74 @@ public struct YUYVCanvas: @unchecked Sendable {
         }
     }
 
+    /// Mean luma, sampled on a sparse grid (cheap enough for every frame).
+    public func meanLuma(step: Int = 8) -> Double {
+        var sum = 0, n = 0
+        for y in Swift.stride(from: 0, to: height, by: step) {
+            let row = base + y * stride
+            for x in Swift.stride(from: 0, to: width, by: step) { sum += Int(row[x * 2]); n += 1 }
+        }
+        return n == 0 ? 0 : Double(sum) / Double(n)
+    }
+
+    /// Separable box blur of the luma channel (chroma is half resolution and left alone).
+    /// `scratch` is reused between frames.
+    public func blurLuma(radius r: Int, scratch: inout [UInt8], sums: inout [Int32]) {
+        guard r > 0 else { return }
+        if scratch.count != width * height { scratch = [UInt8](repeating: 0, count: width * height) }
+        if sums.count != width { sums = [Int32](repeating: 0, count: width) }
+        let w = width, h = height, st = stride
+        scratch.withUnsafeMutableBufferPointer { tmp in
+            // Horizontal: running sum along each row into the scratch plane.
+            for y in 0..<h {
+                let row = base + y * st, out = tmp.baseAddress! + y * w
+                var acc = 0
+                for x in -r...r { acc += Int(row[min(max(x, 0), w - 1) * 2]) }
+                let n = 2 * r + 1
+                for x in 0..<w {
+                    out[x] = UInt8(acc / n)
+                    acc += Int(row[min(x + r + 1, w - 1) * 2]) - Int(row[max(x - r, 0) * 2])
+                }
+            }
+            // Vertical: running column sums, written back into the luma bytes.
+            sums.withUnsafeMutableBufferPointer { col in
+                for x in 0..<w { col[x] = 0 }
+                for y in -r...r {
+                    let src = tmp.baseAddress! + min(max(y, 0), h - 1) * w
+                    for x in 0..<w { col[x] += Int32(src[x]) }
+                }
+                let n = Int32(2 * r + 1)
+                for y in 0..<h {
+                    let row = base + y * st
+                    for x in 0..<w { row[x * 2] = UInt8(col[x] / n) }
+                    let add = tmp.baseAddress! + min(y + r + 1, h - 1) * w
+                    let sub = tmp.baseAddress! + max(y - r, 0) * w
+                    for x in 0..<w { col[x] += Int32(add[x]) - Int32(sub[x]) }
+                }
+            }
+        }
+    }
+
+    /// Y' = Y·gain + add, U' = U + du, V' = V + dv, through lookup tables, in one pass.
+    public func applyTone(gain: Double, add: Double, du: Double, dv: Double) {
+        if gain == 1 && add == 0 && du == 0 && dv == 0 { return }
+        func clamp(_ v: Double) -> UInt8 { UInt8(max(0, min(255, v.rounded()))) }
+        var lut = [UInt8](repeating: 0, count: 768)
+        for i in 0..<256 {
+            lut[i] = clamp(Double(i) * gain + add)
+            lut[256 + i] = clamp(Double(i) + du)
+            lut[512 + i] = clamp(Double(i) + dv)
+        }
+        lut.withUnsafeBufferPointer { t in
+            let ly = t.baseAddress!, lu = ly + 256, lv = ly + 512
+            var p = base
+            for _ in 0..<(width * height / 2) {
+                p[0] = ly[Int(p[0])]; p[1] = lu[Int(p[1])]; p[2] = ly[Int(p[2])]; p[3] = lv[Int(p[3])]
+                p += 4
+            }
+        }
+    }
+
     public static func textWidth(_ text: String, scale: Int) -> Int {
         text.count * (BitmapFont.width + 1) * scale
     }

@@ -36,14 +36,19 @@ final class ConnectionContext: @unchecked Sendable {
             if let key { ctx.headers[String(cString: key).lowercased()] = value.map { String(cString: $0) } ?? "" }
             return MHD_Result.YES
         }, box)
+        // Arguments arrive raw (see cmhd_no_unescape); a value that does not decode is dropped,
+        // as unknown parameters are ignored anyway.
         MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, { cls, _, key, value in
             let ctx = Unmanaged<ConnectionContext>.fromOpaque(cls!).takeUnretainedValue()
-            if let key { ctx.query[String(cString: key)] = value.map { String(cString: $0) } ?? "" }
+            if let key, let k = StaticFiles.percentDecode(String(cString: key), plusIsSpace: true),
+               let v = StaticFiles.percentDecode(value.map { String(cString: $0) } ?? "", plusIsSpace: true) {
+                ctx.query[k] = v
+            }
             return MHD_Result.YES
         }, box)
     }
 
-    /// The path part of the URL, still percent-encoded (MHD hands the URL without query).
+    /// The path part of the URL, still percent-encoded (MHD hands it over raw, without query).
     var rawPath: String {
         if let q = rawURL.firstIndex(of: "?") { return String(rawURL[..<q]) }
         return rawURL

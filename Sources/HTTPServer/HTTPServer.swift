@@ -190,10 +190,10 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func dispatch(_ ctx: ConnectionContext) -> MHD_Result {
         var request = ctx.request()
-        switch router.match(method: request.method, path: request.path) {
+        switch router.match(method: request.method, path: ctx.rawPath) {
         case .found(let handler, let parameters):
             request.parameters = parameters
-            if request.method == "OPTIONS" { return queue(options(request.path), ctx) }
+            if request.method == "OPTIONS" { return queue(options(ctx.rawPath), ctx) }
             ctx.dispatched = true
             lock.withLock {
                 ctx.suspended = true
@@ -206,7 +206,7 @@ public final class HTTPServer: @unchecked Sendable {
             }
             return .YES
         case .methodNotAllowed(let allow):
-            if request.method == "OPTIONS" { return queue(options(request.path), ctx) }
+            if request.method == "OPTIONS" { return queue(options(ctx.rawPath), ctx) }
             var response = HTTPError.methodNotAllowed(request.method, allow: allow).response
             response.headers.append(("Allow", allow.joined(separator: ", ")))
             return queue(response, ctx)
@@ -215,7 +215,7 @@ public final class HTTPServer: @unchecked Sendable {
                let file = staticFiles?.response(for: ctx.rawPath, method: request.method) {
                 return queue(file, ctx)
             }
-            if request.method == "OPTIONS" { return queue(options(request.path), ctx) }
+            if request.method == "OPTIONS" { return queue(options(ctx.rawPath), ctx) }
             return queue(HTTPError.notFound(request.path).response, ctx)
         }
     }

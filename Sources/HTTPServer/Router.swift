@@ -37,8 +37,11 @@ public struct Router: Sendable {
     }
 
     /// HEAD is answered by the GET route; OPTIONS by the server from `allowedMethods`.
+    /// `path` is the raw (percent-encoded) path: it is split first and each segment decoded
+    /// after, so an encoded slash stays inside its segment (`..%2F` is one odd id, not two
+    /// segments). A segment that does not decode matches only a parameter, never a literal.
     public func match(method: String, path: String) -> Match {
-        let parts = Self.split(path)
+        let parts = Self.segments(path)
         var allowed: [String] = []
         var hit: (Handler, [String: String])?
         for route in routes {
@@ -54,7 +57,7 @@ public struct Router: Sendable {
 
     /// Methods a path answers to, with HEAD and OPTIONS implied by GET; empty if none.
     public func allowedMethods(path: String) -> [String] {
-        let parts = Self.split(path)
+        let parts = Self.segments(path)
         return Self.withImplied(routes.filter { Self.bind($0.segments, parts) != nil }.map(\.method))
     }
 
@@ -68,6 +71,10 @@ public struct Router: Sendable {
 
     private static func split(_ path: String) -> [Substring] {
         path.split(separator: "/", omittingEmptySubsequences: true)
+    }
+
+    private static func segments(_ rawPath: String) -> [Substring] {
+        split(rawPath).map { Substring(StaticFiles.percentDecode(String($0)) ?? "\u{0}" + $0) }
     }
 
     private static func bind(_ pattern: [Substring], _ parts: [Substring]) -> [String: String]? {

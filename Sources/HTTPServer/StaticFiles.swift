@@ -57,8 +57,9 @@ public struct StaticFiles: Sendable {
         }
     }
 
-    /// Strict percent-decoding: a malformed escape or invalid UTF-8 rejects the path.
-    static func percentDecode(_ s: String) -> String? {
+    /// Strict percent-decoding: a malformed escape or invalid UTF-8 rejects the input.
+    /// `plusIsSpace` for query arguments (form encoding).
+    public static func percentDecode(_ s: String, plusIsSpace: Bool = false) -> String? {
         var bytes: [UInt8] = []
         var it = Array(s.utf8)[...]
         while let b = it.popFirst() {
@@ -67,6 +68,8 @@ public struct StaticFiles: Sendable {
                 else { return nil }
                 bytes.append(v)
                 it = it.dropFirst(2)
+            } else if plusIsSpace && b == UInt8(ascii: "+") {
+                bytes.append(UInt8(ascii: " "))
             } else {
                 bytes.append(b)
             }

@@ -24,8 +24,12 @@ public final class JPEGEncoder {
     /// Encodes a packed YUYV (4:2:2) image. libturbojpeg 2.1 has no packed-YUYV input, so
     /// the frame is split into Y, U and V planes and compressed without colour conversion.
     public func encodeYUYV(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
-                           quality: Int) throws(JPEGError) -> [UInt8] {
+                           quality: Int, transform: FrameTransform = .identity) throws(JPEGError) -> [UInt8] {
         precondition(width % 2 == 0 && src.count >= stride * height, "short YUYV frame")
+        if !transform.isIdentity {
+            return try encodeTransformed(src, width: width, height: height, stride: stride,
+                                         quality: quality, transform: transform)
+        }
         let chromaWidth = width / 2
         let ySize = width * height, cSize = chromaWidth * height
         if planes.count != ySize + 2 * cSize { planes = [UInt8](repeating: 0, count: ySize + 2 * cSize) }
@@ -44,6 +48,62 @@ public final class JPEGEncoder {
                                       strides: [Int32(width), Int32(chromaWidth), Int32(chromaWidth)],
                                       width: width, height: height, subsampling: TJSAMP_422,
                                       quality: quality)
+        }
+    }
+
+    /// Zoom, rotation and mirroring in the de-interleaving pass. Every output pixel maps to a
+    /// source byte offset that separates into a column part and a row part, so two small
+    /// tables replace per-pixel arithmetic (nearest-neighbour sampling).
+    private func encodeTransformed(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
+                                   quality: Int, transform t: FrameTransform) throws(JPEGError) -> [UInt8] {
+        let (outW, outH) = t.outputSize(width: width, height: height)
+        let zoom = max(1, t.zoom)
+        let cropW = Double(width) / zoom, cropH = Double(height) / zoom
+        let x0 = (Double(width) - cropW) / 2, y0 = (Double(height) - cropH) / 2
+        func sx(_ a: Int, _ n: Int) -> Int { min(width - 1, Int(x0 + (Double(a) + 0.5) * cropW / Double(n))) }
+        func sy(_ b: Int, _ n: Int) -> Int { min(height - 1, Int(y0 + (Double(b) + 0.5) * cropH / Double(n))) }
+        // colOff[ox] + rowOff[oy] is the source byte of luma; chroma uses the pair's start.
+        var colOff = [Int](repeating: 0, count: outW), colChroma = [Int](repeating: 0, count: outW)
+        var rowOff = [Int](repeating: 0, count: outH), rowChroma = [Int](repeating: 0, count: outH)
+        for ox in 0..<outW {
+            let u = t.mirrored ? outW - 1 - ox : ox
+            switch t.rotation {
+            case 90: let y = sy(outW - 1 - u, outW); colOff[ox] = y * stride; colChroma[ox] = y * stride
+            case 270: let y = sy(u, outW); colOff[ox] = y * stride; colChroma[ox] = y * stride
+            case 180: let x = sx(width - 1 - u, outW); colOff[ox] = x * 2; colChroma[ox] = (x & ~1) * 2
+            default: let x = sx(u, outW); colOff[ox] = x * 2; colChroma[ox] = (x & ~1) * 2
+            }
+        }
+        for oy in 0..<outH {
+            switch t.rotation {
+            case 90: let x = sx(oy, outH); rowOff[oy] = x * 2; rowChroma[oy] = (x & ~1) * 2
+            case 270: let x = sx(outH - 1 - oy, outH); rowOff[oy] = x * 2; rowChroma[oy] = (x & ~1) * 2
+            case 180: let y = sy(height - 1 - oy, outH); rowOff[oy] = y * stride; rowChroma[oy] = y * stride
+            default: let y = sy(oy, outH); rowOff[oy] = y * stride; rowChroma[oy] = y * stride
+            }
+        }
+        let chromaWidth = outW / 2
+        let ySize = outW * outH, cSize = chromaWidth * outH
+        if planes.count != ySize + 2 * cSize { planes = [UInt8](repeating: 0, count: ySize + 2 * cSize) }
+        return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
+            let y = p.baseAddress!, u = y + ySize, v = u + cSize
+            let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            colOff.withUnsafeBufferPointer { col in
+                colChroma.withUnsafeBufferPointer { colC in
+                    for oy in 0..<outH {
+                        let r = s + rowOff[oy], rc = s + rowChroma[oy]
+                        let yp = y + oy * outW, up = u + oy * chromaWidth, vp = v + oy * chromaWidth
+                        for ox in 0..<outW { yp[ox] = r[col[ox]] }
+                        for cx in 0..<chromaWidth {
+                            let c = rc + colC[cx * 2]
+                            up[cx] = c[1]; vp[cx] = c[3]
+                        }
+                    }
+                }
+            }
+            return try compressPlanes([UnsafePointer(y), UnsafePointer(u), UnsafePointer(v)],
+                                      strides: [Int32(outW), Int32(chromaWidth), Int32(chromaWidth)],
+                                      width: outW, height: outH, subsampling: TJSAMP_422, quality: quality)
         }
     }
 

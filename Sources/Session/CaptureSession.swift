@@ -13,12 +13,15 @@ public struct SessionConfiguration: Sendable {
     public var preset: String
     public var fps: Int
     public var streamQuality: Int
+    public var captureQuality: Int
 
-    public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80) {
+    public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
+                captureQuality: Int = 92) {
         self.camera = camera
         self.preset = preset
         self.fps = fps
         self.streamQuality = streamQuality
+        self.captureQuality = captureQuality
     }
 }
 
@@ -49,7 +52,8 @@ public actor CaptureSession {
     public nonisolated let hub = FrameHub()
     public nonisolated let events = EventHub()
     public nonisolated let cameras: [any CaptureDevice]
-    public nonisolated let streamSettings: StreamSettings
+    public nonisolated let pipelineSettings: PipelineSettings
+    private let captureQuality: Int
     private let logger: Logger
 
     private var camera: any CaptureDevice
@@ -66,7 +70,8 @@ public actor CaptureSession {
         executor = DispatchQueueExecutor(label: "viewfinder.session")
         self.cameras = cameras
         self.logger = logger
-        streamSettings = StreamSettings(quality: configuration.streamQuality)
+        pipelineSettings = PipelineSettings(quality: configuration.streamQuality)
+        captureQuality = configuration.captureQuality
         let chosen: any CaptureDevice
         if let id = configuration.camera {
             guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
@@ -89,6 +94,10 @@ public actor CaptureSession {
 
     public func state() -> SessionState {
         let latest = hub.latestFrame
+        let now = Clock.monotonic(), ramp = pipelineSettings.ramp
+        var settings = camera.reported(self.settings)
+        settings.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
+        settings.zoom.ramping = ramp.isRamping(at: now)
         return SessionState(
             state: runState, online: runState == .running,
             camera: SessionState.CameraRef(id: camera.descriptor.id, name: camera.descriptor.name,
@@ -98,7 +107,7 @@ public actor CaptureSession {
             zoom: settings.zoom, focus: settings.focus, exposure: settings.exposure,
             whiteBalance: settings.whiteBalance, torch: settings.torch, orientation: settings.orientation,
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
-                          quality: streamSettings.quality),
+                          quality: pipelineSettings.quality),
             frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.failures ?? 0),
             error: lastError)
     }
@@ -168,6 +177,139 @@ public actor CaptureSession {
         return announce()
     }
 
+    // MARK: - Device settings (validate everything first, then change)
+
+    @discardableResult
+    public func zoom(_ r: ZoomRequest) throws(SessionError) -> SessionState {
+        let caps = camera.capabilities.zoom
+        if let rate = r.rate, rate <= 0 { throw .invalidValue("rate must be positive (zoom doublings per second)") }
+        guard r.factor > 0 else { throw .invalidValue("factor must be positive") }
+        let target = min(max(r.factor, caps.min), caps.max)
+        let now = Clock.monotonic()
+        let from = pipelineSettings.ramp.factor(at: now)
+        pipelineSettings.ramp = ZoomRamp(from: from, to: target, rate: r.rate, start: now)
+        settings.zoom.factor = target
+        return announce()
+    }
+
+    @discardableResult
+    public func focus(_ r: FocusRequest) throws(SessionError) -> SessionState {
+        let caps = camera.capabilities
+        var s = camera.reported(settings)
+        let mode = r.mode ?? (r.lensPosition != nil ? "locked" : nil)
+        guard let mode else { throw .invalidValue("mode is required (\(caps.focusModes.joined(separator: ", ")))") }
+        guard caps.focusModes.contains(mode) else { throw .unsupported("focus mode '\(mode)'", supported: caps.focusModes) }
+        if let lens = r.lensPosition {
+            guard caps.lensPosition else { throw .unsupported("lensPosition", supported: []) }
+            guard mode == "locked" else { throw .invalidValue("lensPosition applies to locked focus") }
+            s.focus.lensPosition = min(max(lens, 0), 1)
+        }
+        if let p = r.point {
+            guard caps.focusPointOfInterest else { throw .unsupported("a focus point of interest", supported: []) }
+            s.focus.point = Self.clamp(p)
+        }
+        s.focus.mode = mode
+        commit(s)
+        return announce()
+    }
+
+    @discardableResult
+    public func exposure(_ r: ExposureRequest) throws(SessionError) -> SessionState {
+        let caps = camera.capabilities
+        var s = camera.reported(settings)
+        guard let mode = r.mode ?? (r.duration != nil || r.iso != nil ? "custom" : nil) ?? (r.bias != nil || r.point != nil ? s.exposure.mode : nil) else {
+            throw .invalidValue("mode is required (\(caps.exposureModes.joined(separator: ", ")))")
+        }
+        guard caps.exposureModes.contains(mode) else { throw .unsupported("exposure mode '\(mode)'", supported: caps.exposureModes) }
+        if r.duration != nil || r.iso != nil {
+            guard mode == "custom" else { throw .invalidValue("duration and iso apply to custom exposure") }
+        }
+        if let d = r.duration {
+            guard let range = caps.exposureDuration else { throw .unsupported("exposure duration", supported: []) }
+            s.exposure.duration = range.clamp(d)
+        }
+        if let iso = r.iso {
+            guard let range = caps.iso else { throw .unsupported("ISO", supported: []) }
+            s.exposure.iso = range.clamp(iso)
+        }
+        if let bias = r.bias {
+            guard let range = caps.exposureBias else { throw .unsupported("exposure bias", supported: []) }
+            s.exposure.bias = range.clamp(bias)
+        }
+        if let p = r.point {
+            guard caps.exposurePointOfInterest else { throw .unsupported("an exposure point of interest", supported: []) }
+            s.exposure.point = Self.clamp(p)
+        }
+        s.exposure.mode = mode
+        commit(s)
+        return announce()
+    }
+
+    @discardableResult
+    public func whiteBalance(_ r: WhiteBalanceRequest) throws(SessionError) -> SessionState {
+        let caps = camera.capabilities
+        var s = camera.reported(settings)
+        let mode = r.mode ?? (r.temperature != nil ? "locked" : nil)
+        guard let mode else { throw .invalidValue("mode is required (\(caps.whiteBalanceModes.joined(separator: ", ")))") }
+        guard caps.whiteBalanceModes.contains(mode) else {
+            throw .unsupported("white balance mode '\(mode)'", supported: caps.whiteBalanceModes)
+        }
+        if let t = r.temperature {
+            guard let range = caps.whiteBalanceTemperature else { throw .unsupported("a white balance temperature", supported: []) }
+            guard mode == "locked" else { throw .invalidValue("a temperature locks white balance; use mode locked") }
+            s.whiteBalance.temperature = range.clamp(t)
+        }
+        s.whiteBalance.mode = mode
+        commit(s)
+        return announce()
+    }
+
+    @discardableResult
+    public func torch(_ r: TorchRequest) throws(SessionError) -> SessionState {
+        guard camera.capabilities.torch else { throw .torchUnavailable }
+        guard ["on", "off", "auto"].contains(r.mode) else { throw .invalidValue("torch mode must be on, off or auto") }
+        var s = settings
+        s.torch.mode = r.mode
+        if let level = r.level { s.torch.level = min(max(level, 0), 1) }
+        if r.mode == "off" { s.torch.level = r.level.map { min(max($0, 0), 1) } ?? s.torch.level }
+        if r.mode != "off" && s.torch.level == 0 { s.torch.level = 1 }
+        commit(s)
+        return announce()
+    }
+
+    @discardableResult
+    public func orientation(_ r: OrientationRequest) throws(SessionError) -> SessionState {
+        guard [0, 90, 180, 270].contains(r.rotation) else { throw .invalidValue("rotation must be 0, 90, 180 or 270") }
+        settings.orientation.rotation = r.rotation
+        if let m = r.mirrored { settings.orientation.mirrored = m }
+        pipelineSettings.setOrientation(rotation: r.rotation, mirrored: settings.orientation.mirrored)
+        return announce()
+    }
+
+    /// A photo ticket: the first frame exposed after now, at `quality`. Awaited by the
+    /// caller outside the actor, so the session keeps serving while the photo is taken.
+    public func capture(quality: Int?) throws(SessionError) -> CaptureTicket {
+        guard runState == .running, let pipeline else { throw .notRunning }
+        return pipeline.requestCapture(quality: quality ?? captureQuality, requested: Clock.now())
+    }
+
+    /// Announces a stored photo on the event stream.
+    public func announcePhoto(_ json: String) {
+        events.publish(.init(name: "photo", data: json))
+    }
+
+    private func commit(_ s: DeviceSettings) {
+        var s = s
+        s.zoom = settings.zoom
+        s.orientation = settings.orientation
+        settings = s
+        camera.apply(s)
+    }
+
+    private static func clamp(_ p: Point) -> Point {
+        Point(x: min(max(p.x, 0), 1), y: min(max(p.y, 0), 1))
+    }
+
     // MARK: - Transactions
 
     private func reconfigure(to target: any CaptureDevice, format newFormat: VideoFormat) throws(SessionError) {
@@ -177,9 +319,10 @@ public actor CaptureSession {
             let old = (camera, format, settings)
             camera = target
             format = newFormat
-            if changingCamera { settings = DeviceSettings(for: target.capabilities) }
+            if changingCamera { resetSettings(for: target) }
             do { try start() } catch {
                 (camera, format, settings) = old
+                pipelineSettings.ramp = .fixed(settings.zoom.factor)
                 runState = .idle
                 throw error
             }
@@ -197,7 +340,7 @@ public actor CaptureSession {
             camera.stop()
             camera = target
             pipeline = newPipeline
-            settings = DeviceSettings(for: target.capabilities)
+            resetSettings(for: target)
         } else {
             // Same device: it can only be open once, so stop, try, and roll back on failure.
             halt()
@@ -212,8 +355,18 @@ public actor CaptureSession {
         format = newFormat
     }
 
+    /// A new camera starts from its own defaults; orientation belongs to the output and stays.
+    private func resetSettings(for device: any CaptureDevice) {
+        let orientation = settings.orientation
+        settings = DeviceSettings(for: device.capabilities)
+        settings.orientation = orientation
+        pipelineSettings.ramp = .fixed(settings.zoom.factor)
+        device.apply(settings)
+    }
+
     private func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
-        let p = FramePipeline(hub: hub, settings: streamSettings, logger: logger)
+        let p = FramePipeline(hub: hub, settings: pipelineSettings, logger: logger)
+        device.apply(device === camera ? settings : DeviceSettings(for: device.capabilities))
         try device.start(format: format) { frame in p.handle(frame) }
         logger.info("camera \(device.descriptor.id) running at \(format.width)x\(format.height)@\(format.fps)")
         return p

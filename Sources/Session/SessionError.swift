@@ -11,4 +11,6 @@ public enum SessionError: Error, Sendable, Equatable {
     /// The device failed to start or went away.
     case cameraFailed(String)
     case captureTimeout
+    /// The camera has no torch (`hasTorch` false).
+    case torchUnavailable
 }

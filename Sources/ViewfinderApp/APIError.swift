@@ -20,6 +20,8 @@ extension SessionError {
             HTTPError(503, "camera_unavailable", "The camera could not be used: \(m)")
         case .captureTimeout:
             HTTPError(504, "capture_timeout", "No frame arrived in time.")
+        case .torchUnavailable:
+            HTTPError(409, "torch_unavailable", "This camera has no torch (hasTorch is false).")
         }
     }
 }

@@ -12,6 +12,7 @@ public final class Application: @unchecked Sendable {
     public let session: CaptureSession
     let staticFiles: StaticFiles
     let parts = PartCache()
+    let photos: PhotoStore
     private(set) var server: HTTPServer?
     private let logger: Logger
 
@@ -26,12 +27,14 @@ public final class Application: @unchecked Sendable {
                 configuration: SessionConfiguration(camera: configuration.session.camera,
                                                     preset: configuration.session.preset,
                                                     fps: configuration.session.fps,
-                                                    streamQuality: configuration.stream.quality),
+                                                    streamQuality: configuration.stream.quality,
+                                                    captureQuality: configuration.capture.quality),
                 logger: logger)
         } catch {
             throw Configuration.Error(description: "session: \(error.http.message)")
         }
         staticFiles = StaticFiles(directory: configuration.server.publicDirectory)
+        photos = PhotoStore(directory: configuration.capture.directory)
     }
 
     /// The bound port (the configured one, or the one picked for port 0).

@@ -25,7 +25,9 @@ struct CameraInfo: Encodable {
 }
 
 func json<T: Encodable>(_ value: T, status: Int = 200, headers: [(String, String)] = []) -> Response {
-    let data = (try? JSONEncoder().encode(value)) ?? Data("{}".utf8)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.withoutEscapingSlashes]
+    let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
     return Response(status: status, contentType: "application/json", bytes: [UInt8](data), headers: headers)
 }
 
@@ -92,6 +94,8 @@ extension Application {
                 return try await session.switchCamera(to: camera)
             }
         }
+
+        addSettingRoutes(&r)
 
         // Preview, with mjpg-streamer's `/?action=` aliases that OctoPrint and HA expect.
         r.get("/stream") { [self] request in stream(request) }
@@ -168,7 +172,7 @@ private func noOptions(_ body: JSONObjectReader) throws(SessionError) {
 }
 
 /// Parses the body, runs one session call, answers SessionState or the error.
-private func sessionCall(_ request: Request,
+func sessionCall(_ request: Request,
                          _ call: (JSONObjectReader) async throws(SessionError) -> SessionState) async -> Response {
     let body: JSONObjectReader
     do throws(HTTPError) { body = try bodyObject(request) } catch { return error.response }

@@ -112,6 +112,23 @@ import Testing
         ("/api/session/switch", #"{"camera": "../../etc"}"#, 404, "unknown_camera"),
         ("/api/session/switch", #"{"camera": 1}"#, 400, "invalid_value"),
         ("/api/session/start", #"{"now": true}"#, 400, "invalid_value"),
+        ("/api/session/zoom", "", 400, "invalid_value"),
+        ("/api/session/zoom", #"{"factor": "2"}"#, 400, "invalid_value"),
+        ("/api/session/zoom", #"{"factor": NaN}"#, 400, "invalid_json"),
+        ("/api/session/zoom", #"{"factor": 2, "rate": -1}"#, 400, "invalid_value"),
+        ("/api/session/zoom", #"{"factor": 2, "speed": 1}"#, 400, "invalid_value"),
+        ("/api/session/focus", #"{"mode": "macro"}"#, 422, "unsupported"),
+        ("/api/session/focus", #"{"mode": "continuous", "lensPosition": 0.2}"#, 400, "invalid_value"),
+        ("/api/session/focus", #"{"mode": "auto", "point": {"x": 0.5}}"#, 400, "invalid_value"),
+        ("/api/session/exposure", #"{"mode": "sports"}"#, 422, "unsupported"),
+        ("/api/session/exposure", #"{"mode": "continuous", "duration": 0.01}"#, 400, "invalid_value"),
+        ("/api/session/exposure", #"{"mode": "custom", "iso": true}"#, 400, "invalid_value"),
+        ("/api/session/white-balance", #"{}"#, 400, "invalid_value"),
+        ("/api/session/white-balance", #"{"mode": "continuous", "temperature": 4000}"#, 400, "invalid_value"),
+        ("/api/session/torch", #"{"mode": "strobe"}"#, 400, "invalid_value"),
+        ("/api/session/torch", #"{"level": 1}"#, 400, "invalid_value"),
+        ("/api/session/orientation", #"{"rotation": 45}"#, 400, "invalid_value"),
+        ("/api/session/orientation", #"{"rotation": 90, "mirrored": "no"}"#, 400, "invalid_value"),
     ]
 
     @Test func invalidInputChangesNothing() async throws {
@@ -124,7 +141,7 @@ import Testing
                 #expect(r.headers["content-type"] == "application/json")
             }
             let after = try await fetch(port, "/api/session").json as? [String: Any]
-            for key in ["state", "camera", "format", "preset", "zoom", "focus", "exposure", "orientation"] {
+            for key in ["state", "camera", "format", "preset", "zoom", "focus", "exposure", "whiteBalance", "torch", "orientation"] {
                 #expect(canonical(before?[key]) == canonical(after?[key]), "\(key) changed")
             }
         }

@@ -1,0 +1,58 @@
+// Digital zoom, rotation and mirroring, applied while a raw frame is de-interleaved for the
+// encoder — the cheapest place on YUYV: one pass that crops, turns and flips.
+
+public struct FrameTransform: Sendable, Equatable {
+    /// Centre-crop factor, ≥ 1: the output keeps the frame's size (scaled up).
+    public var zoom: Double
+    /// Clockwise degrees: 0, 90, 180 or 270.
+    public var rotation: Int
+    public var mirrored: Bool
+
+    public init(zoom: Double = 1, rotation: Int = 0, mirrored: Bool = false) {
+        self.zoom = zoom
+        self.rotation = rotation
+        self.mirrored = mirrored
+    }
+
+    public static let identity = FrameTransform()
+
+    public var isIdentity: Bool { zoom <= 1.0001 && rotation == 0 && !mirrored }
+
+    /// Output size for an input of width×height (90° and 270° swap them).
+    public func outputSize(width: Int, height: Int) -> (width: Int, height: Int) {
+        rotation == 90 || rotation == 270 ? (height, width) : (width, height)
+    }
+}
+
+/// A zoom ramp like `rampToVideoZoomFactor(_:withRate:)`: the factor moves from `from` to
+/// `to` at `rate` doublings per second, starting at `start` (monotonic seconds).
+public struct ZoomRamp: Sendable, Equatable {
+    public var from: Double
+    public var to: Double
+    public var rate: Double?
+    public var start: Double
+
+    public init(from: Double, to: Double, rate: Double?, start: Double) {
+        self.from = from
+        self.to = to
+        self.rate = rate
+        self.start = start
+    }
+
+    public static func fixed(_ f: Double) -> ZoomRamp { ZoomRamp(from: f, to: f, rate: nil, start: 0) }
+
+    public func factor(at t: Double) -> Double {
+        guard let rate, rate > 0, from != to, from > 0 else { return to }
+        let doublings = rate * max(0, t - start)
+        let f = to > from ? from * pow2(doublings) : from / pow2(doublings)
+        return to > from ? min(f, to) : max(f, to)
+    }
+
+    public func isRamping(at t: Double) -> Bool { factor(at: t) != to }
+
+    private func pow2(_ x: Double) -> Double { exp2(x) }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

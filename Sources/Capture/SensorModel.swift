@@ -1,0 +1,117 @@
+// The synthetic camera's physics, so every control has a visible, measurable effect:
+// the lens position blurs the scene away from its subject distance; exposure duration ×
+// ISO × 2^bias sets brightness; white balance tints; the torch brightens. Auto and
+// continuous modes converge over a few frames, as a real camera's 3A loops do.
+
+import CameraCore
+import Foundation
+
+/// What the renderer applies to one frame.
+struct Optics: Equatable {
+    /// Box-blur radius for luma, in pixels.
+    var blurRadius: Int
+    /// Luma gain and offset: Y' = Y × gain + add.
+    var gain: Double
+    var add: Double
+    /// Chroma shifts (warmer: V up, U down).
+    var du: Double
+    var dv: Double
+}
+
+final class SensorModel: @unchecked Sendable {
+    /// Exposure product (seconds × ISO) that renders the scene as drawn: 1/60 s at ISO 100.
+    static let baseProduct = 100.0 / 60
+    static let sceneIlluminant = 5500.0
+    /// Mid-grey, the target of automatic exposure.
+    static let targetLuma = 118.0
+
+    private let lock = NSLock()
+    private let caps: Capabilities
+    private let depthAt: @Sendable (Point) -> Double
+    private let subjectDepth: Double
+    private var settings = DeviceSettings()
+    private var lens = 0.5
+    private var product = baseProduct
+    private var temperature = sceneIlluminant
+    private var focusSettled = false, exposureSettled = false, balanceSettled = false
+
+    init(capabilities: Capabilities, subjectDepth: Double, depthAt: @escaping @Sendable (Point) -> Double) {
+        caps = capabilities
+        self.subjectDepth = subjectDepth
+        self.depthAt = depthAt
+        settings = DeviceSettings(for: capabilities)
+    }
+
+    func apply(_ s: DeviceSettings) {
+        lock.withLock {
+            if s.focus.mode != settings.focus.mode || s.focus.point != settings.focus.point { focusSettled = false }
+            if s.exposure.mode != settings.exposure.mode || s.exposure.point != settings.exposure.point { exposureSettled = false }
+            if s.whiteBalance.mode != settings.whiteBalance.mode { balanceSettled = false }
+            settings = s
+            if s.focus.mode == "locked" { lens = s.focus.lensPosition }
+            if s.exposure.mode == "custom" || s.exposure.mode == "locked" { product = s.exposure.duration * s.exposure.iso }
+            if s.whiteBalance.mode == "locked" { temperature = s.whiteBalance.temperature }
+        }
+    }
+
+    /// Advances the 3A loops by one frame given the scene's mean luma before exposure, and
+    /// returns what to apply to that frame.
+    func step(sceneLuma: Double, width: Int) -> Optics {
+        lock.withLock {
+            let s = settings
+            // Focus: continuous tracks the subject at the point; auto converges once.
+            if s.focus.mode == "continuous" || (s.focus.mode == "auto" && !focusSettled) {
+                let target = depthAt(s.focus.point)
+                lens += (target - lens) * 0.4
+                if abs(target - lens) < 0.005 { lens = target; focusSettled = true }
+            }
+            // Exposure: bring the scene to mid-grey (bias applies on top, as EV).
+            if s.exposure.mode == "continuous" || (s.exposure.mode == "auto" && !exposureSettled) {
+                let wanted = Self.baseProduct * Self.targetLuma / max(sceneLuma, 1)
+                product *= pow(wanted / product, 0.4)
+                if abs(wanted / product - 1) < 0.01 { product = wanted; exposureSettled = true }
+            }
+            if s.whiteBalance.mode == "continuous" || (s.whiteBalance.mode == "auto" && !balanceSettled) {
+                temperature += (Self.sceneIlluminant - temperature) * 0.4
+                if abs(temperature - Self.sceneIlluminant) < 5 { temperature = Self.sceneIlluminant; balanceSettled = true }
+            }
+            let bias = pow(2, s.exposure.bias)
+            let gain = product / Self.baseProduct * bias
+            var torch = 0.0
+            if caps.torch {
+                let dark = product >= (caps.exposureDuration?.max ?? 0.5) * (caps.iso?.max ?? 3200) * 0.99
+                if s.torch.mode == "on" || (s.torch.mode == "auto" && dark) { torch = 70 * max(s.torch.level, 0.05) }
+            }
+            let tint = (temperature - Self.sceneIlluminant) / 1000
+            let blur = Int((Double(width) * 0.03 * abs(lens - subjectDepth)).rounded())
+            return Optics(blurRadius: blur, gain: gain, add: torch, du: -6 * tint, dv: 6 * tint)
+        }
+    }
+
+    /// The applied settings with the values the loops have reached.
+    func report(_ s: DeviceSettings) -> DeviceSettings {
+        lock.withLock {
+            var r = s
+            r.focus.lensPosition = (lens * 1000).rounded() / 1000
+            if s.exposure.mode != "custom" {  // custom reports what was asked, as given
+                let (duration, iso) = split(product)
+                r.exposure.duration = duration
+                r.exposure.iso = iso
+            }
+            r.whiteBalance.temperature = temperature.rounded()
+            return r
+        }
+    }
+
+    /// Spreads an exposure product over duration and ISO: ISO 100 until the duration reaches
+    /// 1/30 s (motion blur), then ISO rises, as auto-exposure programs do.
+    private func split(_ p: Double) -> (Double, Double) {
+        let dRange = caps.exposureDuration ?? Range(min: 0.0001, max: 0.5)
+        let iRange = caps.iso ?? Range(min: 50, max: 3200)
+        var duration = p / 100
+        var iso = 100.0
+        if duration > 1.0 / 30 { duration = 1.0 / 30; iso = p / duration }
+        if duration < dRange.min { duration = dRange.min; iso = p / duration }
+        return ((dRange.clamp(duration) * 1e6).rounded() / 1e6, iRange.clamp(iso).rounded())
+    }
+}

@@ -1,0 +1,117 @@
+// The photo output's store: JPEGs in one directory, written atomically (temp file, fsync,
+// rename, fsync of the directory) before the capture call answers. Ids are
+// `MICROSECONDS-SEQUENCE`, digits and one dash only, so an id can never name a path.
+
+import CameraCore
+import Foundation
+import JPEG
+
+public struct PhotoInfo: Sendable, Codable, Equatable {
+    public var id: String
+    public var url: String
+    public var bytes: Int
+    public var width: Int
+    public var height: Int
+    /// ISO 8601, UTC, milliseconds.
+    public var capturedAt: String
+}
+
+public enum PhotoStoreError: Error, CustomStringConvertible {
+    case system(call: String, path: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let path, let e): "\(call) \(path): \(String(cString: strerror(e)))"
+        }
+    }
+}
+
+public final class PhotoStore: @unchecked Sendable {
+    public let directory: String
+    private let lock = NSLock()
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// Digits, a dash, digits: nothing that can climb out of the directory.
+    public static func isValid(id: String) -> Bool {
+        let parts = id.split(separator: "-", omittingEmptySubsequences: false)
+        return parts.count == 2 && parts.allSatisfy { (1...20).contains($0.count) && $0.allSatisfy(\.isASCIIDigit) }
+    }
+
+    public func save(_ frame: EncodedFrame) throws(PhotoStoreError) -> PhotoInfo {
+        let id = "\(Int64((frame.timestamp * 1_000_000).rounded()))-\(frame.sequence)"
+        do {
+            lock.lock()
+            defer { lock.unlock() }
+            try ensureDirectory()
+            let final = path(id), temp = directory + "/.tmp-" + id
+            let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw .system(call: "open", path: temp, errno: errno) }
+            var ok = true
+            var failure: PhotoStoreError?
+            frame.jpeg.withUnsafeBytes { buf in
+                var off = 0
+                while off < buf.count {
+                    let n = write(fd, buf.baseAddress! + off, buf.count - off)
+                    if n < 0 { if errno == EINTR { continue }; failure = .system(call: "write", path: temp, errno: errno); ok = false; return }
+                    off += n
+                }
+            }
+            if ok && fsync(fd) != 0 { failure = .system(call: "fsync", path: temp, errno: errno); ok = false }
+            close(fd)
+            if ok && rename(temp, final) != 0 { failure = .system(call: "rename", path: final, errno: errno); ok = false }
+            if let failure { unlink(temp); throw failure }
+            let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            if dfd >= 0 { fsync(dfd); close(dfd) }  // the rename itself is durable
+        }
+        return PhotoInfo(id: id, url: "/api/photos/\(id)", bytes: frame.jpeg.count, width: frame.width,
+                         height: frame.height, capturedAt: Self.iso(frame.timestamp))
+    }
+
+    /// Newest first.
+    public func list() -> [PhotoInfo] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let ids = names.compactMap { $0.hasSuffix(".jpg") ? String($0.dropLast(4)) : nil }.filter(Self.isValid)
+        return ids.compactMap(info).sorted { ($0.capturedAt, $0.id) > ($1.capturedAt, $1.id) }
+    }
+
+    public func read(_ id: String) -> [UInt8]? {
+        guard Self.isValid(id: id), let data = FileManager.default.contents(atPath: path(id)) else { return nil }
+        return [UInt8](data)
+    }
+
+    public func delete(_ id: String) -> Bool {
+        guard Self.isValid(id: id) else { return false }
+        return lock.withLock { unlink(path(id)) == 0 }
+    }
+
+    private func info(_ id: String) -> PhotoInfo? {
+        guard let bytes = read(id), let size = try? JPEGDecoder.size(of: bytes),
+              let micros = Int64(id.split(separator: "-")[0]) else { return nil }
+        return PhotoInfo(id: id, url: "/api/photos/\(id)", bytes: bytes.count, width: size.width,
+                         height: size.height, capturedAt: Self.iso(Double(micros) / 1_000_000))
+    }
+
+    private func path(_ id: String) -> String { directory + "/" + id + ".jpg" }
+
+    private func ensureDirectory() throws(PhotoStoreError) {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue { return }
+        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+            throw .system(call: "mkdir", path: directory, errno: errno)
+        }
+    }
+
+    static func iso(_ t: Double) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.string(from: Date(timeIntervalSince1970: t))
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}

@@ -1,0 +1,48 @@
+// The device-setting calls' parameters, already type-checked by the HTTP layer; the
+// session checks them against the camera's capabilities.
+
+import CameraCore
+
+public struct ZoomRequest: Sendable {
+    public var factor: Double
+    public var rate: Double?
+    public init(factor: Double, rate: Double? = nil) { self.factor = factor; self.rate = rate }
+}
+
+public struct FocusRequest: Sendable {
+    public var mode: String?
+    public var lensPosition: Double?
+    public var point: Point?
+    public init(mode: String?, lensPosition: Double? = nil, point: Point? = nil) {
+        self.mode = mode; self.lensPosition = lensPosition; self.point = point
+    }
+}
+
+public struct ExposureRequest: Sendable {
+    public var mode: String?
+    public var duration: Double?
+    public var iso: Double?
+    public var bias: Double?
+    public var point: Point?
+    public init(mode: String?, duration: Double? = nil, iso: Double? = nil, bias: Double? = nil, point: Point? = nil) {
+        self.mode = mode; self.duration = duration; self.iso = iso; self.bias = bias; self.point = point
+    }
+}
+
+public struct WhiteBalanceRequest: Sendable {
+    public var mode: String?
+    public var temperature: Double?
+    public init(mode: String?, temperature: Double? = nil) { self.mode = mode; self.temperature = temperature }
+}
+
+public struct TorchRequest: Sendable {
+    public var mode: String
+    public var level: Double?
+    public init(mode: String, level: Double? = nil) { self.mode = mode; self.level = level }
+}
+
+public struct OrientationRequest: Sendable {
+    public var rotation: Int
+    public var mirrored: Bool?
+    public init(rotation: Int, mirrored: Bool? = nil) { self.rotation = rotation; self.mirrored = mirrored }
+}

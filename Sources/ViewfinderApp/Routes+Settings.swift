@@ -1,0 +1,151 @@
+// The device-setting calls and the photo output: parse and type-check the body here, let
+// the session check it against the camera, answer SessionState or a contract error.
+
+import CameraCore
+import Foundation
+import HTTPServer
+import Session
+
+extension Application {
+    func addSettingRoutes(_ r: inout Router) {
+        let session = self.session
+        r.post("/api/session/zoom") { request in
+            await sessionCall(request) { b throws(SessionError) in
+                let z = try fields(b) { b throws(JSONFieldError) in
+                    guard let factor = try b.double("factor") else {
+                        throw JSONFieldError(path: "factor", problem: "required (the zoom factor, e.g. 2.0)")
+                    }
+                    return ZoomRequest(factor: factor, rate: try b.double("rate"))
+                }
+                return try await session.zoom(z)
+            }
+        }
+        r.post("/api/session/focus") { request in
+            await sessionCall(request) { b throws(SessionError) in
+                let f = try fields(b) { b throws(JSONFieldError) in
+                    FocusRequest(mode: try b.string("mode"), lensPosition: try b.double("lensPosition"), point: try point(b))
+                }
+                return try await session.focus(f)
+            }
+        }
+        r.post("/api/session/exposure") { request in
+            await sessionCall(request) { b throws(SessionError) in
+                let e = try fields(b) { b throws(JSONFieldError) in
+                    ExposureRequest(mode: try b.string("mode"), duration: try b.double("duration"), iso: try b.double("iso"),
+                                    bias: try b.double("bias"), point: try point(b))
+                }
+                return try await session.exposure(e)
+            }
+        }
+        r.post("/api/session/white-balance") { request in
+            await sessionCall(request) { b throws(SessionError) in
+                let w = try fields(b) { b throws(JSONFieldError) in
+                    WhiteBalanceRequest(mode: try b.string("mode"), temperature: try b.double("temperature"))
+                }
+                return try await session.whiteBalance(w)
+            }
+        }
+        r.post("/api/session/torch") { request in
+            await sessionCall(request) { b throws(SessionError) in
+                let t = try fields(b) { b throws(JSONFieldError) in
+                    guard let mode = try b.string("mode", allowed: ["on", "off", "auto"]) else {
+                        throw JSONFieldError(path: "mode", problem: "required (on, off or auto)")
+                    }
+                    return TorchRequest(mode: mode, level: try b.double("level"))
+                }
+                return try await session.torch(t)
+            }
+        }
+        r.post("/api/session/orientation") { request in
+            await sessionCall(request) { b throws(SessionError) in
+                let o = try fields(b) { b throws(JSONFieldError) in
+                    guard let rotation = try b.int("rotation") else {
+                        throw JSONFieldError(path: "rotation", problem: "required (0, 90, 180 or 270)")
+                    }
+                    guard [0, 90, 180, 270].contains(rotation) else {
+                        throw JSONFieldError(path: "rotation", problem: "\(rotation) is not 0, 90, 180 or 270")
+                    }
+                    return OrientationRequest(rotation: rotation, mirrored: try b.bool("mirrored"))
+                }
+                return try await session.orientation(o)
+            }
+        }
+
+        r.post("/api/session/capture") { [self] request in await capture(request) }
+        r.get("/api/photos") { [self] _ in json(["photos": photos.list()]) }
+        r.get("/api/photos/:id") { [self] request in
+            let id = request.parameters["id"] ?? ""
+            guard let bytes = photos.read(id) else { return unknownPhoto(id) }
+            return Response(status: 200, contentType: "image/jpeg", bytes: bytes,
+                            headers: [("Cache-Control", "private, max-age=31536000, immutable")])
+        }
+        r.delete("/api/photos/:id") { [self] request in
+            let id = request.parameters["id"] ?? ""
+            guard photos.delete(id) else { return unknownPhoto(id) }
+            return Response(status: 204)
+        }
+    }
+
+    /// POST /api/session/capture: options in the body or the query (`quality`, `store`).
+    func capture(_ request: Request) async -> Response {
+        var quality: Int?, store = false
+        do throws(HTTPError) {
+            let b = try bodyObject(request)
+            do throws(JSONFieldError) {
+                quality = try b.int("quality", in: 1...100)
+                store = try b.bool("store") ?? false
+                try b.finish()
+            } catch { throw error.http }
+            if let q = request.query["quality"] {
+                guard let v = Int(q), (1...100).contains(v) else { throw HTTPError(400, "invalid_value", "quality: '\(q)' is not a whole number in 1…100") }
+                quality = v
+            }
+            if let s = request.query["store"] {
+                switch s {
+                case "", "1", "true": store = true
+                case "0", "false": store = false
+                default: throw HTTPError(400, "invalid_value", "store: '\(s)' is not true or false")
+                }
+            }
+        } catch { return error.response }
+
+        let ticket: CaptureTicket
+        do throws(SessionError) { ticket = try await session.capture(quality: quality) } catch { return error.http.response }
+        guard let frame = await ticket.frame(timeout: 5) else { return SessionError.captureTimeout.http.response }
+        let headers = [("X-Frame-Sequence", String(frame.sequence)), ("X-Capture-Timestamp", frame.timestampString)]
+        guard store else {
+            return Response(status: 200, contentType: "image/jpeg", bytes: frame.jpeg, headers: headers + Response.noCache)
+        }
+        do {
+            let info = try photos.save(frame)
+            let body = (try? JSONEncoder().encode(info)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+            await session.announcePhoto(body)
+            return json(info, status: 201, headers: [("Location", info.url)] + headers)
+        } catch {
+            return HTTPError(500, "storage_failed", "The photo could not be stored: \(error)").response
+        }
+    }
+
+    private func unknownPhoto(_ id: String) -> Response {
+        HTTPError(404, "unknown_photo", "No photo '\(id)'; GET /api/photos lists them.").response
+    }
+}
+
+/// Reads the body's fields and refuses unknown keys; type errors become 400 invalid_value.
+private func fields<T>(_ b: JSONObjectReader, _ read: (JSONObjectReader) throws(JSONFieldError) -> T) throws(SessionError) -> T {
+    do throws(JSONFieldError) {
+        let value = try read(b)
+        try b.finish()
+        return value
+    } catch { throw .invalidValue(error.description) }
+}
+
+/// `"point": {"x": 0…1, "y": 0…1}` (normalized, (0,0) top-left).
+private func point(_ b: JSONObjectReader) throws(JSONFieldError) -> Point? {
+    guard let p = try b.object("point") else { return nil }
+    guard let x = try p.double("x"), let y = try p.double("y") else {
+        throw JSONFieldError(path: "point", problem: "needs x and y between 0 and 1")
+    }
+    try p.finish()
+    return Point(x: x, y: y)
+}
