@@ -14,6 +14,7 @@ its reference measured in the same run:
 import json
 import os
 import platform
+import random
 import re
 import select
 import socket
@@ -153,6 +154,84 @@ def bench_fanout(counts=(0, 1, 10, 100), seconds=5):
     return rows
 
 
+# ---------------------------------------------------------------- effect latency
+
+def jpeg_size(data):
+    """(width, height) from a JPEG's SOF marker."""
+    i = 2
+    while i + 9 < len(data):
+        if data[i] != 0xFF:
+            i += 1
+            continue
+        marker, length = data[i + 1], int.from_bytes(data[i + 2:i + 4], "big")
+        if marker in (0xC0, 0xC1, 0xC2):
+            return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big")
+        i += 2 + length
+    return None
+
+
+def bench_effect_latency(calls=20):
+    """POST orientation (0 <-> 90) while a viewer streams; time until the first streamed
+    part with the new width and height arrives. HTTP/1.0 keeps the stream unchunked."""
+    import threading
+    p, port, _ = start_server("--preset", "1280x720", "--fps", "30")
+    arrivals = []  # (monotonic time, (w, h))
+    stop_flag = threading.Event()
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /stream HTTP/1.0\r\n\r\n")
+
+    def reader():
+        buf = b""
+        s.settimeout(0.5)
+        while not stop_flag.is_set():
+            try:
+                chunk = s.recv(1 << 20)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            while True:
+                start = buf.find(b"--viewfinderframe\r\n")
+                end = buf.find(b"\r\n\r\n", start) if start >= 0 else -1
+                if end < 0:
+                    break
+                m = re.search(rb"Content-Length: (\d+)", buf[start:end])
+                n = int(m.group(1))
+                if len(buf) < end + 4 + n:
+                    break
+                arrivals.append((time.monotonic(), jpeg_size(buf[end + 4:end + 4 + n])))
+                buf = buf[end + 4 + n:]
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    latencies = []
+    try:
+        time.sleep(1)
+        for i in range(calls):
+            rotation = 90 if i % 2 == 0 else 0
+            want = (720, 1280) if rotation == 90 else (1280, 720)
+            t0 = time.monotonic()
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/api/session/orientation", method="POST",
+                                         data=json.dumps({"rotation": rotation}).encode())
+            urllib.request.urlopen(req, timeout=5).read()
+            deadline = t0 + 5
+            while time.monotonic() < deadline:
+                hit = next((at for at, size in list(arrivals) if at >= t0 and size == want), None)
+                if hit:
+                    latencies.append((hit - t0) * 1000)
+                    break
+                time.sleep(0.001)
+            time.sleep(0.2 + random.random() / 30)  # random phase against the frame clock
+    finally:
+        stop_flag.set()
+        s.close()
+        stop(p)
+    return median(latencies), sorted(latencies)[int(len(latencies) * 0.9) - 1], len(latencies)
+
+
 # ---------------------------------------------------------------- report
 
 def machine():
@@ -171,6 +250,8 @@ def main():
     listen, first = bench_startup()
     print("fan-out…", file=sys.stderr)
     fan = bench_fanout()
+    print("effect latency…", file=sys.stderr)
+    eff_median, eff_p90, eff_n = bench_effect_latency()
     one = next(r for r in fan if r["n"] == 1)["cpu"]
 
     lines = [
@@ -224,6 +305,17 @@ def main():
         "",
         "With no viewer nothing is encoded: the 0-viewer row is the capture thread rendering "
         "the synthetic scene alone.",
+        "",
+        "## From a session call to the first streamed frame that shows it",
+        "",
+        "Command: a viewer on `/stream` (720p30) while `POST /api/session/orientation` toggles "
+        "`rotation` 0 ↔ 90; the time from sending the POST to the first streamed part whose JPEG "
+        f"has the new width and height ({eff_n} calls). Reference: the frame interval, 33.3 ms — "
+        "the effect can only show on a frame captured after the call.",
+        "",
+        "| median ms | p90 ms | median in frame intervals |",
+        "|---|---|---|",
+        f"| {eff_median:.1f} | {eff_p90:.1f} | {eff_median / (1000 / 30):.2f} |",
         "",
     ]
     (ROOT / "bench/RESULTS.md").write_text("\n".join(lines))

@@ -190,4 +190,27 @@ import Testing
             #expect(events.text.contains(#""id":"front""#), "a state event announces the switch")
         }
     }
+
+    @Test func everySettingCallIsOneStateEvent() async throws {
+        try await withServer { _, port in
+            let events = try TestConnection(port: port)
+            try events.request("GET", "/api/events")
+            try await events.read { String(decoding: $0, as: UTF8.self).components(separatedBy: "event: state").count == 2 }
+            let calls = [("zoom", #"{"factor": 3}"#), ("focus", #"{"mode": "locked", "lensPosition": 0.9}"#),
+                         ("exposure", #"{"mode": "custom", "duration": 0.01, "iso": 400}"#),
+                         ("white-balance", #"{"temperature": 4000}"#), ("torch", #"{"mode": "on"}"#),
+                         ("orientation", #"{"rotation": 180}"#)]
+            for (i, (call, body)) in calls.enumerated() {
+                #expect(try await fetch(port, "POST", "/api/session/\(call)", body: body).status == 200)
+                // Events are read in order: wait for exactly one more state event per call.
+                try await events.read { String(decoding: $0, as: UTF8.self).components(separatedBy: "event: state").count >= i + 3 }
+            }
+            let states = events.text.components(separatedBy: "event: state\ndata: ").dropFirst()
+            #expect(states.count == calls.count + 1)
+            let last = try #require(states.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] })
+            #expect((last["orientation"] as? [String: Any])?["rotation"] as? Int == 180)
+            #expect((last["torch"] as? [String: Any])?["mode"] as? String == "on")
+            #expect((last["zoom"] as? [String: Any])?["factor"] as? Double == 3)
+        }
+    }
 }

@@ -133,6 +133,13 @@ import Testing
 
     @Test func invalidInputChangesNothing() async throws {
         try await withServer { _, port in
+            // A static baseline: continuous loops would otherwise move the lens and exposure
+            // between the two reads whatever the requests did.
+            for (call, body) in [("focus", #"{"mode": "locked", "lensPosition": 0.5}"#),
+                                 ("exposure", #"{"mode": "custom", "duration": 0.01, "iso": 200}"#),
+                                 ("white-balance", #"{"temperature": 5000}"#)] {
+                #expect(try await fetch(port, "POST", "/api/session/\(call)", body: body).status == 200)
+            }
             let before = try await fetch(port, "/api/session").json as? [String: Any]
             for (path, body, status, code) in Self.invalid {
                 let r = try await fetch(port, "POST", path, body: body)
