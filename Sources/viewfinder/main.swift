@@ -37,6 +37,9 @@ struct Viewfinder: AsyncParsableCommand {
             return h
         }
         let logger = Logger(label: "viewfinder")
+        // Before anything can announce readiness: a signal that arrives early must still
+        // mean a graceful stop, not the default action.
+        let termination = TerminationSignal()
         let settings: Configuration
         do {
             settings = try loadConfiguration()
@@ -53,7 +56,7 @@ struct Viewfinder: AsyncParsableCommand {
         // Unbuffered, so scripts and tests reading stdout learn the port at once.
         FileHandle.standardOutput.write(Data("Viewfinder listening on http://\(settings.server.host):\(app.port)/\n".utf8))
 
-        let signal = await Self.waitForTermination()
+        let signal = await termination.wait()
         logger.info("signal \(signal): stopping")
         await app.stop()
         logger.info("stopped")
@@ -93,28 +96,44 @@ struct Viewfinder: AsyncParsableCommand {
         try c.validate()
         return c
     }
-
-    /// Suspends until SIGINT or SIGTERM; returns the signal's name.
-    private static func waitForTermination() async -> String {
-        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            let once = Once()
-            for (sig, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-                signal(sig, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                source.setEventHandler { if once.claim() { continuation.resume(returning: name) } }
-                source.resume()
-                Once.keep(source)
-            }
-        }
-    }
 }
 
-/// Resumes the continuation once even if both signals arrive.
-private final class Once: @unchecked Sendable {
+/// Catches SIGINT and SIGTERM from the moment it is made; `wait()` returns the first one's
+/// name, whether it came before or after the call.
+private final class TerminationSignal: @unchecked Sendable {
     private let lock = NSLock()
-    private var done = false
-    nonisolated(unsafe) private static var sources: [DispatchSourceSignal] = []
+    private var received: String?
+    private var waiter: CheckedContinuation<String, Never>?
+    private var sources: [DispatchSourceSignal] = []
 
-    func claim() -> Bool { lock.withLock { defer { done = true }; return !done } }
-    static func keep(_ s: DispatchSourceSignal) { sources.append(s) }
+    init() {
+        for (sig, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in self?.deliver(name) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    private func deliver(_ name: String) {
+        let w = lock.withLock { () -> CheckedContinuation<String, Never>? in
+            guard received == nil else { return nil }
+            received = name
+            defer { waiter = nil }
+            return waiter
+        }
+        w?.resume(returning: name)
+    }
+
+    func wait() async -> String {
+        await withCheckedContinuation { c in
+            let early = lock.withLock { () -> String? in
+                if let received { return received }
+                waiter = c
+                return nil
+            }
+            if let early { c.resume(returning: early) }
+        }
+    }
 }
