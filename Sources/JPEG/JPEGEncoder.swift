@@ -31,10 +31,7 @@ public final class JPEGEncoder {
                                          quality: quality, transform: transform)
         }
         let chromaWidth = width / 2
-        let ySize = width * height, cSize = chromaWidth * height
-        if planes.count != ySize + 2 * cSize { planes = [UInt8](repeating: 0, count: ySize + 2 * cSize) }
-        return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
-            let y = p.baseAddress!, u = y + ySize, v = u + cSize
+        return try compress422(width: width, height: height, quality: quality) { y, u, v in
             let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
             for row in 0..<height {
                 var sp = s + row * stride
@@ -44,10 +41,22 @@ public final class JPEGEncoder {
                     sp += 4; yp += 2; up += 1; vp += 1
                 }
             }
+        }
+    }
+
+    /// Sizes the reusable planes for a 4:2:2 image, lets `fill` write Y, U and V, compresses.
+    private func compress422(width: Int, height: Int, quality: Int,
+                             fill: (UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>, UnsafeMutablePointer<UInt8>) -> Void)
+        throws(JPEGError) -> [UInt8] {
+        let chromaWidth = width / 2
+        let ySize = width * height, cSize = chromaWidth * height
+        if planes.count != ySize + 2 * cSize { planes = [UInt8](repeating: 0, count: ySize + 2 * cSize) }
+        return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
+            let y = p.baseAddress!, u = y + ySize, v = u + cSize
+            fill(y, u, v)
             return try compressPlanes([UnsafePointer(y), UnsafePointer(u), UnsafePointer(v)],
                                       strides: [Int32(width), Int32(chromaWidth), Int32(chromaWidth)],
-                                      width: width, height: height, subsampling: TJSAMP_422,
-                                      quality: quality)
+                                      width: width, height: height, subsampling: TJSAMP_422, quality: quality)
         }
     }
 
@@ -83,10 +92,7 @@ public final class JPEGEncoder {
             }
         }
         let chromaWidth = outW / 2
-        let ySize = outW * outH, cSize = chromaWidth * outH
-        if planes.count != ySize + 2 * cSize { planes = [UInt8](repeating: 0, count: ySize + 2 * cSize) }
-        return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
-            let y = p.baseAddress!, u = y + ySize, v = u + cSize
+        return try compress422(width: outW, height: outH, quality: quality) { y, u, v in
             let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
             colOff.withUnsafeBufferPointer { col in
                 colChroma.withUnsafeBufferPointer { colC in
@@ -101,9 +107,6 @@ public final class JPEGEncoder {
                     }
                 }
             }
-            return try compressPlanes([UnsafePointer(y), UnsafePointer(u), UnsafePointer(v)],
-                                      strides: [Int32(outW), Int32(chromaWidth), Int32(chromaWidth)],
-                                      width: outW, height: outH, subsampling: TJSAMP_422, quality: quality)
         }
     }
 

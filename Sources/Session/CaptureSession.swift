@@ -224,18 +224,9 @@ public actor CaptureSession {
         if r.duration != nil || r.iso != nil {
             guard mode == "custom" else { throw .invalidValue("duration and iso apply to custom exposure") }
         }
-        if let d = r.duration {
-            guard let range = caps.exposureDuration else { throw .unsupported("exposure duration", supported: []) }
-            s.exposure.duration = range.clamp(d)
-        }
-        if let iso = r.iso {
-            guard let range = caps.iso else { throw .unsupported("ISO", supported: []) }
-            s.exposure.iso = range.clamp(iso)
-        }
-        if let bias = r.bias {
-            guard let range = caps.exposureBias else { throw .unsupported("exposure bias", supported: []) }
-            s.exposure.bias = range.clamp(bias)
-        }
+        s.exposure.duration = try Self.clamp(r.duration, to: caps.exposureDuration, "exposure duration") ?? s.exposure.duration
+        s.exposure.iso = try Self.clamp(r.iso, to: caps.iso, "ISO") ?? s.exposure.iso
+        s.exposure.bias = try Self.clamp(r.bias, to: caps.exposureBias, "exposure bias") ?? s.exposure.bias
         if let p = r.point {
             guard caps.exposurePointOfInterest else { throw .unsupported("an exposure point of interest", supported: []) }
             s.exposure.point = Self.clamp(p)
@@ -254,11 +245,11 @@ public actor CaptureSession {
         guard caps.whiteBalanceModes.contains(mode) else {
             throw .unsupported("white balance mode '\(mode)'", supported: caps.whiteBalanceModes)
         }
-        if let t = r.temperature {
-            guard let range = caps.whiteBalanceTemperature else { throw .unsupported("a white balance temperature", supported: []) }
-            guard mode == "locked" else { throw .invalidValue("a temperature locks white balance; use mode locked") }
-            s.whiteBalance.temperature = range.clamp(t)
+        if r.temperature != nil && mode != "locked" {
+            throw .invalidValue("a temperature locks white balance; use mode locked")
         }
+        s.whiteBalance.temperature = try Self.clamp(r.temperature, to: caps.whiteBalanceTemperature,
+                                                    "a white balance temperature") ?? s.whiteBalance.temperature
         s.whiteBalance.mode = mode
         commit(s)
         return announce()
@@ -304,6 +295,14 @@ public actor CaptureSession {
         s.orientation = settings.orientation
         settings = s
         camera.apply(s)
+    }
+
+    /// A value for a continuous setting: 422 when the camera has no such control, else
+    /// clamped into its range (as apps clamp `videoZoomFactor`).
+    private static func clamp(_ v: Double?, to range: CameraCore.Range?, _ what: String) throws(SessionError) -> Double? {
+        guard let v else { return nil }
+        guard let range else { throw .unsupported(what, supported: []) }
+        return range.clamp(v)
     }
 
     private static func clamp(_ p: Point) -> Point {
