@@ -20,10 +20,11 @@ release: deps
 run: release
 	.build/release/viewfinder $(ARGS)
 
-## Every test: unit, live server on 127.0.0.1 port 0, real clients (curl, ffprobe).
+## Every test: unit, live server on 127.0.0.1 port 0, real clients (ffprobe, headless Chromium).
 test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	/usr/bin/python3 Tests/browser/test_page.py
 
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release

@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""The camera page in a real browser: Debian's headless Chromium driven by selenium.
+
+Starts the built viewfinder (synthetic cameras, a temporary photo store, port 0), loads the
+page, waits for preview frames, then uses switch, torch, zoom, tap-to-focus and the
+shutter, checking after each that the server's state changed; checks that a second tab
+follows within a second, that the photo shows in the gallery and can be deleted, and that
+the console stayed clean. Saves screenshots to Tests/browser/out/.
+
+Run by `make test` (after the Swift build): /usr/bin/python3 Tests/browser/test_page.py
+"""
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "Tests/browser/out"
+BINARY = Path(os.environ.get("VIEWFINDER_BINARY", ROOT / ".build/debug/viewfinder"))
+
+
+class Server:
+    """viewfinder on 127.0.0.1, a free port, synthetic cameras, photos in a temp dir."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="vf-browser-")
+        config = Path(self.dir) / "config.json"
+        config.write_text(json.dumps({"capture": {"directory": str(Path(self.dir) / "photos")}}))
+        self.proc = subprocess.Popen(
+            [str(BINARY), "--config", str(config), "--port", "0", "--cameras", "synthetic",
+             "--preset", "640x480", "--public-directory", str(ROOT / "Public"), "--log-level", "warning"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        if not ready:
+            self.stop()
+            raise RuntimeError("viewfinder did not start in 60 s")
+        line = self.proc.stdout.readline().decode()
+        self.port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
+        self.url = f"http://127.0.0.1:{self.port}/"
+
+    def get(self, path):
+        with urllib.request.urlopen(self.url.rstrip("/") + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    def state(self):
+        return self.get("/api/session")
+
+    def stop(self):
+        self.proc.stdout.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000",
+                "--disable-gpu", "--no-first-run", "--disable-extensions"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+class PageTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        OUT.mkdir(parents=True, exist_ok=True)
+        cls.server = Server()
+        cls.driver = browser()
+        cls.driver.set_page_load_timeout(30)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.stop()
+
+    def wait(self, condition, message, timeout=10):
+        """Waits for a condition on the page or the server, bounded in time."""
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.05).until(lambda _: condition(), message)
+        except TimeoutException:
+            self.driver.save_screenshot(str(OUT / "failure.png"))
+            raise
+
+    def js(self, script, *args):
+        return self.driver.execute_script(script, *args)
+
+    def test_the_page_drives_the_camera(self):
+        d, server = self.driver, self.server
+        d.get(server.url)
+
+        # Live preview: frames decode into the <img>; the badge says running.
+        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640,
+                  "preview frames arrive")
+        self.wait(lambda: d.find_element(By.ID, "status").text == "running", "status badge shows running")
+        self.assertFalse(d.find_element(By.ID, "offline").is_displayed(), "no offline overlay while running")
+        # Controls were generated from the capabilities.
+        modes = [o.get_attribute("value") for o in d.find_elements(By.CSS_SELECTOR, "#focus-mode option")]
+        self.assertEqual(modes, ["locked", "auto", "continuous"])
+        d.save_screenshot(str(OUT / "page.png"))
+
+        # A second tab follows the first one's changes through /api/events.
+        first = d.current_window_handle
+        d.switch_to.new_window("tab")
+        second = d.current_window_handle
+        d.get(server.url)
+        self.wait(lambda: self.js("return document.getElementById('camera').value") == "rear", "second tab loaded")
+        d.switch_to.window(first)
+
+        # Switch camera.
+        d.find_element(By.ID, "switch").click()
+        self.wait(lambda: server.state()["camera"]["id"] == "front", "the server switched to front")
+        self.wait(lambda: "front" in d.find_element(By.ID, "format").text, "the page shows the front camera")
+        d.switch_to.window(second)
+        started = time.monotonic()
+        self.wait(lambda: self.js("return document.getElementById('camera').value") == "front",
+                  "the second tab follows within a second", timeout=1.5)
+        self.assertLess(time.monotonic() - started, 1.5)
+        d.close()
+        d.switch_to.window(first)
+
+        # Torch.
+        d.find_element(By.ID, "torch").click()
+        self.wait(lambda: server.state()["torch"]["mode"] == "on", "torch on at the server")
+        self.wait(lambda: d.find_element(By.ID, "torch").get_attribute("aria-pressed") == "true", "torch button pressed")
+
+        # Zoom with the keyboard on the slider (keyboard reachable), then with the wheel.
+        zoom = d.find_element(By.ID, "zoom")
+        zoom.send_keys(Keys.END)
+        self.wait(lambda: server.state()["zoom"]["factor"] == 8, "zoom slider to the maximum")
+        zoom.send_keys(Keys.HOME)
+        self.wait(lambda: server.state()["zoom"]["factor"] == 1, "zoom slider back to 1×")
+        self.js("""document.getElementById('stage').dispatchEvent(
+                   new WheelEvent('wheel', {deltaY: -400, bubbles: true, cancelable: true}))""")
+        self.wait(lambda: server.state()["zoom"]["factor"] > 1.5, "wheel zooms in")
+
+        # Tap to focus: a click on the preview's lower left sets the point of interest there.
+        preview = d.find_element(By.ID, "preview")
+        rect = self.js("const r = document.getElementById('preview').getBoundingClientRect();"
+                       "return {w: r.width, h: r.height};")
+        ActionChains(d).move_to_element_with_offset(preview, -rect["w"] * 0.3, rect["h"] * 0.3).click().perform()
+        self.wait(lambda: server.state()["focus"]["point"] != {"x": 0.5, "y": 0.5}, "focus point moved")
+        point = server.state()["focus"]["point"]
+        self.assertLess(point["x"], 0.5)
+        self.assertGreater(point["y"], 0.5)
+        self.assertTrue(d.find_element(By.ID, "focus-ring").is_displayed())
+
+        # Shutter: a stored photo appears in the gallery and as the thumbnail.
+        d.find_element(By.ID, "shutter").click()
+        self.wait(lambda: len(server.get("/api/photos")["photos"]) == 1, "a photo is stored")
+        photo = server.get("/api/photos")["photos"][0]
+        self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, f"#photos li[data-id='{photo['id']}']")) == 1,
+                  "the photo is in the gallery")
+        self.wait(lambda: self.js("return document.querySelector('#photos li img').naturalWidth") == 640,
+                  "the gallery image loads")
+        self.assertTrue(d.find_element(By.ID, "last-photo").is_displayed())
+        d.save_screenshot(str(OUT / "page-after.png"))
+
+        # No console errors so far.
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [], f"console errors: {errors}")
+
+        # An API error is shown to the person, not swallowed.
+        self.js("call('/api/session/zoom', {factor: 'big'})")
+        self.wait(lambda: d.find_element(By.ID, "toast").is_displayed(), "the error is shown")
+        self.assertIn("factor", d.find_element(By.ID, "toast").text)
+
+        # Delete from the gallery.
+        d.find_element(By.CSS_SELECTOR, "#photos li .actions button").click()
+        self.wait(lambda: server.get("/api/photos")["photos"] == [], "the photo is deleted at the server")
+        self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, "#photos li")) == 0, "and gone from the gallery")
+
+        # Since then only the deliberate bad call's 400, which Chromium logs as a network error.
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"
+                  and not (e["source"] == "network" and "/api/session/zoom" in e["message"] and "400" in e["message"])]
+        self.assertEqual(errors, [], f"console errors: {errors}")
+
+    def test_phone_width_without_a_torch(self):
+        """At phone width the layout stacks; a camera without a torch disables it with a reason."""
+        d = self.driver
+        d.set_window_size(390, 844)
+        try:
+            d.get(self.server.url)
+            self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") > 0, "preview")
+            stage = d.find_element(By.ID, "stage").rect
+            controls = d.find_element(By.CSS_SELECTOR, ".controls").rect
+            self.assertGreaterEqual(controls["y"], stage["y"] + stage["height"], "controls below the preview")
+            self.assertLessEqual(stage["width"], 390)
+            # Pretend the camera has no torch, as the image camera reports.
+            self.js(
+                    "const c = cameras.find(c => c.id === state.camera.id); c.capabilities.torch = false; buildControls(); render(state);")
+            self.assertFalse(d.find_element(By.ID, "torch").is_enabled())
+            self.assertEqual(d.find_element(By.ID, "torch-reason").text, "This camera has no torch.")
+            self.assertFalse(d.find_element(By.ID, "offline").is_displayed())
+            d.save_screenshot(str(OUT / "page-phone.png"))
+        finally:
+            d.set_window_size(1280, 1000)
+
+
+class OfflineTest(unittest.TestCase):
+    def test_the_offline_indicator_shows_when_the_server_goes(self):
+        server = Server()
+        driver = browser()
+        try:
+            driver.get(server.url)
+            WebDriverWait(driver, 10, 0.05).until(
+                lambda d: d.execute_script("return document.getElementById('preview').naturalWidth") > 0)
+            self.assertFalse(driver.find_element(By.ID, "offline").is_displayed())
+            server.proc.terminate()
+            server.proc.wait(10)
+            WebDriverWait(driver, 10, 0.05).until(lambda d: d.find_element(By.ID, "offline").is_displayed(),
+                                                  "the reconnecting overlay appears")
+            self.assertIn(driver.find_element(By.ID, "status").text, ("reconnecting…",))
+        finally:
+            driver.quit()
+            server.stop()
+
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"browser: {result.testsRun - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
