@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run build release test bench deps test-deps clean
+.PHONY: run build release test test-v4l2 bench deps test-deps clean
 
 deps:
 	@scripts/install-deps
@@ -25,6 +25,12 @@ test: test-deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	/usr/bin/python3 Tests/browser/test_page.py
+
+## The V4L2 tests against the kernel's vivid driver: build here, run inside one qemu VM.
+V4L2_VM ?= ../shared/tools/v4l2-vm
+test-v4l2: deps
+	$(SWIFT) build --build-tests
+	$(V4L2_VM) --devices 2 --timeout 1500 -- .build/debug/ViewfinderPackageTests.xctest --testing-library swift-testing --filter V4L2Tests
 
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release

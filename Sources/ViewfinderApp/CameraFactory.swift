@@ -11,14 +11,14 @@ enum CameraFactory {
         case .synthetic:
             return syntheticPair()
         case .auto:
-            // V4L2 discovery arrives with the V4L2 backend; until then "auto" means the
-            // simulator's pair, and says so when real nodes are present.
-            let nodes = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?
-                .filter { $0.hasPrefix("video") } ?? []
-            if !nodes.isEmpty {
-                logger.warning("found /dev/\(nodes.sorted().joined(separator: ", /dev/")) but V4L2 capture is not built yet; using the synthetic cameras")
+            // Every V4L2 node that can capture; the simulator's pair only when there is none.
+            let nodes = V4L2Discovery.captureNodes()
+            if nodes.isEmpty { return syntheticPair() }
+            return nodes.map { node in
+                let id = (node.path as NSString).lastPathComponent
+                logger.info("camera \(id): \(node.name) (\(node.bus)), \(node.formats.count) formats")
+                return V4L2Camera(id: id, path: node.path, name: node.name, position: .external, formats: node.formats)
             }
-            return syntheticPair()
         case .list(let entries):
             return entries.compactMap { e -> (any CaptureDevice)? in
                 let position = CameraDescriptor.Position(rawValue: e.position ?? "") ?? .unspecified
@@ -26,8 +26,7 @@ enum CameraFactory {
                 case .synthetic: return SyntheticCamera(id: e.id, position: position)
                 case .image: return ImageCamera(id: e.id, path: e.path!, position: position)
                 case .v4l2:
-                    logger.warning("camera \(e.id): V4L2 capture is not built yet; skipped")
-                    return nil
+                    return V4L2Camera(id: e.id, path: e.device!, position: e.position == nil ? .external : position)
                 }
             }
         }

@@ -1,0 +1,41 @@
+// One funnel for every V4L2 ioctl (as swift-system's valueOrErrno and µStreamer's xioctl):
+// retry EINTR, read errno once, throw it with the request's name.
+
+import CV4L2
+import CameraCore
+import Glibc
+
+enum V4L2Call {
+    static func ioctl<T>(_ fd: Int32, _ request: UInt, _ name: String, _ arg: inout T) throws(CameraError) {
+        while true {
+            let rc = withUnsafeMutablePointer(to: &arg) { cv4l2_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
+            if rc != -1 { return }
+            let e = errno
+            if e == EINTR { continue }
+            throw .system(call: name, errno: e)
+        }
+    }
+
+    /// The fourcc for a pixel format, and back.
+    static func fourcc(_ f: PixelFormat) -> UInt32 {
+        switch f {
+        case .yuyv: CV4L2_PIX_FMT_YUYV
+        case .mjpeg: CV4L2_PIX_FMT_MJPEG
+        case .nv12: CV4L2_PIX_FMT_NV12
+        case .rgb24: CV4L2_PIX_FMT_RGB24
+        case .grey: CV4L2_PIX_FMT_GREY
+        }
+    }
+
+    static func pixelFormat(_ fourcc: UInt32) -> PixelFormat? {
+        PixelFormat.allCases.first { Self.fourcc($0) == fourcc }
+    }
+
+    /// A fixed-size C char array (e.g. `card[32]`) as a Swift string.
+    static func string<T>(_ tuple: T) -> String {
+        withUnsafeBytes(of: tuple) { raw in
+            let bytes = raw.prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+// One open V4L2 capture node. It owns the file descriptor and the mmap'd buffers, and
+// `close()` undoes `open` in reverse (stream off, unmap, free buffers, close). Used by one
+// thread at a time: the session configures it, then the capture thread reads frames.
+
+import CV4L2
+import CameraCore
+import Glibc
+
+final class V4L2Device {
+    let path: String
+    private(set) var fd: Int32
+    private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
+    private(set) var streaming = false
+    private(set) var bytesPerLine = 0
+    private(set) var sizeImage = 0
+
+    init(path: String) throws(CameraError) {
+        self.path = path
+        let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw .system(call: "open \(path)", errno: errno) }
+        self.fd = fd
+    }
+
+    deinit { close() }
+
+    // MARK: - Identity
+
+    func capability() throws(CameraError) -> v4l2_capability {
+        var cap = v4l2_capability()
+        try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QUERYCAP, "VIDIOC_QUERYCAP", &cap)
+        return cap
+    }
+
+    /// Capabilities of this node (not of the whole device).
+    static func nodeCaps(_ cap: v4l2_capability) -> UInt32 {
+        cap.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? cap.device_caps : cap.capabilities
+    }
+
+    // MARK: - Format
+
+    /// Sets the format; the driver may adjust it, so the applied one is returned.
+    func setFormat(_ want: VideoFormat) throws(CameraError) -> VideoFormat {
+        var f = v4l2_format()
+        f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        f.fmt.pix.width = UInt32(want.width)
+        f.fmt.pix.height = UInt32(want.height)
+        f.fmt.pix.pixelformat = V4L2Call.fourcc(want.pixelFormat)
+        f.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        try V4L2Call.ioctl(fd, CV4L2_VIDIOC_S_FMT, "VIDIOC_S_FMT", &f)
+        guard let pf = V4L2Call.pixelFormat(f.fmt.pix.pixelformat) else {
+            throw .unsupportedFormat("\(path) answered an unknown pixel format")
+        }
+        bytesPerLine = Int(f.fmt.pix.bytesperline)
+        sizeImage = Int(f.fmt.pix.sizeimage)
+        var applied = VideoFormat(pixelFormat: pf, width: Int(f.fmt.pix.width), height: Int(f.fmt.pix.height), fps: want.fps)
+        applied.fps = (try? setFrameRate(want.fps)) ?? want.fps
+        return applied
+    }
+
+    /// VIDIOC_S_PARM with 1/fps; returns the rate the driver chose.
+    func setFrameRate(_ fps: Int) throws(CameraError) -> Int {
+        var p = v4l2_streamparm()
+        p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        p.parm.capture.timeperframe = v4l2_fract(numerator: 1, denominator: UInt32(max(fps, 1)))
+        try V4L2Call.ioctl(fd, CV4L2_VIDIOC_S_PARM, "VIDIOC_S_PARM", &p)
+        let t = p.parm.capture.timeperframe
+        return t.numerator == 0 ? fps : Int((Double(t.denominator) / Double(t.numerator)).rounded())
+    }
+
+    // MARK: - Streaming
+
+    func startStreaming(bufferCount: Int = 4) throws(CameraError) {
+        var req = v4l2_requestbuffers()
+        req.count = UInt32(bufferCount)
+        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.memory = V4L2_MEMORY_MMAP.rawValue
+        try V4L2Call.ioctl(fd, CV4L2_VIDIOC_REQBUFS, "VIDIOC_REQBUFS", &req)
+        guard req.count >= 2 else { throw .unavailable("\(path): only \(req.count) buffer(s)") }
+        do throws(CameraError) {
+            for i in 0..<Int(req.count) {
+                var buf = Self.buffer(index: i)
+                try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QUERYBUF, "VIDIOC_QUERYBUF", &buf)
+                let p = mmap(nil, Int(buf.length), PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(buf.m.offset))
+                guard let p, p != MAP_FAILED else { throw .system(call: "mmap", errno: errno) }
+                buffers.append((p, Int(buf.length)))
+            }
+            for i in 0..<buffers.count {
+                var buf = Self.buffer(index: i)
+                try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QBUF, "VIDIOC_QBUF", &buf)
+            }
+            var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+            try V4L2Call.ioctl(fd, CV4L2_VIDIOC_STREAMON, "VIDIOC_STREAMON", &type)
+            streaming = true
+        } catch {
+            releaseBuffers()
+            throw error
+        }
+    }
+
+    func stopStreaming() {
+        if streaming {
+            var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+            try? V4L2Call.ioctl(fd, CV4L2_VIDIOC_STREAMOFF, "VIDIOC_STREAMOFF", &type)
+            streaming = false
+        }
+        releaseBuffers()
+    }
+
+    private func releaseBuffers() {
+        for b in buffers { munmap(b.start, b.length) }
+        buffers.removeAll()
+        var req = v4l2_requestbuffers()
+        req.count = 0
+        req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        req.memory = V4L2_MEMORY_MMAP.rawValue
+        try? V4L2Call.ioctl(fd, CV4L2_VIDIOC_REQBUFS, "VIDIOC_REQBUFS", &req)
+    }
+
+    /// Waits up to `timeoutMs` for a filled buffer and lends its bytes to `body`, then gives
+    /// the buffer back to the driver. Returns false on timeout.
+    func withNextFrame(timeoutMs: Int32,
+                       _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double) -> Void) throws(CameraError) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let n = poll(&p, 1, timeoutMs)
+        if n < 0 {
+            let e = errno
+            if e == EINTR { return false }
+            throw .system(call: "poll \(path)", errno: e)
+        }
+        if n == 0 { return false }
+        if p.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && p.revents & Int16(POLLIN) == 0 {
+            throw .system(call: "poll \(path)", errno: ENODEV)
+        }
+        var buf = Self.buffer(index: 0)
+        do throws(CameraError) {
+            try V4L2Call.ioctl(fd, CV4L2_VIDIOC_DQBUF, "VIDIOC_DQBUF", &buf)
+        } catch {
+            if case .system(_, let e) = error, e == EAGAIN { return false }
+            throw error
+        }
+        let b = buffers[Int(buf.index)]
+        let used = min(Int(buf.bytesused), b.length)
+        let corrupted = buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0
+        if !corrupted {
+            body(UnsafeRawBufferPointer(start: b.start, count: used), UInt64(buf.sequence), Self.wallClock(buf.timestamp))
+        }
+        try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QBUF, "VIDIOC_QBUF", &buf)
+        return true
+    }
+
+    /// Undoes `init` and `startStreaming` in reverse. Idempotent.
+    func close() {
+        guard fd >= 0 else { return }
+        stopStreaming()
+        Glibc.close(fd)
+        fd = -1
+    }
+
+    private static func buffer(index: Int) -> v4l2_buffer {
+        var buf = v4l2_buffer()
+        buf.index = UInt32(index)
+        buf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        buf.memory = V4L2_MEMORY_MMAP.rawValue
+        return buf
+    }
+
+    /// Buffer timestamps are CLOCK_MONOTONIC; viewers want wall-clock time.
+    private static func wallClock(_ tv: timeval) -> Double {
+        let mono = Double(tv.tv_sec) + Double(tv.tv_usec) / 1e6
+        guard mono > 0 else { return Clock.now() }
+        return Clock.now() - (Clock.monotonic() - mono)
+    }
+}
