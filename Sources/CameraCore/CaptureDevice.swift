@@ -41,9 +41,15 @@ public protocol CaptureDevice: AnyObject, Sendable {
     /// The settings as the device reports them now: converging auto modes move the lens
     /// position, exposure and temperature on their own.
     func reported(_ settings: DeviceSettings) -> DeviceSettings
+    /// Called (once per start, from the capture thread) when a running device is lost:
+    /// unplugged, an I/O error, or no frame within the capture timeout. Delivery has
+    /// stopped and the device is closed when it is called.
+    func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void)
 }
 
 extension CaptureDevice {
+    /// Cameras that cannot be lost (synthetic, image) ignore the handler.
+    public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {}
     public func apply(_ settings: DeviceSettings) {}
     public func reported(_ settings: DeviceSettings) -> DeviceSettings { settings }
 }

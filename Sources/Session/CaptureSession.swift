@@ -63,6 +63,8 @@ public actor CaptureSession {
     private var settings: DeviceSettings
     private var pipeline: FramePipeline?
     private var lastError: String?
+    /// Bumped by every start, stop and switch: a reconnect loop of an older one gives up.
+    private var generation = 0
 
     public init(cameras: [any CaptureDevice], configuration: SessionConfiguration,
                 logger: Logger = Logger(label: "session")) throws(SessionError) {
@@ -138,6 +140,7 @@ public actor CaptureSession {
     @discardableResult
     public func stop() -> SessionState {
         if runState == .running || runState == .interrupted {
+            generation += 1  // ends any reconnect loop
             halt()
             runState = .idle
             publishPlaceholder("STOPPED")
@@ -364,11 +367,48 @@ public actor CaptureSession {
     }
 
     private func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
+        generation += 1
         let p = FramePipeline(hub: hub, settings: pipelineSettings, logger: logger)
+        let launched = generation
+        device.setInterruptionHandler { [weak self] error in
+            Task { await self?.interrupted(error, generation: launched) }
+        }
         device.apply(device === camera ? settings : DeviceSettings(for: device.capabilities))
         try device.start(format: format) { frame in p.handle(frame) }
         logger.info("camera \(device.descriptor.id) running at \(format.width)x\(format.height)@\(format.fps)")
         return p
+    }
+
+    // MARK: - Device loss
+
+    /// The running device was lost: viewers get the placeholder, the state says so, and the
+    /// device is reopened with backoff and the same format and settings when it returns.
+    private func interrupted(_ error: CameraError, generation launched: Int) {
+        guard launched == generation, runState == .running else { return }
+        logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
+        halt()
+        runState = .interrupted
+        lastError = error.description
+        publishPlaceholder("NO SIGNAL")
+        announce()
+        let attempt = generation
+        Task { await reconnect(attempt: attempt, delay: 0.25) }
+    }
+
+    private func reconnect(attempt: Int, delay: Double) async {
+        try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+        guard attempt == generation, runState == .interrupted else { return }  // stopped or switched meanwhile
+        do throws(CameraError) {
+            pipeline = try launch(camera, format)
+            runState = .running
+            lastError = nil
+            logger.info("camera \(camera.descriptor.id) is back")
+            announce()
+        } catch {
+            lastError = error.description
+            let next = generation
+            Task { await reconnect(attempt: next, delay: min(delay * 2, 5)) }
+        }
     }
 
     private func halt() {

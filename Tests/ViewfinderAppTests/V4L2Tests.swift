@@ -97,6 +97,72 @@ struct V4L2Tests {
     }
 }
 
+/// Device loss on a real driver: vivid's `disconnect` control behaves like a USB unplug
+/// (the node fails until every handle is closed, then comes back), and
+/// `inject_fatal_streaming_error` breaks the stream. An extension of V4L2Tests so that it
+/// is serialized with them: two servers must never hold the same node.
+extension V4L2Tests {
+    func control(_ device: String, _ setting: String) throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/v4l2-ctl")
+        p.arguments = ["-d", device, "-c", setting]
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "v4l2-ctl -c \(setting)")
+    }
+
+    func state(_ port: Int) async throws -> [String: Any] {
+        try #require(try await fetch(port, "/api/session").json as? [String: Any])
+    }
+
+    /// Open handles and mappings of video nodes in this process.
+    func videoHandles() -> (fds: Int, maps: Int) {
+        let fds = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).filter {
+            ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) ?? "").hasPrefix("/dev/video")
+        }.count
+        let maps = ((try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? "")
+            .split(separator: "\n").filter { $0.contains("/dev/video") }.count
+        return (fds, maps)
+    }
+
+    @Test(arguments: ["disconnect=1", "inject_fatal_streaming_error=1"])
+    func lossGivesThePlaceholderThenRecoversWithTheSameSettings(_ fault: String) async throws {
+        let device = try #require(Self.devices.first)
+        try await withServer({ c in
+            c.cameras = .auto
+            c.session.preset = "640x480"
+            c.session.fps = 15
+        }) { _, port in
+            let viewer = try TestConnection(port: port)
+            try viewer.request("GET", "/stream")
+            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+            _ = try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": 180}"#)
+            let running = videoHandles()
+            #expect(running.fds == 1 && running.maps >= 2, "one open node and its buffers: \(running)")
+
+            try control(device, fault)
+            let lost = try await eventually(timeout: 30) { (try await state(port))["state"] as? String == "interrupted" }
+            #expect(lost, "the session says interrupted")
+            let s = try await state(port)
+            #expect(s["online"] as? Bool == false && (s["error"] as? String)?.isEmpty == false)
+            let snap = try await fetch(port, "/snapshot")
+            #expect(snap.status == 200 && snap.headers["x-viewfinder-online"] == "false", "a placeholder while offline")
+
+            let back = try await eventually(timeout: 60) { (try await state(port))["state"] as? String == "running" }
+            #expect(back, "reopened when the device returned")
+            let after = try await state(port)
+            #expect((after["format"] as? [String: Any])?["width"] as? Int == 640)
+            #expect((after["orientation"] as? [String: Any])?["rotation"] as? Int == 180, "same settings")
+            let before = Multipart.parse(viewer.body).parts.count
+            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= before + 3 }
+            #expect(Multipart.parse(viewer.body).parts.count >= before + 3, "the same viewer gets live frames again")
+            let online = try await fetch(port, "/snapshot")
+            #expect(online.headers["x-viewfinder-online"] == "true")
+            #expect(videoHandles() == running, "no leaked fd or mapping")
+        }
+    }
+}
+
 /// Frames copied out of the capture thread.
 final class Collected: @unchecked Sendable {
     private let lock = NSLock()

@@ -11,6 +11,9 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     private let lock = NSLock()
     private var cachedFormats: [FormatOption]
     private var worker: CaptureWorker?
+    private var interrupted: (@Sendable (CameraError) -> Void)?
+    /// No frame for this long means the device is gone (µStreamer's --device-timeout).
+    public var captureTimeout: Double = 3
 
     public init(id: String, path: String, name: String? = nil, position: CameraDescriptor.Position = .external,
                 formats: [FormatOption]? = nil) {
@@ -21,6 +24,10 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     }
 
     public var formats: [FormatOption] { lock.withLock { cachedFormats } }
+
+    public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {
+        lock.withLock { interrupted = handler }
+    }
 
     /// Controls arrive with the control mapping; until then only digital zoom.
     public var capabilities: Capabilities { .fixed }
@@ -39,7 +46,8 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             device.close()
             throw error
         }
-        let w = CaptureWorker(device: device, format: format, handler: handler)
+        let w = CaptureWorker(device: device, format: format, timeout: captureTimeout, handler: handler,
+                              interrupted: lock.withLock { interrupted })
         lock.withLock { worker = w }
     }
 
@@ -57,24 +65,32 @@ final class CaptureWorker: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
     private(set) var lastError: CameraError?
 
-    init(device: V4L2Device, format: VideoFormat, handler: @escaping FrameHandler) {
+    init(device: V4L2Device, format: VideoFormat, timeout: Double, handler: @escaping FrameHandler,
+         interrupted: (@Sendable (CameraError) -> Void)?) {
         let box = DeviceBox(device)
         let thread = Thread { [self] in
             let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
             let stride = box.device.bytesPerLine > 0 ? box.device.bytesPerLine : format.width * 2
+            var lastFrame = Clock.monotonic()
+            var failure: CameraError?
             while isRunning {
                 do throws(CameraError) {
-                    _ = try box.device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp in
+                    let got = try box.device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp in
                         if let expected, bytes.count < expected { return }
                         if format.pixelFormat == .mjpeg && !Self.looksLikeJPEG(bytes) { return }
                         handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp))
                     }
+                    if got { lastFrame = Clock.monotonic() } else if Clock.monotonic() - lastFrame > timeout {
+                        throw CameraError.unavailable("\(box.device.path): no frame in \(timeout) s")
+                    }
                 } catch {
-                    lock.withLock { lastError = error }
+                    failure = error
                     break
                 }
             }
             box.device.close()
+            let wasRunning = lock.withLock { () -> Bool in lastError = failure; return running }
+            if let failure, wasRunning { interrupted?(failure) }
             done.signal()
         }
         thread.name = "v4l2-\(device.path)"
