@@ -48,7 +48,7 @@ let package = Package(
         .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore"]),
 
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CameraCore", "JPEG"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore",

@@ -45,11 +45,20 @@ public protocol CaptureDevice: AnyObject, Sendable {
     /// unplugged, an I/O error, or no frame within the capture timeout. Delivery has
     /// stopped and the device is closed when it is called.
     func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void)
+    /// Every control of the device with its current value (V4L2: VIDIOC_QUERYCTRL).
+    func controls() throws(CameraError) -> [DeviceControl]
+    /// Sets controls by key (`brightness`, `zoom_absolute`…), clamped to their ranges.
+    func setControls(_ values: [String: Int]) throws(CameraError)
 }
 
 extension CaptureDevice {
     /// Cameras that cannot be lost (synthetic, image) ignore the handler.
     public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {}
+    /// Synthetic and image cameras have no device controls.
+    public func controls() throws(CameraError) -> [DeviceControl] { [] }
+    public func setControls(_ values: [String: Int]) throws(CameraError) {
+        if let k = values.keys.sorted().first { throw .unsupportedControl(k, known: []) }
+    }
     public func apply(_ settings: DeviceSettings) {}
     public func reported(_ settings: DeviceSettings) -> DeviceSettings { settings }
 }
@@ -60,6 +69,7 @@ public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupportedFormat(String)
     case unavailable(String)
     case invalidImage(String)
+    case unsupportedControl(String, known: [String])
 
     public var description: String {
         switch self {
@@ -67,6 +77,7 @@ public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unsupportedFormat(let m): "unsupported format: \(m)"
         case .unavailable(let m): "camera unavailable: \(m)"
         case .invalidImage(let m): "invalid image: \(m)"
+        case .unsupportedControl(let k, _): "no control '\(k)'"
         }
     }
 }

@@ -287,6 +287,27 @@ public actor CaptureSession {
         return pipeline.requestCapture(quality: quality ?? captureQuality, requested: Clock.now())
     }
 
+    // MARK: - Device controls (power users)
+
+    public func controls() throws(SessionError) -> [DeviceControl] {
+        do throws(CameraError) { return try camera.controls() } catch { throw Self.map(error) }
+    }
+
+    /// Sets the camera's own controls by key; answers the controls after the change.
+    public func setControls(_ values: [String: Int]) throws(SessionError) -> [DeviceControl] {
+        do throws(CameraError) {
+            try camera.setControls(values)
+            let after = try camera.controls()
+            announce()
+            return after
+        } catch { throw Self.map(error) }
+    }
+
+    private static func map(_ e: CameraError) -> SessionError {
+        if case .unsupportedControl(let k, let known) = e { return .unsupported("control '\(k)'", supported: known) }
+        return .cameraFailed(e.description)
+    }
+
     /// Announces a stored photo on the event stream.
     public func announcePhoto(_ json: String) {
         events.publish(.init(name: "photo", data: json))

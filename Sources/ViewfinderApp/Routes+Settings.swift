@@ -71,6 +71,17 @@ extension Application {
             }
         }
 
+        r.get("/api/session/controls") { _ in
+            do throws(SessionError) { return json(["controls": try await session.controls()]) } catch { return error.http.response }
+        }
+        r.post("/api/session/controls") { request in
+            let values: [String: Int]
+            do throws(HTTPError) { values = try controlValues(request) } catch { return error.response }
+            do throws(SessionError) {
+                return json(["controls": try await session.setControls(values)])
+            } catch { return error.http.response }
+        }
+
         r.post("/api/session/capture") { [self] request in await capture(request) }
         r.get("/api/photos") { [self] _ in json(["photos": photos.list()]) }
         r.get("/api/photos/:id") { [self] request in
@@ -138,6 +149,26 @@ private func fields<T>(_ b: JSONObjectReader, _ read: (JSONObjectReader) throws(
         try b.finish()
         return value
     } catch { throw .invalidValue(error.description) }
+}
+
+/// `{"brightness": 200, "horizontal_flip": true}`: whole numbers or booleans by control key.
+private func controlValues(_ request: Request) throws(HTTPError) -> [String: Int] {
+    let empty = HTTPError(400, "invalid_value", "Name at least one control, e.g. {\"brightness\": 128}.")
+    guard request.body.contains(where: { $0 > 0x20 }) else { throw empty }
+    guard let parsed = try? JSONValue.parse(request.body) else {
+        throw HTTPError(400, "invalid_json", "The body is not valid JSON; send an object such as {\"brightness\": 128}.")
+    }
+    guard case .object(let fields) = parsed else { throw HTTPError(400, "invalid_json", "The body must be a JSON object.") }
+    guard !fields.isEmpty else { throw empty }
+    var out: [String: Int] = [:]
+    for (key, value) in fields {
+        switch value {
+        case .bool(let b): out[key] = b ? 1 : 0
+        case .number(let n) where n.isFinite && n == n.rounded() && abs(n) < 1e15: out[key] = Int(n)
+        default: throw HTTPError(400, "invalid_value", "\(key): expected a whole number or a boolean, found \(value.typeName)")
+        }
+    }
+    return out
 }
 
 /// `"point": {"x": 0…1, "y": 0…1}` (normalized, (0,0) top-left).

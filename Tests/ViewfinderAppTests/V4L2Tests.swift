@@ -138,7 +138,7 @@ extension V4L2Tests {
             try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
             _ = try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": 180}"#)
             let running = videoHandles()
-            #expect(running.fds == 1 && running.maps >= 2, "one open node and its buffers: \(running)")
+            #expect(running.fds == 2 && running.maps >= 2, "the streaming and the control handle, and the buffers: \(running)")
 
             try control(device, fault)
             let lost = try await eventually(timeout: 30) { (try await state(port))["state"] as? String == "interrupted" }
@@ -159,6 +159,54 @@ extension V4L2Tests {
             let online = try await fetch(port, "/snapshot")
             #expect(online.headers["x-viewfinder-online"] == "true")
             #expect(videoHandles() == running, "no leaked fd or mapping")
+        }
+    }
+}
+
+extension V4L2Tests {
+    func ctl(_ args: [String]) throws -> String {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/v4l2-ctl")
+        p.arguments = args
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        p.waitUntilExit()
+        return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    @Test func rawControlsRoundTripAndCapabilitiesAreWhatVividHas() async throws {
+        let device = try #require(Self.devices.first)
+        try await withServer({ c in
+            c.cameras = .auto
+            c.session.preset = "640x480"
+            c.session.fps = 15
+        }) { _, port in
+            let list = try #require((try await fetch(port, "/api/session/controls").json as? [String: Any])?["controls"] as? [[String: Any]])
+            let brightness = try #require(list.first { $0["name"] as? String == "Brightness" })
+            #expect(brightness["minimum"] as? Int == 0 && brightness["maximum"] as? Int == 255)
+            #expect(brightness["key"] as? String == "brightness")
+            #expect(list.contains { $0["name"] as? String == "Gain" })
+
+            let set = try await fetch(port, "POST", "/api/session/controls", body: #"{"brightness": 300, "horizontal_flip": true}"#)
+            #expect(set.status == 200, "\(set.text)")
+            let after = (set.json as? [String: Any])?["controls"] as? [[String: Any]]
+            #expect(after?.first { $0["name"] as? String == "Brightness" }?["value"] as? Int == 255, "clamped")
+            #expect(try ctl(["-d", device, "--get-ctrl=brightness"]).contains("255"), "the driver has it")
+            #expect(try ctl(["-d", device, "--get-ctrl=horizontal_flip"]).contains("1"))
+
+            let unknown = try await fetch(port, "POST", "/api/session/controls", body: #"{"warp_drive": 1}"#)
+            #expect(unknown.status == 422)
+            #expect(((unknown.json as? [String: [String: Any]])?["error"]?["supported"] as? [String])?.contains("brightness") == true)
+            let wrongType = try await fetch(port, "POST", "/api/session/controls", body: #"{"brightness": "max"}"#)
+            #expect(wrongType.status == 400)
+
+            // vivid has no camera-class controls: capabilities say so, and the calls answer accordingly.
+            let cams = (try await fetch(port, "/api/cameras").json as? [String: Any])?["cameras"] as? [[String: Any]]
+            let caps = try #require(cams?.first?["capabilities"] as? [String: Any])
+            #expect(caps["torch"] as? Bool == false && (caps["zoom"] as? [String: Any])?["optical"] as? Bool == false)
+            #expect(try await fetch(port, "POST", "/api/session/torch", body: #"{"mode": "on"}"#).status == 409)
+            #expect(try await fetch(port, "POST", "/api/session/zoom", body: #"{"factor": 2}"#).status == 200, "digital zoom")
         }
     }
 }

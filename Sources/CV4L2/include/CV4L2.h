@@ -20,6 +20,7 @@ extern const unsigned long CV4L2_VIDIOC_STREAMOFF;
 extern const unsigned long CV4L2_VIDIOC_QUERYCTRL;
 extern const unsigned long CV4L2_VIDIOC_G_CTRL;
 extern const unsigned long CV4L2_VIDIOC_S_CTRL;
+extern const unsigned long CV4L2_VIDIOC_QUERYMENU;
 
 extern const unsigned int CV4L2_PIX_FMT_YUYV;
 extern const unsigned int CV4L2_PIX_FMT_MJPEG;

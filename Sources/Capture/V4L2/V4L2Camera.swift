@@ -12,6 +12,12 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     private var cachedFormats: [FormatOption]
     private var worker: CaptureWorker?
     private var interrupted: (@Sendable (CameraError) -> Void)?
+    private let mapping: V4L2ControlMapping
+    private var settings: DeviceSettings?
+    /// A second handle for controls while the capture thread owns the streaming one;
+    /// opened with the stream and closed with it (vivid only reconnects once every handle
+    /// is closed, as a real unplugged device does).
+    private var controlDevice: V4L2Device?
     /// No frame for this long means the device is gone (µStreamer's --device-timeout).
     public var captureTimeout: Double = 3
 
@@ -21,6 +27,9 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
         let node = formats == nil ? (try? V4L2Discovery.describe(path)) ?? nil : nil
         descriptor = CameraDescriptor(id: id, name: name ?? node?.name ?? path, position: position, kind: .v4l2, device: path)
         cachedFormats = formats ?? node?.formats ?? []
+        let probe = try? V4L2Device(path: path)
+        mapping = V4L2ControlMapping(probe.map { FileControlIO(fd: $0.fd).controls() } ?? [])
+        probe?.close()
     }
 
     public var formats: [FormatOption] { lock.withLock { cachedFormats } }
@@ -29,8 +38,52 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
         lock.withLock { interrupted = handler }
     }
 
-    /// Controls arrive with the control mapping; until then only digital zoom.
-    public var capabilities: Capabilities { .fixed }
+    /// What the device's controls allow (digital zoom where it has no ZOOM_ABSOLUTE).
+    public var capabilities: Capabilities { mapping.capabilities }
+
+    public func apply(_ settings: DeviceSettings) {
+        let io = lock.withLock { () -> V4L2Device? in
+            self.settings = settings
+            return controlDevice
+        }
+        if let io { writeSettings(settings, through: io) }
+    }
+
+    private func writeSettings(_ s: DeviceSettings, through device: V4L2Device) {
+        for e in mapping.apply(s, to: FileControlIO(fd: device.fd)) { _ = e }  // a refused control leaves the rest applied
+    }
+
+    public func controls() throws(CameraError) -> [DeviceControl] {
+        try withControls { io in
+            io.controls().map { c in
+                var c = c
+                if c.kind != .button { c.value = try? io.get(c.id) }
+                return c
+            }
+        }
+    }
+
+    public func setControls(_ values: [String: Int]) throws(CameraError) {
+        try withControls { io throws(CameraError) in
+            let all = io.controls()
+            let byKey = Dictionary(all.map { ($0.key, $0) }) { a, _ in a }
+            for key in values.keys.sorted() where byKey[key] == nil || byKey[key]!.readOnly {
+                throw .unsupportedControl(key, known: all.filter { !$0.readOnly }.map(\.key).sorted())
+            }
+            for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+                let c = byKey[key]!
+                try io.set(c.id, c.clamp(value))
+            }
+        }
+    }
+
+    /// Runs `body` with the running stream's control handle, or a short-lived one.
+    private func withControls<T>(_ body: (FileControlIO) throws(CameraError) -> T) throws(CameraError) -> T {
+        if let d = lock.withLock({ controlDevice }) { return try body(FileControlIO(fd: d.fd)) }
+        let d = try V4L2Device(path: path)
+        defer { d.close() }
+        return try body(FileControlIO(fd: d.fd))
+    }
 
     public func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError) {
         stop()
@@ -46,14 +99,30 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             device.close()
             throw error
         }
+        // Settings after stream-on: some cameras (the C920's focus) reset controls there.
+        let control = try? V4L2Device(path: path)
+        let (current, onLoss) = lock.withLock { () -> (DeviceSettings?, (@Sendable (CameraError) -> Void)?) in
+            controlDevice = control
+            return (settings, interrupted)
+        }
+        if let current, let control { writeSettings(current, through: control) }
         let w = CaptureWorker(device: device, format: format, timeout: captureTimeout, handler: handler,
-                              interrupted: lock.withLock { interrupted })
+                              interrupted: { [weak self] error in
+                                  self?.closeControls()
+                                  onLoss?(error)
+                              })
         lock.withLock { worker = w }
     }
 
     public func stop() {
         let w = lock.withLock { () -> CaptureWorker? in defer { worker = nil }; return worker }
         w?.stop()
+        closeControls()
+    }
+
+    private func closeControls() {
+        let d = lock.withLock { () -> V4L2Device? in defer { controlDevice = nil }; return controlDevice }
+        d?.close()
     }
 }
 
