@@ -30,7 +30,7 @@ test: test-deps
 V4L2_VM ?= ../shared/tools/v4l2-vm
 test-v4l2: deps
 	$(SWIFT) build --build-tests
-	$(V4L2_VM) --devices 2 --timeout 1500 -- .build/debug/ViewfinderPackageTests.xctest --testing-library swift-testing --filter V4L2Tests
+	$(V4L2_VM) --devices 2 --loopback 1 --timeout 1500 -- .build/debug/ViewfinderPackageTests.xctest --testing-library swift-testing --filter V4L2Tests
 
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release

@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore",
+            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CV4L2",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

@@ -211,6 +211,35 @@ extension V4L2Tests {
     }
 }
 
+extension V4L2Tests {
+    /// MJPEG from the camera reaches viewers byte for byte: no decode, no re-encode.
+    @Test func mjpegFromALoopbackWriterPassesThroughUntouched() async throws {
+        let node = try #require(ProcessInfo.processInfo.environment["V4L2_VM_LOOPBACK"]?.split(separator: " ").first.map(String.init),
+                                "needs --loopback 1")
+        let raw = Capture.PlaceholderFrame.render(width: 640, height: 480, message: "LOOPBACK")
+        let jpeg = try raw.withUnsafeBytes { try JPEGEncoder().encodeYUYV($0, width: 640, height: 480, stride: 1280, quality: 85) }
+        let writer = try LoopbackWriter(path: node, width: 640, height: 480, jpeg: jpeg)
+        defer { writer.stop() }
+        let listed = await eventually(timeout: 20) {
+            (try? V4L2Discovery.describe(node))??.formats.contains { $0.pixelFormat == .mjpeg && $0.width == 640 } ?? false
+        }
+        #expect(listed, "the loopback node offers MJPEG 640x480 once fed")
+        try await withServer({ c in
+            c.cameras = .list([.init(id: "loop", source: .v4l2, device: node, position: "external")])
+            c.session.preset = "640x480"
+        }) { _, port in
+            let s = try #require(try await fetch(port, "/api/session").json as? [String: Any])
+            #expect((s["format"] as? [String: Any])?["pixelFormat"] as? String == "MJPG", "\(s)")
+            let snap = try await fetch(port, "/snapshot")
+            #expect(snap.status == 200 && snap.body == jpeg, "bytes out = bytes in (\(snap.body.count) vs \(jpeg.count))")
+            let viewer = try TestConnection(port: port)
+            try viewer.request("GET", "/stream")
+            try await viewer.read(timeout: 30) { Multipart.parse($0).parts.count >= 2 }
+            #expect(Multipart.parse(viewer.body).parts.allSatisfy { $0.body == jpeg })
+        }
+    }
+}
+
 /// Frames copied out of the capture thread.
 final class Collected: @unchecked Sendable {
     private let lock = NSLock()
