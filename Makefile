@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run build release test test-v4l2 bench deps test-deps clean
+.PHONY: run build release test test-v4l2 bench bench-v4l2 deps test-deps clean
 
 deps:
 	@scripts/install-deps
@@ -36,6 +36,13 @@ test-v4l2: deps
 bench: release
 	@scripts/install-deps --bench
 	bench/run
+
+## Viewfinder next to µStreamer on vivid, inside the VM: writes bench/RESULTS-v4l2.md.
+bench-v4l2: release
+	@scripts/install-deps --bench
+	@command -v ustreamer >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends ustreamer)
+	mkdir -p bench/out && gcc -O2 -Wall -o bench/out/viewers bench/viewers.c
+	$(V4L2_VM) --timeout 3000 -- /usr/bin/python3 bench/v4l2.py
 
 clean:
 	rm -rf .build

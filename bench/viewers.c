@@ -3,7 +3,7 @@
 // starts after a warm-up second. Prints JSON: frames per second per viewer (min, median,
 // max) and the number of viewers that stayed connected.
 //
-//   viewers PORT N SECONDS [PATH]
+//   viewers PORT N SECONDS [PATH] [BOUNDARY]   (BOUNDARY without the leading dashes)
 #define _GNU_SOURCE  // memmem
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,10 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BOUNDARY "--viewfinderframe"
-#define BLEN (sizeof(BOUNDARY) - 1)
+#define MAXB 128
+static char BOUNDARY[MAXB] = "--viewfinderframe";
+static size_t BLEN = 17;
 
-typedef struct { int fd; long parts; char tail[BLEN]; size_t tail_len; int open; } viewer;
+typedef struct { int fd; long parts; char tail[MAXB]; size_t tail_len; int open; } viewer;
 
 static double now(void) {
   struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
   if (argc < 4) { fprintf(stderr, "usage: viewers PORT N SECONDS [PATH]\n"); return 2; }
   int port = atoi(argv[1]), n = atoi(argv[2]); double seconds = atof(argv[3]);
   const char *path = argc > 4 ? argv[4] : "/stream";
+  if (argc > 5) { snprintf(BOUNDARY, MAXB, "--%s", argv[5]); BLEN = strlen(BOUNDARY); }
   viewer *v = calloc(n, sizeof *v);
   int ep = epoll_create1(0);
   char req[512]; snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
@@ -49,7 +51,7 @@ int main(int argc, char **argv) {
     struct epoll_event e = { .events = EPOLLIN, .data.u32 = i };
     epoll_ctl(ep, EPOLL_CTL_ADD, v[i].fd, &e);
   }
-  static char buf[(1 << 18) + BLEN];
+  static char buf[(1 << 18) + MAXB];
   double start = now(), counting = start + 1.0, end = counting + seconds;
   int counting_started = 0;
   struct epoll_event ev[256];

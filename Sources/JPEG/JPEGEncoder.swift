@@ -110,6 +110,46 @@ public final class JPEGEncoder {
         }
     }
 
+    /// Encodes NV12 (a Y plane, then interleaved U/V at half resolution both ways): the UV
+    /// plane is split and the three planes compressed as 4:2:0.
+    public func encodeNV12(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
+                           quality: Int) throws(JPEGError) -> [UInt8] {
+        precondition(width % 2 == 0 && height % 2 == 0 && src.count >= stride * height * 3 / 2, "short NV12 frame")
+        let cw = width / 2, ch = height / 2
+        if planes.count != 2 * cw * ch { planes = [UInt8](repeating: 0, count: 2 * cw * ch) }
+        return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
+            let u = p.baseAddress!, v = u + cw * ch
+            let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            let uv = s + stride * height
+            for row in 0..<ch {
+                var sp = uv + row * stride
+                var up = u + row * cw, vp = v + row * cw
+                for _ in 0..<cw { up[0] = sp[0]; vp[0] = sp[1]; sp += 2; up += 1; vp += 1 }
+            }
+            return try compressPlanes([s, UnsafePointer(u), UnsafePointer(v)],
+                                      strides: [Int32(stride), Int32(cw), Int32(cw)],
+                                      width: width, height: height, subsampling: TJSAMP_420, quality: quality)
+        }
+    }
+
+    /// Encodes packed 24-bit RGB (colour conversion by libturbojpeg), 4:2:2 like the rest.
+    public func encodeRGB(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
+                          quality: Int) throws(JPEGError) -> [UInt8] {
+        let bound = Int(tjBufSize(Int32(width), Int32(height), Int32(TJSAMP_422.rawValue)))
+        if bound > outputCapacity {
+            if let output { tjFree(output) }
+            output = tjAlloc(Int32(bound))
+            outputCapacity = output == nil ? 0 : bound
+        }
+        var out: UnsafeMutablePointer<UInt8>? = output
+        var size: UInt = UInt(outputCapacity)
+        let rc = tjCompress2(handle, src.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(width), Int32(stride),
+                             Int32(height), Int32(TJPF_RGB.rawValue), &out, &size, Int32(TJSAMP_422.rawValue),
+                             Int32(min(max(quality, 1), 100)), TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
+        guard rc == 0, let out else { throw JPEGError.last("tjCompress2", handle) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(size)))
+    }
+
     /// Encodes an 8-bit greyscale image.
     public func encodeGrey(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
                            quality: Int) throws(JPEGError) -> [UInt8] {

@@ -12,6 +12,7 @@ final class FramePipeline: @unchecked Sendable {
     private let settings: PipelineSettings
     private let logger: Logger
     private var encoder: JPEGEncoder?
+    private var transformer: JPEGTransformer?
     private let lock = NSLock()
     private var active = true
     private var captures: [CaptureTicket] = []
@@ -79,13 +80,23 @@ final class FramePipeline: @unchecked Sendable {
             case .grey:
                 jpeg = try encoder!.encodeGrey(frame.bytes, width: f.width, height: f.height,
                                                stride: frame.stride, quality: quality)
-            case .mjpeg:
+            case .mjpeg where transform.isIdentity:
                 jpeg = Array(frame.bytes)  // already JPEG: pass through untouched
-            case .nv12, .rgb24:
-                failures += 1
-                return nil
+            case .mjpeg:
+                // Rotation, mirroring and zoom (as an MCU-aligned crop) without re-encoding.
+                if transformer == nil { transformer = try JPEGTransformer() }
+                let t = try transformer!.apply(frame.bytes, transform)
+                return EncodedFrame(jpeg: t.jpeg, width: t.width, height: t.height, sequence: sequence, timestamp: frame.timestamp)
+            case .nv12:
+                jpeg = try encoder!.encodeNV12(frame.bytes, width: f.width, height: f.height,
+                                               stride: frame.stride, quality: quality)
+            case .rgb24:
+                jpeg = try encoder!.encodeRGB(frame.bytes, width: f.width, height: f.height,
+                                              stride: frame.stride, quality: quality)
             }
-            let size = transform.outputSize(width: f.width, height: f.height)
+            // Zoom and orientation apply to YUYV here and to MJPEG above; NV12, RGB and GREY
+            // frames are encoded as they come.
+            let size = f.pixelFormat == .yuyv ? transform.outputSize(width: f.width, height: f.height) : (width: f.width, height: f.height)
             return EncodedFrame(jpeg: jpeg, width: size.width, height: size.height,
                                 sequence: sequence, timestamp: frame.timestamp)
         } catch {

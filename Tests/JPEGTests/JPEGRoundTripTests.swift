@@ -54,6 +54,47 @@ import Testing
         #expect(high.count > low.count)
     }
 
+    @Test func nv12AndRGBEncodeWithTheirColours() throws {
+        let w = 64, h = 48
+        // NV12: Y then interleaved UV; left half red, right half blue (JFIF values).
+        var nv12 = [UInt8](repeating: 0, count: w * h * 3 / 2)
+        for y in 0..<h { for x in 0..<w { nv12[y * w + x] = x < w / 2 ? 76 : 29 } }
+        for y in 0..<(h / 2) { for x in 0..<(w / 2) {
+            let i = w * h + y * w + x * 2
+            (nv12[i], nv12[i + 1]) = x < w / 4 ? (85, 255) : (255, 107)
+        } }
+        let encoder = try JPEGEncoder()
+        let a = try JPEGDecoder.decodeRGB(nv12.withUnsafeBytes { try encoder.encodeNV12($0, width: w, height: h, stride: w, quality: 95) })
+        #expect(a.width == w && a.mean(x: 2, y: 2, width: 12, height: 40).r > 220 && a.mean(x: 50, y: 2, width: 12, height: 40).b > 220)
+        var rgb = [UInt8](repeating: 0, count: w * h * 3)
+        for y in 0..<h { for x in 0..<w { let i = (y * w + x) * 3; rgb[i + (x < w / 2 ? 0 : 2)] = 255 } }
+        let b = try JPEGDecoder.decodeRGB(rgb.withUnsafeBytes { try encoder.encodeRGB($0, width: w, height: h, stride: w * 3, quality: 95) })
+        #expect(b.height == h && b.mean(x: 2, y: 2, width: 12, height: 40).r > 220 && b.mean(x: 50, y: 2, width: 12, height: 40).b > 220)
+    }
+
+    @Test func losslessTransformsOfCameraJPEGs() throws {
+        let (w, h) = (320, 240)
+        let jpeg = try Self.halves(width: w, height: h).withUnsafeBytes {
+            try JPEGEncoder().encodeYUYV($0, width: w, height: h, stride: w * 2, quality: 90)
+        }
+        let t = try JPEGTransformer()
+        func apply(_ j: [UInt8], _ x: FrameTransform) throws -> (jpeg: [UInt8], width: Int, height: Int) {
+            try j.withUnsafeBytes { try t.apply($0, x) }
+        }
+        let turned = try apply(jpeg, FrameTransform(rotation: 90))
+        #expect(turned.width == 240 && turned.height == 320)
+        let top = try JPEGDecoder.decodeRGB(turned.jpeg).mean(x: 40, y: 10, width: 160, height: 40)
+        #expect(top.r > 220, "clockwise: the red left half is now on top")
+        // Four quarter turns give back the very same pixels: nothing was re-encoded.
+        var j = jpeg
+        for _ in 0..<4 { j = try apply(j, FrameTransform(rotation: 90)).jpeg }
+        #expect(try JPEGDecoder.decodeRGB(j) == JPEGDecoder.decodeRGB(jpeg))
+        let mirrored = try JPEGDecoder.decodeRGB(try apply(jpeg, FrameTransform(mirrored: true)).jpeg)
+        #expect(mirrored.mean(x: 4, y: 4, width: 60, height: 100).b > 220, "mirrored: blue on the left")
+        let zoomed = try apply(jpeg, FrameTransform(zoom: 2))
+        #expect(zoomed.width == 160 && zoomed.height == 120, "a centre crop on MCU boundaries")
+    }
+
     @Test func corruptDataIsAnError() {
         #expect(throws: JPEGError.self) { try JPEGDecoder.decodeRGB([0xFF, 0xD8, 0, 1, 2]) }
     }

@@ -23,9 +23,10 @@ struct V4L2Tests {
         #expect(!first.bus.isEmpty)
         #expect(first.formats.contains { $0.pixelFormat == .yuyv && $0.width == 640 && $0.height == 480 && !$0.fps.isEmpty })
         #expect(first.formats.contains { $0.pixelFormat == .grey })
+        #expect(first.formats.contains { $0.pixelFormat == .nv12 } && first.formats.contains { $0.pixelFormat == .rgb24 })
     }
 
-    @Test(arguments: [PixelFormat.yuyv, .grey])
+    @Test(arguments: [PixelFormat.yuyv, .grey, .nv12, .rgb24])
     func streamsFramesOfTheRequestedFormat(_ pf: PixelFormat) throws {
         let path = try #require(Self.devices.first)
         let camera = V4L2Camera(id: "v", path: path)
@@ -37,6 +38,24 @@ struct V4L2Tests {
         try #require(frames.count >= 3, "\(frames.count) frames in 30 s")
         #expect(frames.allSatisfy { $0.count >= pf.frameBytes(width: 640, height: 480)! })
         #expect(frames.map(\.sequence) == frames.map(\.sequence).sorted())
+    }
+
+    /// Every format vivid offers that we support, through the server to a decodable JPEG.
+    @Test(arguments: ["YUYV", "GREY", "NV12", "RGB3"])
+    func eachFormatServesJPEGs(_ pf: String) async throws {
+        try await withServer({ c in
+            c.cameras = .auto
+            c.session.preset = "640x480"
+            c.session.fps = 15
+        }) { _, port in
+            let r = try await fetch(port, "POST", "/api/session/prepare", body: #"{"pixelFormat": "\#(pf)", "preset": "640x480"}"#)
+            #expect(r.status == 200, "\(r.text)")
+            #expect(((r.json as? [String: Any])?["format"] as? [String: Any])?["pixelFormat"] as? String == pf)
+            let photo = try await fetch(port, "POST", "/api/session/capture")
+            #expect(photo.status == 200)
+            let image = try JPEGDecoder.decodeRGB(photo.body)
+            #expect(image.width == 640 && image.height == 480)
+        }
     }
 
     @Test func theServerStreamsFromVivid() async throws {

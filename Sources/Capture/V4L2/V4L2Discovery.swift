@@ -52,7 +52,7 @@ public enum V4L2Discovery {
             desc.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             guard (try? V4L2Call.ioctl(fd, CV4L2_VIDIOC_ENUM_FMT, "VIDIOC_ENUM_FMT", &desc)) != nil else { break }
             index += 1
-            guard let pf = V4L2Call.pixelFormat(desc.pixelformat), pf == .yuyv || pf == .mjpeg || pf == .grey else { continue }
+            guard let pf = V4L2Call.pixelFormat(desc.pixelformat) else { continue }
             for (w, h) in sizes(fd, desc.pixelformat) {
                 let rates = intervals(fd, desc.pixelformat, w, h)
                 out.append(FormatOption(pixelFormat: pf, width: w, height: h, fps: rates.isEmpty ? [30] : rates))
