@@ -255,6 +255,12 @@ extension V4L2Tests {
             try viewer.request("GET", "/stream")
             try await viewer.read(timeout: 30) { Multipart.parse($0).parts.count >= 2 }
             #expect(Multipart.parse(viewer.body).parts.allSatisfy { $0.body == jpeg })
+
+            // A rotation goes through tjTransform: no decode, the size turns.
+            #expect(try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": 90}"#).status == 200)
+            let turned = try await fetch(port, "POST", "/api/session/capture")
+            #expect(turned.status == 200)
+            #expect(try JPEGDecoder.size(of: turned.body) == (480, 640) ? true : false)
         }
     }
 }
