@@ -26,7 +26,8 @@ enum CameraFactory {
                 case .synthetic: return SyntheticCamera(id: e.id, position: position)
                 case .image: return ImageCamera(id: e.id, path: e.path!, position: position)
                 case .v4l2:
-                    return V4L2Camera(id: e.id, path: e.device!, position: e.position == nil ? .external : position)
+                    return V4L2Camera(id: e.id, path: e.device!, position: e.position == nil ? .external : position,
+                                      torchLED: e.torchLED.map { LEDTorch(name: $0) })
                 }
             }
         }

@@ -20,6 +20,8 @@ public struct Configuration: Sendable, Equatable {
         public var device: String?
         public var path: String?
         public var position: String?
+        /// A Linux LED class device (/sys/class/leds/NAME) used as the torch.
+        public var torchLED: String? = nil
     }
 
     public enum Cameras: Sendable, Equatable {
@@ -133,7 +135,11 @@ public struct Configuration: Sendable, Equatable {
                 }
                 let entry = CameraEntry(id: id, source: .init(rawValue: source)!, device: try r.string("device"),
                                         path: try r.string("path"),
-                                        position: try r.string("position", allowed: ["front", "rear", "external", "unspecified"]))
+                                        position: try r.string("position", allowed: ["front", "rear", "external", "unspecified"]),
+                                        torchLED: try r.string("torchLED"))
+                if let led = entry.torchLED, led.isEmpty || led.contains("/") || led.hasPrefix(".") {
+                    throw JSONFieldError(path: "cameras[\(i)].torchLED", problem: "'\(led)' is not an LED name under /sys/class/leds")
+                }
                 if entry.source == .image && entry.path == nil {
                     throw JSONFieldError(path: "cameras[\(i)].path", problem: "required for an image camera")
                 }

@@ -1,5 +1,6 @@
 import CV4L2
 import Glibc
+import Foundation
 import CameraCore
 import Testing
 @testable import Capture
@@ -143,6 +144,24 @@ let flashCamera: [DeviceControl] = [
         let errors = V4L2ControlMapping(c920).apply(s, to: io)
         #expect(errors.count == 1)
         #expect(io.trace.contains { $0.id == cid(V4L2_CID_WHITE_BALANCE_TEMPERATURE) })
+    }
+
+    @Test func aLEDClassDeviceIsTheTorch() throws {
+        let base = NSTemporaryDirectory() + "vf-leds-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: base + "/white:flash", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: base + "/white:flash/max_brightness", contents: Data("255\n".utf8))
+        _ = FileManager.default.createFile(atPath: base + "/white:flash/brightness", contents: Data("0\n".utf8))
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let camera = V4L2Camera(id: "cam", path: "/nonexistent/video9", formats: [], torchLED: LEDTorch(name: "white:flash", base: base))
+        #expect(camera.capabilities.torch, "the LED makes a torch")
+        var s = DeviceSettings(for: camera.capabilities)
+        s.torch.mode = "on"; s.torch.level = 0.5
+        camera.apply(s)
+        #expect(try String(contentsOfFile: base + "/white:flash/brightness", encoding: .utf8) == "128\n")
+        s.torch.mode = "off"
+        camera.apply(s)
+        #expect(try String(contentsOfFile: base + "/white:flash/brightness", encoding: .utf8) == "0\n")
+        #expect(V4L2Camera(id: "x", path: "/nonexistent", formats: [], torchLED: LEDTorch(name: "none", base: base)).capabilities.torch == false)
     }
 
     @Test func controlKeysFollowV4l2Ctl() {

@@ -13,6 +13,8 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     private var worker: CaptureWorker?
     private var interrupted: (@Sendable (CameraError) -> Void)?
     private let mapping: V4L2ControlMapping
+    /// A torch outside V4L2 (an LED class device named in config), if any.
+    public let torchLED: LEDTorch?
     private var settings: DeviceSettings?
     /// A second handle for controls while the capture thread owns the streaming one;
     /// opened with the stream and closed with it (vivid only reconnects once every handle
@@ -22,8 +24,9 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     public var captureTimeout: Double = 3
 
     public init(id: String, path: String, name: String? = nil, position: CameraDescriptor.Position = .external,
-                formats: [FormatOption]? = nil) {
+                formats: [FormatOption]? = nil, torchLED: LEDTorch? = nil) {
         self.path = path
+        self.torchLED = torchLED
         let node = formats == nil ? (try? V4L2Discovery.describe(path)) ?? nil : nil
         descriptor = CameraDescriptor(id: id, name: name ?? node?.name ?? path, position: position, kind: .v4l2, device: path)
         cachedFormats = formats ?? node?.formats ?? []
@@ -39,7 +42,11 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     }
 
     /// What the device's controls allow (digital zoom where it has no ZOOM_ABSOLUTE).
-    public var capabilities: Capabilities { mapping.capabilities }
+    public var capabilities: Capabilities {
+        var caps = mapping.capabilities
+        if torchLED?.available == true { caps.torch = true }
+        return caps
+    }
 
     public func apply(_ settings: DeviceSettings) {
         let io = lock.withLock { () -> V4L2Device? in
@@ -47,6 +54,9 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             return controlDevice
         }
         if let io { writeSettings(settings, through: io) }
+        if let torchLED, torchLED.available {
+            try? torchLED.set(level: settings.torch.mode == "on" ? settings.torch.level : 0)
+        }
     }
 
     private func writeSettings(_ s: DeviceSettings, through device: V4L2Device) {

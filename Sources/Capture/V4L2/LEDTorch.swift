@@ -1,0 +1,31 @@
+// A torch that is a Linux LED class device (/sys/class/leds/NAME), for boards whose
+// camera has no V4L2 flash control: the brightness file takes 0…max_brightness.
+
+import CameraCore
+import Foundation
+
+public struct LEDTorch: Sendable, Equatable {
+    public let directory: String
+
+    public init(name: String, base: String = "/sys/class/leds") {
+        directory = base + "/" + name
+    }
+
+    public var available: Bool { FileManager.default.isWritableFile(atPath: directory + "/brightness") }
+
+    var maxBrightness: Int {
+        let text = (try? String(contentsOfFile: directory + "/max_brightness", encoding: .utf8)) ?? "1"
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1
+    }
+
+    /// Level 0…1 onto 0…max_brightness.
+    public func set(level: Double) throws(CameraError) {
+        let value = Int((min(max(level, 0), 1) * Double(maxBrightness)).rounded())
+        let path = directory + "/brightness"
+        let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)  // sysfs replaces anyway
+        guard fd >= 0 else { throw .system(call: "open \(path)", errno: errno) }
+        defer { close(fd) }
+        let text = Array("\(value)\n".utf8)
+        guard write(fd, text, text.count) == text.count else { throw .system(call: "write \(path)", errno: errno) }
+    }
+}
