@@ -135,12 +135,7 @@ public final class JPEGEncoder {
     /// Encodes packed 24-bit RGB (colour conversion by libturbojpeg), 4:2:2 like the rest.
     public func encodeRGB(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
                           quality: Int) throws(JPEGError) -> [UInt8] {
-        let bound = Int(tjBufSize(Int32(width), Int32(height), Int32(TJSAMP_422.rawValue)))
-        if bound > outputCapacity {
-            if let output { tjFree(output) }
-            output = tjAlloc(Int32(bound))
-            outputCapacity = output == nil ? 0 : bound
-        }
+        ensureOutput(width: width, height: height, subsampling: TJSAMP_422)
         var out: UnsafeMutablePointer<UInt8>? = output
         var size: UInt = UInt(outputCapacity)
         let rc = tjCompress2(handle, src.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(width), Int32(stride),
@@ -158,14 +153,18 @@ public final class JPEGEncoder {
                                   subsampling: TJSAMP_GRAY, quality: quality)
     }
 
+    /// Grows the reusable output buffer to libturbojpeg's worst case for this image.
+    private func ensureOutput(width: Int, height: Int, subsampling: TJSAMP) {
+        let bound = Int(tjBufSize(Int32(width), Int32(height), Int32(subsampling.rawValue)))
+        guard bound > outputCapacity else { return }
+        if let output { tjFree(output) }
+        output = tjAlloc(Int32(bound))
+        outputCapacity = output == nil ? 0 : bound
+    }
+
     private func compressPlanes(_ planes: [UnsafePointer<UInt8>], strides: [Int32], width: Int,
                                 height: Int, subsampling: TJSAMP, quality: Int) throws(JPEGError) -> [UInt8] {
-        let bound = Int(tjBufSize(Int32(width), Int32(height), Int32(subsampling.rawValue)))
-        if bound > outputCapacity {
-            if let output { tjFree(output) }
-            output = tjAlloc(Int32(bound))
-            outputCapacity = output == nil ? 0 : bound
-        }
+        ensureOutput(width: width, height: height, subsampling: subsampling)
         var out: UnsafeMutablePointer<UInt8>? = output
         var size: UInt = UInt(outputCapacity)
         var planePointers: [UnsafePointer<UInt8>?] = planes

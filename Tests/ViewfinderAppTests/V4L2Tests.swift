@@ -43,11 +43,7 @@ struct V4L2Tests {
     /// Every format vivid offers that we support, through the server to a decodable JPEG.
     @Test(arguments: ["YUYV", "GREY", "NV12", "RGB3"])
     func eachFormatServesJPEGs(_ pf: String) async throws {
-        try await withServer({ c in
-            c.cameras = .auto
-            c.session.preset = "640x480"
-            c.session.fps = 15
-        }) { _, port in
+        try await withVivid { _, port in
             let r = try await fetch(port, "POST", "/api/session/prepare", body: #"{"pixelFormat": "\#(pf)", "preset": "640x480"}"#)
             #expect(r.status == 200, "\(r.text)")
             #expect(((r.json as? [String: Any])?["format"] as? [String: Any])?["pixelFormat"] as? String == pf)
@@ -59,11 +55,7 @@ struct V4L2Tests {
     }
 
     @Test func theServerStreamsFromVivid() async throws {
-        try await withServer({ c in
-            c.cameras = .auto
-            c.session.preset = "640x480"
-            c.session.fps = 15
-        }) { app, port in
+        try await withVivid { app, port in
             let s = try #require(try await fetch(port, "/api/session").json as? [String: Any])
             #expect((s["camera"] as? [String: Any])?["kind"] as? String == "v4l2")
             #expect(s["state"] as? String == "running")
@@ -97,11 +89,7 @@ struct V4L2Tests {
 
     @Test func switchBetweenTwoVividDevicesKeepsTheViewer() async throws {
         try #require(Self.devices.count >= 2, "needs --devices 2")
-        try await withServer({ c in
-            c.cameras = .auto
-            c.session.preset = "640x480"
-            c.session.fps = 15
-        }) { _, port in
+        try await withVivid { _, port in
             let viewer = try TestConnection(port: port)
             try viewer.request("GET", "/stream")
             try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 1 }
@@ -147,11 +135,7 @@ extension V4L2Tests {
     @Test(arguments: ["disconnect=1", "inject_fatal_streaming_error=1"])
     func lossGivesThePlaceholderThenRecoversWithTheSameSettings(_ fault: String) async throws {
         let device = try #require(Self.devices.first)
-        try await withServer({ c in
-            c.cameras = .auto
-            c.session.preset = "640x480"
-            c.session.fps = 15
-        }) { _, port in
+        try await withVivid { _, port in
             let viewer = try TestConnection(port: port)
             try viewer.request("GET", "/stream")
             try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
@@ -196,11 +180,7 @@ extension V4L2Tests {
 
     @Test func rawControlsRoundTripAndCapabilitiesAreWhatVividHas() async throws {
         let device = try #require(Self.devices.first)
-        try await withServer({ c in
-            c.cameras = .auto
-            c.session.preset = "640x480"
-            c.session.fps = 15
-        }) { _, port in
+        try await withVivid { _, port in
             let list = try #require((try await fetch(port, "/api/session/controls").json as? [String: Any])?["controls"] as? [[String: Any]])
             let brightness = try #require(list.first { $0["name"] as? String == "Brightness" })
             #expect(brightness["minimum"] as? Int == 0 && brightness["maximum"] as? Int == 255)
@@ -263,6 +243,15 @@ extension V4L2Tests {
             #expect(try JPEGDecoder.size(of: turned.body) == (480, 640) ? true : false)
         }
     }
+}
+
+/// The server on the VM's vivid devices (discovered), 640x480 at 15 fps.
+func withVivid(_ body: (Application, Int) async throws -> Void) async throws {
+    try await withServer({ c in
+        c.cameras = .auto
+        c.session.preset = "640x480"
+        c.session.fps = 15
+    }, body)
 }
 
 /// Frames copied out of the capture thread.
