@@ -163,7 +163,8 @@ class PageTest(unittest.TestCase):
         point = server.state()["focus"]["point"]
         self.assertLess(point["x"], 0.5)
         self.assertGreater(point["y"], 0.5)
-        self.assertTrue(d.find_element(By.ID, "focus-ring").is_displayed())
+        # Rendered (its animation starts at opacity 0, which selenium's is_displayed counts as hidden).
+        self.assertEqual(self.js("return getComputedStyle(document.getElementById('focus-ring')).display"), "block")
 
         # Shutter: a stored photo appears in the gallery and as the thumbnail.
         d.find_element(By.ID, "shutter").click()
