@@ -212,7 +212,7 @@ public final class HTTPServer: @unchecked Sendable {
             return queue(response, ctx)
         case .notFound:
             if request.method == "GET" || request.method == "HEAD",
-               let file = staticFiles?.response(for: ctx.rawPath, method: request.method) {
+               let file = staticFiles?.response(for: ctx.rawPath) {
                 return queue(file, ctx)
             }
             if request.method == "OPTIONS" { return queue(options(ctx.rawPath), ctx) }

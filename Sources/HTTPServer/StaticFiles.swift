@@ -35,7 +35,7 @@ public struct StaticFiles: Sendable {
         return real
     }
 
-    public func response(for path: String, method: String) -> Response? {
+    public func response(for path: String) -> Response? {
         guard let file = resolve(path), let data = FileManager.default.contents(atPath: file) else { return nil }
         return Response(status: 200, contentType: Self.contentType(file), bytes: [UInt8](data),
                         headers: [("Cache-Control", "no-cache")])

@@ -51,7 +51,7 @@ final class FramePipeline: @unchecked Sendable {
         defer { lock.unlock() }
         guard active else { return }
         captured += 1
-        let due = captures.filter { frame.timestamp >= $0.requested }
+        let due = captures.isEmpty ? [] : captures.filter { frame.timestamp >= $0.requested }  // no allocation per frame
         let preview = hub.hasDemand
         guard preview || !due.isEmpty else { return }  // nobody looks: don't encode
         let sequence = hub.takeSequence()

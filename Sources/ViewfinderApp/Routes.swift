@@ -105,7 +105,7 @@ extension Application {
             case "stream": return stream(request)
             case "snapshot": return await snapshot()
             default:
-                return staticFiles.response(for: "/index.html", method: request.method)
+                return staticFiles.response(for: "/index.html")
                     ?? HTTPError.notFound("/").response
             }
         }
