@@ -4,7 +4,7 @@ import PackageDescription
 
 let package = Package(
     name: "Viewfinder",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "viewfinder", targets: ["viewfinder"]),
         .executable(name: "viewfinder-bench", targets: ["ViewfinderBench"]),
@@ -29,7 +29,7 @@ let package = Package(
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CameraCore"]),
         .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2"]),
         .target(name: "Session", dependencies: [
-            "CameraCore", "Capture", "JPEG",
+            "CameraCore", "JPEG",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "HTTPServer", dependencies: [
@@ -48,8 +48,11 @@ let package = Package(
         // `make bench`: times the encode step on a raw frame.
         .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore"]),
 
+        // Stateful models of real cameras at the ioctl seam, shared by the test targets.
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2"], path: "Tests/CaptureTestSupport"),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CameraCore", "JPEG", "CV4L2"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CV4L2",

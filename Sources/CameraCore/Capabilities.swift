@@ -11,28 +11,33 @@ public struct Range: Sendable, Equatable, Codable {
 public struct ZoomCapability: Sendable, Equatable, Codable {
     public var min: Double
     public var max: Double
-    /// False when zoom is digital (crop and scale).
+    /// False when zoom is digital only (crop and scale).
     public var optical: Bool
-    public init(min: Double, max: Double, optical: Bool) { self.min = min; self.max = max; self.optical = optical }
+    /// The largest factor the lens reaches; beyond it the picture is cropped (1 without a lens).
+    public var opticalMax: Double
+    public init(min: Double, max: Double, optical: Bool, opticalMax: Double? = nil) {
+        self.min = min; self.max = max; self.optical = optical
+        self.opticalMax = opticalMax ?? (optical ? max : 1)
+    }
 }
 
 public struct Capabilities: Sendable, Equatable, Codable {
     public var zoom: ZoomCapability
-    public var focusModes: [String]
+    public var focusModes: [FocusMode]
     public var focusPointOfInterest: Bool
     public var lensPosition: Bool
-    public var exposureModes: [String]
+    public var exposureModes: [ExposureMode]
     public var exposurePointOfInterest: Bool
     public var exposureDuration: Range?
     public var iso: Range?
     public var exposureBias: Range?
-    public var whiteBalanceModes: [String]
+    public var whiteBalanceModes: [WhiteBalanceMode]
     public var whiteBalanceTemperature: Range?
     public var torch: Bool
 
-    public init(zoom: ZoomCapability, focusModes: [String], focusPointOfInterest: Bool, lensPosition: Bool,
-                exposureModes: [String], exposurePointOfInterest: Bool, exposureDuration: Range?, iso: Range?,
-                exposureBias: Range?, whiteBalanceModes: [String], whiteBalanceTemperature: Range?, torch: Bool) {
+    public init(zoom: ZoomCapability, focusModes: [FocusMode], focusPointOfInterest: Bool, lensPosition: Bool,
+                exposureModes: [ExposureMode], exposurePointOfInterest: Bool, exposureDuration: Range?, iso: Range?,
+                exposureBias: Range?, whiteBalanceModes: [WhiteBalanceMode], whiteBalanceTemperature: Range?, torch: Bool) {
         self.zoom = zoom
         self.focusModes = focusModes
         self.focusPointOfInterest = focusPointOfInterest
@@ -50,18 +55,18 @@ public struct Capabilities: Sendable, Equatable, Codable {
     /// A simulated device with every control, like the simulator's mock camera.
     public static let simulated = Capabilities(
         zoom: ZoomCapability(min: 1, max: 8, optical: false),
-        focusModes: ["locked", "auto", "continuous"], focusPointOfInterest: true, lensPosition: true,
-        exposureModes: ["locked", "auto", "continuous", "custom"], exposurePointOfInterest: true,
+        focusModes: [.locked, .auto, .continuous], focusPointOfInterest: true, lensPosition: true,
+        exposureModes: [.locked, .auto, .continuous, .custom], exposurePointOfInterest: true,
         exposureDuration: Range(min: 0.0001, max: 0.5), iso: Range(min: 50, max: 3200),
         exposureBias: Range(min: -2, max: 2),
-        whiteBalanceModes: ["locked", "auto", "continuous"],
+        whiteBalanceModes: [.locked, .auto, .continuous],
         whiteBalanceTemperature: Range(min: 2800, max: 7500), torch: true)
 
     /// A fixed camera: digital zoom only, fixed focus, automatic exposure and white balance.
     public static let fixed = Capabilities(
         zoom: ZoomCapability(min: 1, max: 8, optical: false),
-        focusModes: ["locked"], focusPointOfInterest: false, lensPosition: false,
-        exposureModes: ["continuous"], exposurePointOfInterest: false,
+        focusModes: [.locked], focusPointOfInterest: false, lensPosition: false,
+        exposureModes: [.continuous], exposurePointOfInterest: false,
         exposureDuration: nil, iso: nil, exposureBias: nil,
-        whiteBalanceModes: ["continuous"], whiteBalanceTemperature: nil, torch: false)
+        whiteBalanceModes: [.continuous], whiteBalanceTemperature: nil, torch: false)
 }

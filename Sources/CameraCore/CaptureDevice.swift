@@ -35,12 +35,17 @@ public protocol CaptureDevice: AnyObject, Sendable {
     func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError)
     /// Stops delivery and releases the device. Idempotent.
     func stop()
-    /// Applies focus, exposure, white balance and torch (validated and clamped by the
-    /// session). Zoom and orientation are applied to frames by the session's pipeline.
-    func apply(_ settings: DeviceSettings)
-    /// The settings as the device reports them now: converging auto modes move the lens
-    /// position, exposure and temperature on their own.
-    func reported(_ settings: DeviceSettings) -> DeviceSettings
+    /// Puts the device from `change.old` into `change.new` (validated by the session):
+    /// writes only what differs, in the order the hardware needs, and answers the settings
+    /// as the device has them afterwards — read back after its clamping and stepping. The
+    /// device's part of zoom is `zoom.optical`; the digital part and orientation are the
+    /// pipeline's. A refused write throws `.refused` naming the control, after putting back
+    /// what this change had already written.
+    func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings
+    /// The settings as the device has them now, or nil when it cannot tell (not running):
+    /// automatic modes move exposure time, gain, temperature and the lens on their own, and
+    /// another program may change a control.
+    func readBack(_ settings: DeviceSettings) -> DeviceSettings?
     /// Called (once per start, from the capture thread) when a running device is lost:
     /// unplugged, an I/O error, or no frame within the capture timeout. Delivery has
     /// stopped and the device is closed when it is called.
@@ -59,8 +64,9 @@ extension CaptureDevice {
     public func setControls(_ values: [String: Int]) throws(CameraError) {
         if let k = values.keys.sorted().first { throw .unsupportedControl(k, known: []) }
     }
-    public func apply(_ settings: DeviceSettings) {}
-    public func reported(_ settings: DeviceSettings) -> DeviceSettings { settings }
+    /// A camera without controls accepts what the session validated against its capabilities.
+    public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings { change.new }
+    public func readBack(_ settings: DeviceSettings) -> DeviceSettings? { nil }
 }
 
 public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -70,6 +76,10 @@ public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
     case unavailable(String)
     case invalidImage(String)
     case unsupportedControl(String, known: [String])
+    /// The device refused a control write: `control` is its key (v4l2-ctl's name), `errno`
+    /// what the driver answered (EACCES: locked by an automatic mode; EILSEQ: the camera
+    /// stalled it; EINVAL/ERANGE: a value it does not take).
+    case refused(control: String, value: Int, errno: Int32)
 
     public var description: String {
         switch self {
@@ -78,6 +88,7 @@ public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unavailable(let m): "camera unavailable: \(m)"
         case .invalidImage(let m): "invalid image: \(m)"
         case .unsupportedControl(let k, _): "no control '\(k)'"
+        case .refused(let k, let v, let e): "the camera refused \(k)=\(v): \(String(cString: strerror(e))) (errno \(e))"
         }
     }
 }

@@ -8,22 +8,27 @@ public struct Point: Sendable, Equatable, Codable {
 }
 
 public struct ZoomSetting: Sendable, Equatable, Codable {
+    /// What the viewer sees: `optical × digital`.
     public var factor: Double = 1
     public var min: Double = 1
     public var max: Double = 1
     public var ramping = false
+    /// The lens's part (the device's zoom control, read back); 1 where there is none.
+    public var optical: Double = 1
+    /// The crop's part, only beyond the optical range (or where there is no optical zoom).
+    public var digital: Double = 1
     public init() {}
 }
 
 public struct FocusSetting: Sendable, Equatable, Codable {
-    public var mode = "continuous"
+    public var mode = FocusMode.continuous
     public var lensPosition = 0.5
     public var point = Point.center
     public init() {}
 }
 
 public struct ExposureSetting: Sendable, Equatable, Codable {
-    public var mode = "continuous"
+    public var mode = ExposureMode.continuous
     public var duration = 1.0 / 60
     public var iso = 100.0
     public var bias = 0.0
@@ -32,14 +37,14 @@ public struct ExposureSetting: Sendable, Equatable, Codable {
 }
 
 public struct WhiteBalanceSetting: Sendable, Equatable, Codable {
-    public var mode = "continuous"
+    public var mode = WhiteBalanceMode.continuous
     public var temperature = 5500.0
     public init() {}
 }
 
 public struct TorchSetting: Sendable, Equatable, Codable {
     public var available = false
-    public var mode = "off"
+    public var mode = TorchMode.off
     public var level = 0.0
     public init() {}
 }
@@ -63,9 +68,26 @@ public struct DeviceSettings: Sendable, Equatable, Codable {
     public init(for caps: Capabilities) {
         zoom.min = caps.zoom.min
         zoom.max = caps.zoom.max
-        focus.mode = caps.focusModes.contains("continuous") ? "continuous" : caps.focusModes.first ?? "locked"
-        exposure.mode = caps.exposureModes.contains("continuous") ? "continuous" : caps.exposureModes.first ?? "locked"
-        whiteBalance.mode = caps.whiteBalanceModes.contains("continuous") ? "continuous" : caps.whiteBalanceModes.first ?? "locked"
+        focus.mode = caps.focusModes.contains(.continuous) ? .continuous : caps.focusModes.first ?? .locked
+        exposure.mode = caps.exposureModes.contains(.continuous) ? .continuous : caps.exposureModes.first ?? .locked
+        whiteBalance.mode = caps.whiteBalanceModes.contains(.continuous) ? .continuous : caps.whiteBalanceModes.first ?? .locked
         torch.available = caps.torch
+    }
+}
+
+/// One settings call as the camera sees it: from what the device has to what the session
+/// wants. The camera writes only what differs.
+public struct SettingsChange: Sendable, Equatable {
+    /// What the device has now (its last read back); nil when unknown, e.g. right after
+    /// stream-on or a replug, when everything is written.
+    public var old: DeviceSettings?
+    public var new: DeviceSettings
+    /// A focus request in `auto` mode runs the autofocus once, even if the mode was auto.
+    public var runAutoFocus: Bool
+
+    public init(old: DeviceSettings?, new: DeviceSettings, runAutoFocus: Bool = false) {
+        self.old = old
+        self.new = new
+        self.runAutoFocus = runAutoFocus
     }
 }

@@ -4,42 +4,32 @@
 
 import CameraCore
 import Foundation
+import Synchronization
 
-final class PacedCaptureThread: @unchecked Sendable {
-    private let lock = NSLock()
-    private var running = true
-    private let finished = DispatchSemaphore(value: 0)
+final class PacedCaptureThread: Sendable {
+    private let loop: CaptureLoop
 
     /// Starts the thread; `tick(sequence, timestamp)` runs once per frame interval.
     init(name: String, fps: Int, tick: @escaping @Sendable (UInt64, Double) -> Void) {
         let interval = 1.0 / Double(max(fps, 1))
-        let thread = Thread { [self] in
-            var sequence: UInt64 = 0
-            var next = Clock.monotonic()
-            while isRunning {
-                tick(sequence, Clock.now())
-                sequence += 1
-                next += interval
+        let clock = Mutex((sequence: UInt64(0), next: Clock.monotonic()))  // touched by the capture thread only
+        loop = CaptureLoop(name: name, step: {
+            let sequence = clock.withLock { $0.sequence }
+            tick(sequence, Clock.now())
+            let next = clock.withLock { c -> Double in
+                c.sequence += 1
+                c.next += interval
                 let now = Clock.monotonic()
-                if next < now { next = now }  // running late: skip, don't burst
-                Self.sleep(until: next)
+                if c.next < now { c.next = now }  // running late: skip, don't burst
+                return c.next
             }
-            finished.signal()
-        }
-        thread.name = name
-        thread.start()
+            Self.sleep(until: next)
+            return true
+        })
     }
-
-    private var isRunning: Bool { lock.withLock { running } }
 
     /// Returns once the thread has delivered its last frame.
-    func stop() {
-        let wasRunning = lock.withLock { () -> Bool in
-            defer { running = false }
-            return running
-        }
-        if wasRunning { finished.wait() }
-    }
+    func stop() { loop.stop() }
 
     private static func sleep(until deadline: Double) {
         var ts = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - deadline.rounded(.down)) * 1e9))

@@ -42,15 +42,17 @@ final class SensorModel: @unchecked Sendable {
         settings = DeviceSettings(for: capabilities)
     }
 
-    func apply(_ s: DeviceSettings) {
+    /// Takes new settings; a focus request in auto mode refocuses even if auto already ran.
+    func apply(_ s: DeviceSettings, runAutoFocus: Bool = false) {
         lock.withLock {
+            if runAutoFocus { focusSettled = false }
             if s.focus.mode != settings.focus.mode || s.focus.point != settings.focus.point { focusSettled = false }
             if s.exposure.mode != settings.exposure.mode || s.exposure.point != settings.exposure.point { exposureSettled = false }
             if s.whiteBalance.mode != settings.whiteBalance.mode { balanceSettled = false }
             settings = s
-            if s.focus.mode == "locked" { lens = s.focus.lensPosition }
-            if s.exposure.mode == "custom" || s.exposure.mode == "locked" { product = s.exposure.duration * s.exposure.iso }
-            if s.whiteBalance.mode == "locked" { temperature = s.whiteBalance.temperature }
+            if s.focus.mode == .locked { lens = s.focus.lensPosition }
+            if s.exposure.mode == .custom || s.exposure.mode == .locked { product = s.exposure.duration * s.exposure.iso }
+            if s.whiteBalance.mode == .locked { temperature = s.whiteBalance.temperature }
         }
     }
 
@@ -60,18 +62,18 @@ final class SensorModel: @unchecked Sendable {
         lock.withLock {
             let s = settings
             // Focus: continuous tracks the subject at the point; auto converges once.
-            if s.focus.mode == "continuous" || (s.focus.mode == "auto" && !focusSettled) {
+            if s.focus.mode == .continuous || (s.focus.mode == .auto && !focusSettled) {
                 let target = depthAt(s.focus.point)
                 lens += (target - lens) * 0.4
                 if abs(target - lens) < 0.005 { lens = target; focusSettled = true }
             }
             // Exposure: bring the scene to mid-grey (bias applies on top, as EV).
-            if s.exposure.mode == "continuous" || (s.exposure.mode == "auto" && !exposureSettled) {
+            if s.exposure.mode == .continuous || (s.exposure.mode == .auto && !exposureSettled) {
                 let wanted = Self.baseProduct * Self.targetLuma / max(sceneLuma, 1)
                 product *= pow(wanted / product, 0.4)
                 if abs(wanted / product - 1) < 0.01 { product = wanted; exposureSettled = true }
             }
-            if s.whiteBalance.mode == "continuous" || (s.whiteBalance.mode == "auto" && !balanceSettled) {
+            if s.whiteBalance.mode == .continuous || (s.whiteBalance.mode == .auto && !balanceSettled) {
                 temperature += (Self.sceneIlluminant - temperature) * 0.4
                 if abs(temperature - Self.sceneIlluminant) < 5 { temperature = Self.sceneIlluminant; balanceSettled = true }
             }
@@ -80,7 +82,7 @@ final class SensorModel: @unchecked Sendable {
             var torch = 0.0
             if caps.torch {
                 let dark = product >= (caps.exposureDuration?.max ?? 0.5) * (caps.iso?.max ?? 3200) * 0.99
-                if s.torch.mode == "on" || (s.torch.mode == "auto" && dark) { torch = 70 * max(s.torch.level, 0.05) }
+                if s.torch.mode == .on || (s.torch.mode == .auto && dark) { torch = 70 * max(s.torch.level, 0.05) }
             }
             let tint = (temperature - Self.sceneIlluminant) / 1000
             let blur = Int((Double(width) * 0.03 * abs(lens - subjectDepth)).rounded())
@@ -93,7 +95,7 @@ final class SensorModel: @unchecked Sendable {
         lock.withLock {
             var r = s
             r.focus.lensPosition = (lens * 1000).rounded() / 1000
-            if s.exposure.mode != "custom" {  // custom reports what was asked, as given
+            if s.exposure.mode != .custom {  // custom reports what was asked, as given
                 let (duration, iso) = split(product)
                 r.exposure.duration = duration
                 r.exposure.iso = iso

@@ -23,9 +23,16 @@ public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
                              depthAt: { SyntheticScene.depth(kind: kind, at: $0) })
     }
 
-    public func apply(_ settings: DeviceSettings) { sensor.apply(settings) }
+    /// The simulated sensor takes every validated value as it is; it has no lens zoom.
+    public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings {
+        sensor.apply(change.new, runAutoFocus: change.runAutoFocus)
+        var accepted = sensor.report(change.new)
+        accepted.zoom.optical = 1
+        return accepted
+    }
 
-    public func reported(_ settings: DeviceSettings) -> DeviceSettings { sensor.report(settings) }
+    /// Where the simulated 3A loops have got to.
+    public func readBack(_ settings: DeviceSettings) -> DeviceSettings? { sensor.report(settings) }
 
     public var capabilities: Capabilities { .simulated }
 

@@ -1,12 +1,18 @@
-// The capture session: one actor, on its own serial queue, owning the active camera and
-// every device setting. Each call validates first, then changes state without suspending
-// (no `await` mid-change), rolls back on failure, and announces the result as one event.
+// The capture session: one actor, on its own serial queue, owning the active camera. It
+// keeps the lifecycle and the transactions; each call validates first (SettingsValidation,
+// FormatResolution), then changes state without suspending (no `await` mid-change), rolls
+// back on failure, and announces the result as one typed event. The device owns its
+// settings: the session keeps what the camera answered, never what was asked.
+//
+// Settings calls: CaptureSession+Settings.swift. Device loss: CaptureSession+Recovery.swift.
 
 import CameraCore
-import Capture
 import Foundation
 import JPEG
 import Logging
+
+/// Renders the raw YUYV frame shown while nothing is captured ("NO SIGNAL", "STOPPED").
+public typealias PlaceholderRenderer = @Sendable (_ width: Int, _ height: Int, _ message: String) -> [UInt8]
 
 public struct SessionConfiguration: Sendable {
     public var camera: String?
@@ -14,34 +20,20 @@ public struct SessionConfiguration: Sendable {
     public var fps: Int
     public var streamQuality: Int
     public var captureQuality: Int
+    /// How often device values are read back while running (automatic modes move them).
+    public var readBackInterval: Double
+    public var placeholder: PlaceholderRenderer
 
     public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
-                captureQuality: Int = 92) {
+                captureQuality: Int = 92, readBackInterval: Double = 0.5,
+                placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) }) {
         self.camera = camera
         self.preset = preset
         self.fps = fps
         self.streamQuality = streamQuality
         self.captureQuality = captureQuality
-    }
-}
-
-/// What `prepare` may change; nil keeps the current value.
-public struct PrepareRequest: Sendable, Equatable {
-    public var camera: String?
-    public var preset: String?
-    public var width: Int?
-    public var height: Int?
-    public var fps: Int?
-    public var pixelFormat: PixelFormat?
-
-    public init(camera: String? = nil, preset: String? = nil, width: Int? = nil, height: Int? = nil,
-                fps: Int? = nil, pixelFormat: PixelFormat? = nil) {
-        self.camera = camera
-        self.preset = preset
-        self.width = width
-        self.height = height
-        self.fps = fps
-        self.pixelFormat = pixelFormat
+        self.readBackInterval = readBackInterval
+        self.placeholder = placeholder
     }
 }
 
@@ -53,18 +45,22 @@ public actor CaptureSession {
     public nonisolated let events = EventHub()
     public nonisolated let cameras: [any CaptureDevice]
     public nonisolated let pipelineSettings: PipelineSettings
-    private let captureQuality: Int
-    private let logger: Logger
+    let configuration: SessionConfiguration
+    let logger: Logger
 
-    private var camera: any CaptureDevice
-    private var runState: SessionState.Run = .idle
-    private var format: VideoFormat
+    var camera: any CaptureDevice
+    var runState: SessionState.Run = .idle
+    var format: VideoFormat
     private var preset: String
-    private var settings: DeviceSettings
-    private var pipeline: FramePipeline?
-    private var lastError: String?
-    /// Bumped by every start, stop and switch: a reconnect loop of an older one gives up.
-    private var generation = 0
+    /// The device's settings as it last answered them (read back), plus the session's own
+    /// parts: the zoom factor and the orientation.
+    var settings: DeviceSettings
+    var pipeline: FramePipeline?
+    var lastError: String?
+    /// Bumped by every start, stop and switch: loops of an older one (reconnect, read-back,
+    /// zoom ramp) give up.
+    var generation = 0
+    var recovery = Backoff()
 
     public init(cameras: [any CaptureDevice], configuration: SessionConfiguration,
                 logger: Logger = Logger(label: "session")) throws(SessionError) {
@@ -72,8 +68,8 @@ public actor CaptureSession {
         executor = DispatchQueueExecutor(label: "viewfinder.session")
         self.cameras = cameras
         self.logger = logger
+        self.configuration = configuration
         pipelineSettings = PipelineSettings(quality: configuration.streamQuality)
-        captureQuality = configuration.captureQuality
         let chosen: any CaptureDevice
         if let id = configuration.camera {
             guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
@@ -84,12 +80,13 @@ public actor CaptureSession {
             chosen = cameras.first { $0.descriptor.position == .rear } ?? cameras[0]
         }
         camera = chosen
-        let resolved = try Self.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),
-                                        camera: chosen, currentPreset: configuration.preset,
-                                        currentFps: configuration.fps)
+        let resolved = try FormatResolution.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),
+                                                    formats: chosen.formats, currentPreset: configuration.preset,
+                                                    currentFps: configuration.fps)
         format = resolved.format
         preset = resolved.preset
         settings = DeviceSettings(for: chosen.capabilities)
+        pipelineSettings.opticalMax = chosen.capabilities.zoom.opticalMax
     }
 
     // MARK: - State
@@ -97,17 +94,18 @@ public actor CaptureSession {
     public func state() -> SessionState {
         let latest = hub.latestFrame
         let now = Clock.monotonic(), ramp = pipelineSettings.ramp
-        var settings = camera.reported(self.settings)
-        settings.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
-        settings.zoom.ramping = ramp.isRamping(at: now)
+        var s = settings
+        s.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
+        s.zoom.digital = (pipelineSettings.digitalZoom(at: now) * 1000).rounded() / 1000
+        s.zoom.ramping = ramp.isRamping(at: now)
         return SessionState(
             state: runState, online: runState == .running,
             camera: SessionState.CameraRef(id: camera.descriptor.id, name: camera.descriptor.name,
                                            position: camera.descriptor.position.rawValue,
                                            kind: camera.descriptor.kind.rawValue),
             format: format, preset: preset,
-            zoom: settings.zoom, focus: settings.focus, exposure: settings.exposure,
-            whiteBalance: settings.whiteBalance, torch: settings.torch, orientation: settings.orientation,
+            zoom: s.zoom, focus: s.focus, exposure: s.exposure,
+            whiteBalance: s.whiteBalance, torch: s.torch, orientation: s.orientation,
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
                           quality: pipelineSettings.quality),
             frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.failures ?? 0),
@@ -130,7 +128,7 @@ public actor CaptureSession {
                 runState = .failed
                 lastError = error.description
                 announce()
-                throw .cameraFailed(error.description)
+                throw .camera(error)
             }
         }
         return announce()
@@ -140,7 +138,7 @@ public actor CaptureSession {
     @discardableResult
     public func stop() -> SessionState {
         if runState == .running || runState == .interrupted {
-            generation += 1  // ends any reconnect loop
+            generation += 1  // ends any reconnect, read-back or ramp loop
             halt()
             runState = .idle
             publishPlaceholder("STOPPED")
@@ -153,7 +151,8 @@ public actor CaptureSession {
     @discardableResult
     public func prepare(_ request: PrepareRequest) throws(SessionError) -> SessionState {
         let target = try request.camera.map { id throws(SessionError) in try find(id) } ?? camera
-        let resolved = try Self.resolve(request, camera: target, currentPreset: preset, currentFps: format.fps)
+        let resolved = try FormatResolution.resolve(request, formats: target.formats, currentPreset: preset,
+                                                    currentFps: format.fps)
         try reconfigure(to: target, format: resolved.format)
         preset = resolved.preset
         return announce()
@@ -175,108 +174,9 @@ public actor CaptureSession {
             target = cameras.first { opposite != nil && $0.descriptor.position == opposite }
                 ?? cameras[(index + 1) % cameras.count]
         }
-        let resolved = try Self.resolve(PrepareRequest(), camera: target, currentPreset: preset, currentFps: format.fps)
+        let resolved = try FormatResolution.resolve(PrepareRequest(), formats: target.formats, currentPreset: preset,
+                                                    currentFps: format.fps)
         try reconfigure(to: target, format: resolved.format)
-        return announce()
-    }
-
-    // MARK: - Device settings (validate everything first, then change)
-
-    @discardableResult
-    public func zoom(_ r: ZoomRequest) throws(SessionError) -> SessionState {
-        let caps = camera.capabilities.zoom
-        if let rate = r.rate, rate <= 0 { throw .invalidValue("rate must be positive (zoom doublings per second)") }
-        guard r.factor > 0 else { throw .invalidValue("factor must be positive") }
-        let target = min(max(r.factor, caps.min), caps.max)
-        let now = Clock.monotonic()
-        let from = pipelineSettings.ramp.factor(at: now)
-        pipelineSettings.ramp = ZoomRamp(from: from, to: target, rate: r.rate, start: now)
-        settings.zoom.factor = target
-        return announce()
-    }
-
-    @discardableResult
-    public func focus(_ r: FocusRequest) throws(SessionError) -> SessionState {
-        let caps = camera.capabilities
-        var s = camera.reported(settings)
-        let mode = r.mode ?? (r.lensPosition != nil ? "locked" : nil)
-        guard let mode else { throw .invalidValue("mode is required (\(caps.focusModes.joined(separator: ", ")))") }
-        guard caps.focusModes.contains(mode) else { throw .unsupported("focus mode '\(mode)'", supported: caps.focusModes) }
-        if let lens = r.lensPosition {
-            guard caps.lensPosition else { throw .unsupported("lensPosition", supported: []) }
-            guard mode == "locked" else { throw .invalidValue("lensPosition applies to locked focus") }
-            s.focus.lensPosition = min(max(lens, 0), 1)
-        }
-        if let p = r.point {
-            guard caps.focusPointOfInterest else { throw .unsupported("a focus point of interest", supported: []) }
-            s.focus.point = Self.clamp(p)
-        }
-        s.focus.mode = mode
-        commit(s)
-        return announce()
-    }
-
-    @discardableResult
-    public func exposure(_ r: ExposureRequest) throws(SessionError) -> SessionState {
-        let caps = camera.capabilities
-        var s = camera.reported(settings)
-        guard let mode = r.mode ?? (r.duration != nil || r.iso != nil ? "custom" : nil) ?? (r.bias != nil || r.point != nil ? s.exposure.mode : nil) else {
-            throw .invalidValue("mode is required (\(caps.exposureModes.joined(separator: ", ")))")
-        }
-        guard caps.exposureModes.contains(mode) else { throw .unsupported("exposure mode '\(mode)'", supported: caps.exposureModes) }
-        if r.duration != nil || r.iso != nil {
-            guard mode == "custom" else { throw .invalidValue("duration and iso apply to custom exposure") }
-        }
-        s.exposure.duration = try Self.clamp(r.duration, to: caps.exposureDuration, "exposure duration") ?? s.exposure.duration
-        s.exposure.iso = try Self.clamp(r.iso, to: caps.iso, "ISO") ?? s.exposure.iso
-        s.exposure.bias = try Self.clamp(r.bias, to: caps.exposureBias, "exposure bias") ?? s.exposure.bias
-        if let p = r.point {
-            guard caps.exposurePointOfInterest else { throw .unsupported("an exposure point of interest", supported: []) }
-            s.exposure.point = Self.clamp(p)
-        }
-        s.exposure.mode = mode
-        commit(s)
-        return announce()
-    }
-
-    @discardableResult
-    public func whiteBalance(_ r: WhiteBalanceRequest) throws(SessionError) -> SessionState {
-        let caps = camera.capabilities
-        var s = camera.reported(settings)
-        let mode = r.mode ?? (r.temperature != nil ? "locked" : nil)
-        guard let mode else { throw .invalidValue("mode is required (\(caps.whiteBalanceModes.joined(separator: ", ")))") }
-        guard caps.whiteBalanceModes.contains(mode) else {
-            throw .unsupported("white balance mode '\(mode)'", supported: caps.whiteBalanceModes)
-        }
-        if r.temperature != nil && mode != "locked" {
-            throw .invalidValue("a temperature locks white balance; use mode locked")
-        }
-        s.whiteBalance.temperature = try Self.clamp(r.temperature, to: caps.whiteBalanceTemperature,
-                                                    "a white balance temperature") ?? s.whiteBalance.temperature
-        s.whiteBalance.mode = mode
-        commit(s)
-        return announce()
-    }
-
-    @discardableResult
-    public func torch(_ r: TorchRequest) throws(SessionError) -> SessionState {
-        guard camera.capabilities.torch else { throw .torchUnavailable }
-        guard ["on", "off", "auto"].contains(r.mode) else { throw .invalidValue("torch mode must be on, off or auto") }
-        var s = settings
-        s.torch.mode = r.mode
-        if let level = r.level { s.torch.level = min(max(level, 0), 1) }
-        if r.mode == "off" { s.torch.level = r.level.map { min(max($0, 0), 1) } ?? s.torch.level }
-        if r.mode != "off" && s.torch.level == 0 { s.torch.level = 1 }
-        commit(s)
-        return announce()
-    }
-
-    @discardableResult
-    public func orientation(_ r: OrientationRequest) throws(SessionError) -> SessionState {
-        guard [0, 90, 180, 270].contains(r.rotation) else { throw .invalidValue("rotation must be 0, 90, 180 or 270") }
-        settings.orientation.rotation = r.rotation
-        if let m = r.mirrored { settings.orientation.mirrored = m }
-        pipelineSettings.setOrientation(rotation: r.rotation, mirrored: settings.orientation.mirrored)
         return announce()
     }
 
@@ -284,53 +184,12 @@ public actor CaptureSession {
     /// caller outside the actor, so the session keeps serving while the photo is taken.
     public func capture(quality: Int?) throws(SessionError) -> CaptureTicket {
         guard runState == .running, let pipeline else { throw .notRunning }
-        return pipeline.requestCapture(quality: quality ?? captureQuality, requested: Clock.now())
-    }
-
-    // MARK: - Device controls (power users)
-
-    public func controls() throws(SessionError) -> [DeviceControl] {
-        do throws(CameraError) { return try camera.controls() } catch { throw Self.map(error) }
-    }
-
-    /// Sets the camera's own controls by key; answers the controls after the change.
-    public func setControls(_ values: [String: Int]) throws(SessionError) -> [DeviceControl] {
-        do throws(CameraError) {
-            try camera.setControls(values)
-            let after = try camera.controls()
-            announce()
-            return after
-        } catch { throw Self.map(error) }
-    }
-
-    private static func map(_ e: CameraError) -> SessionError {
-        if case .unsupportedControl(let k, let known) = e { return .unsupported("control '\(k)'", supported: known) }
-        return .cameraFailed(e.description)
+        return pipeline.requestCapture(quality: quality ?? configuration.captureQuality, requested: Clock.now())
     }
 
     /// Announces a stored photo on the event stream.
-    public func announcePhoto(_ json: String) {
-        events.publish(.init(name: "photo", data: json))
-    }
-
-    private func commit(_ s: DeviceSettings) {
-        var s = s
-        s.zoom = settings.zoom
-        s.orientation = settings.orientation
-        settings = s
-        camera.apply(s)
-    }
-
-    /// A value for a continuous setting: 422 when the camera has no such control, else
-    /// clamped into its range (as apps clamp `videoZoomFactor`).
-    private static func clamp(_ v: Double?, to range: CameraCore.Range?, _ what: String) throws(SessionError) -> Double? {
-        guard let v else { return nil }
-        guard let range else { throw .unsupported(what, supported: []) }
-        return range.clamp(v)
-    }
-
-    private static func clamp(_ p: Point) -> Point {
-        Point(x: min(max(p.x, 0), 1), y: min(max(p.y, 0), 1))
+    public func announcePhoto(_ photo: PhotoInfo) {
+        events.publish(.photo(photo))
     }
 
     // MARK: - Transactions
@@ -345,7 +204,8 @@ public actor CaptureSession {
             if changingCamera { resetSettings(for: target) }
             do { try start() } catch {
                 (camera, format, settings) = old
-                pipelineSettings.ramp = .fixed(settings.zoom.factor)
+                pipelineSettings.ramp = .fixed(settings.zoom.optical * settings.zoom.digital)
+                pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
                 runState = .idle
                 throw error
             }
@@ -354,16 +214,19 @@ public actor CaptureSession {
         if !changingCamera && newFormat == format { return }
         if changingCamera {
             // Start the new camera first: if it fails, the old one never stopped.
+            let oldSettings = settings
+            resetSettings(for: target)
             let newPipeline: FramePipeline
             do throws(CameraError) { newPipeline = try launch(target, newFormat) } catch {
-                throw .cameraFailed("\(target.descriptor.id): \(error.description)")
+                settings = oldSettings
+                pipelineSettings.ramp = .fixed(settings.zoom.factor)
+                pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
+                throw .camera(.unavailable("\(target.descriptor.id): \(error.description)"))
             }
-            let oldPipeline = pipeline
-            oldPipeline?.deactivate()
+            pipeline?.deactivate()
             camera.stop()
             camera = target
             pipeline = newPipeline
-            resetSettings(for: target)
         } else {
             // Same device: it can only be open once, so stop, try, and roll back on failure.
             halt()
@@ -372,7 +235,7 @@ public actor CaptureSession {
                     runState = .failed
                     lastError = error.description
                 }
-                throw .cameraFailed(error.description)
+                throw .camera(error)
             }
         }
         format = newFormat
@@ -383,56 +246,41 @@ public actor CaptureSession {
         let orientation = settings.orientation
         settings = DeviceSettings(for: device.capabilities)
         settings.orientation = orientation
-        pipelineSettings.ramp = .fixed(settings.zoom.factor)
-        device.apply(settings)
+        pipelineSettings.ramp = .fixed(1)
+        pipelineSettings.opticalMax = device.capabilities.zoom.opticalMax
     }
 
-    private func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
+    /// Starts `device` with the session's settings: the camera writes them all after its
+    /// stream-on, and what it then reads back becomes the session's settings.
+    func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
         generation += 1
         let p = FramePipeline(hub: hub, settings: pipelineSettings, logger: logger)
         let launched = generation
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
         }
-        device.apply(device === camera ? settings : DeviceSettings(for: device.capabilities))
+        // `settings` is already the new camera's when switching (reset before the launch).
+        let wanted = settings
+        _ = try? device.apply(SettingsChange(old: nil, new: wanted))
         try device.start(format: format) { frame in p.handle(frame) }
+        settings = Self.keepingSessionParts(device.readBack(wanted) ?? wanted, of: wanted)
         logger.info("camera \(device.descriptor.id) running at \(format.width)x\(format.height)@\(format.fps)")
+        startReadBack(generation: launched)
         return p
     }
 
-    // MARK: - Device loss
-
-    /// The running device was lost: viewers get the placeholder, the state says so, and the
-    /// device is reopened with backoff and the same format and settings when it returns.
-    private func interrupted(_ error: CameraError, generation launched: Int) {
-        guard launched == generation, runState == .running else { return }
-        logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
-        halt()
-        runState = .interrupted
-        lastError = error.description
-        publishPlaceholder("NO SIGNAL")
-        announce()
-        let attempt = generation
-        Task { await reconnect(attempt: attempt, delay: 0.25) }
+    /// The zoom factor, its digital part and the orientation are the session's, not the device's.
+    static func keepingSessionParts(_ device: DeviceSettings, of session: DeviceSettings) -> DeviceSettings {
+        var s = device
+        s.zoom.factor = session.zoom.factor
+        s.zoom.digital = session.zoom.digital
+        s.zoom.min = session.zoom.min
+        s.zoom.max = session.zoom.max
+        s.orientation = session.orientation
+        return s
     }
 
-    private func reconnect(attempt: Int, delay: Double) async {
-        try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
-        guard attempt == generation, runState == .interrupted else { return }  // stopped or switched meanwhile
-        do throws(CameraError) {
-            pipeline = try launch(camera, format)
-            runState = .running
-            lastError = nil
-            logger.info("camera \(camera.descriptor.id) is back")
-            announce()
-        } catch {
-            lastError = error.description
-            let next = generation
-            Task { await reconnect(attempt: next, delay: min(delay * 2, 5)) }
-        }
-    }
-
-    private func halt() {
+    func halt() {
         pipeline?.deactivate()
         camera.stop()
         pipeline = nil
@@ -445,58 +293,20 @@ public actor CaptureSession {
         return c
     }
 
-    /// The supported format closest to what is asked (AVCaptureSession's preset matching).
-    static func resolve(_ r: PrepareRequest, camera: any CaptureDevice, currentPreset: String,
-                        currentFps: Int) throws(SessionError) -> (format: VideoFormat, preset: String) {
-        var options = camera.formats
-        if let pf = r.pixelFormat {
-            options = options.filter { $0.pixelFormat == pf }
-            guard !options.isEmpty else {
-                throw .unsupported("pixel format \(pf.rawValue)",
-                                   supported: Array(Set(camera.formats.map(\.pixelFormat.rawValue))).sorted())
-            }
-        }
-        let presetName: String
-        let preset: Preset
-        if r.width != nil || r.height != nil {
-            guard let w = r.width, let h = r.height, w > 0, h > 0 else {
-                throw .invalidValue("width and height go together and must be positive")
-            }
-            presetName = "\(w)x\(h)"
-            preset = .size(width: w, height: h)
-        } else {
-            presetName = r.preset ?? currentPreset
-            guard let p = Preset(presetName) else {
-                throw .unsupported("preset '\(presetName)'", supported: Preset.names)
-            }
-            preset = p
-        }
-        guard let option = preset.choose(from: options) else {
-            throw .unsupported("no format", supported: [])
-        }
-        let wantFps = r.fps ?? currentFps
-        guard wantFps > 0 else { throw .invalidValue("fps must be positive") }
-        let fps = option.fps.min { abs($0 - wantFps) < abs($1 - wantFps) } ?? wantFps
-        return (VideoFormat(pixelFormat: option.pixelFormat, width: option.width, height: option.height, fps: fps),
-                presetName)
-    }
-
     // MARK: - Announcing
 
     @discardableResult
-    private func announce() -> SessionState {
+    func announce() -> SessionState {
         let s = state()
-        if let data = try? JSONEncoder().encode(s) {
-            events.publish(.init(name: "state", data: String(decoding: data, as: UTF8.self)))
-        }
+        events.publish(.state(s))
         return s
     }
 
     /// Viewers keep receiving a frame while nothing is captured; it goes through the real
     /// encoder at the session's size.
-    private func publishPlaceholder(_ message: String) {
-        let raw = PlaceholderFrame.render(width: format.width, height: format.height, message: message)
-        guard let encoder = try? JPEGEncoder(),
+    func publishPlaceholder(_ message: String) {
+        let raw = configuration.placeholder(format.width, format.height, message)
+        guard raw.count >= format.width * format.height * 2, let encoder = try? JPEGEncoder(),
               let jpeg = raw.withUnsafeBytes({ try? encoder.encodeYUYV($0, width: format.width, height: format.height,
                                                                        stride: format.width * 2, quality: 70) })
         else { return }

@@ -1,23 +1,23 @@
 // Capture → encode → publish for one running camera. Runs on the camera's capture thread;
 // encodes each frame once, and only when someone will look at it: a viewer, a snapshot
-// waiting, or a photo capture (encoded at its own quality).
+// waiting, or a photo (encoded at its own quality). No lock is held while encoding or
+// while waking anyone.
 
 import CameraCore
 import Foundation
 import JPEG
 import Logging
+import Synchronization
 
-final class FramePipeline: @unchecked Sendable {
+final class FramePipeline: @unchecked Sendable {  // encoder and transformer: the capture thread's alone
     private let hub: FrameHub
     private let settings: PipelineSettings
     private let logger: Logger
+    private let photos = PhotoCapture()
+    private let active = Mutex(true)
+    private let counters = Mutex((captured: UInt64(0), failures: UInt64(0)))
     private var encoder: JPEGEncoder?
     private var transformer: JPEGTransformer?
-    private let lock = NSLock()
-    private var active = true
-    private var captures: [CaptureTicket] = []
-    private(set) var captured: UInt64 = 0
-    private(set) var failures: UInt64 = 0
 
     init(hub: FrameHub, settings: PipelineSettings, logger: Logger) {
         self.hub = hub
@@ -25,42 +25,29 @@ final class FramePipeline: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// After this returns no frame from this pipeline reaches the hub (a switch's old
-    /// camera); captures still waiting fail so their requests answer at once.
+    var failures: UInt64 { counters.withLock { $0.failures } }
+
+    /// After this returns no new frame from this pipeline is taken (the one in flight, if
+    /// any, finishes before its camera's `stop` returns); waiting photos answer at once.
     func deactivate() {
-        let pending = lock.withLock { () -> [CaptureTicket] in
-            active = false
-            defer { captures = [] }
-            return captures
-        }
-        for t in pending { t.fulfil(nil) }
+        active.withLock { $0 = false }
+        photos.close()
     }
 
-    /// A photo from the first frame exposed at or after `requested` (wall-clock seconds).
     func requestCapture(quality: Int, requested: Double) -> CaptureTicket {
-        let ticket = CaptureTicket(quality: quality, requested: requested)
-        lock.withLock {
-            if active { captures.append(ticket) }
-        }
-        if lock.withLock({ !active }) { ticket.fulfil(nil) }
-        return ticket
+        photos.request(quality: quality, requested: requested)
     }
 
     func handle(_ frame: borrowing RawFrame) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard active else { return }
-        captured += 1
-        let due = captures.isEmpty ? [] : captures.filter { frame.timestamp >= $0.requested }  // no allocation per frame
+        guard active.withLock({ $0 }) else { return }
+        counters.withLock { $0.captured += 1 }
+        let due = photos.due(at: frame.timestamp)
         let preview = hub.hasDemand
         guard preview || !due.isEmpty else { return }  // nobody looks: don't encode
         let sequence = hub.takeSequence()
         let transform = settings.transform(at: Clock.monotonic())
-        if !due.isEmpty {
-            captures.removeAll { t in due.contains { $0 === t } }
-            for ticket in due {
-                ticket.fulfil(encode(frame, quality: ticket.quality, transform: transform, sequence: sequence))
-            }
+        for ticket in due {
+            ticket.fulfil(encode(frame, quality: ticket.quality, transform: transform, sequence: sequence))
         }
         if preview, let f = encode(frame, quality: settings.quality, transform: transform, sequence: sequence) {
             hub.publish(f)
@@ -94,81 +81,58 @@ final class FramePipeline: @unchecked Sendable {
                 jpeg = try encoder!.encodeRGB(frame.bytes, width: f.width, height: f.height,
                                               stride: frame.stride, quality: quality)
             }
-            // Zoom and orientation apply to YUYV here and to MJPEG above; NV12, RGB and GREY
-            // frames are encoded as they come.
             let size = f.pixelFormat == .yuyv ? transform.outputSize(width: f.width, height: f.height) : (width: f.width, height: f.height)
             return EncodedFrame(jpeg: jpeg, width: size.width, height: size.height,
                                 sequence: sequence, timestamp: frame.timestamp)
         } catch {
-            failures += 1
-            if failures == 1 || failures % 100 == 0 { logger.error("encode failed: \(error)") }
+            let n = counters.withLock { c -> UInt64 in c.failures += 1; return c.failures }
+            if n == 1 || n % 100 == 0 { logger.error("encode failed: \(error)") }
             return nil
         }
     }
 }
 
-/// A pending photo: fulfilled once by the capture thread, awaited by the HTTP handler.
-public final class CaptureTicket: @unchecked Sendable {
-    let quality: Int
-    let requested: Double
-    private let lock = NSLock()
-    private var result: EncodedFrame??
-    private var continuation: CheckedContinuation<EncodedFrame?, Never>?
-
-    init(quality: Int, requested: Double) {
-        self.quality = quality
-        self.requested = requested
-    }
-
-    func fulfil(_ frame: EncodedFrame?) {
-        let c = lock.withLock { () -> CheckedContinuation<EncodedFrame?, Never>? in
-            guard result == nil else { return nil }
-            result = .some(frame)
-            defer { continuation = nil }
-            return continuation
-        }
-        c?.resume(returning: frame)
-    }
-
-    /// The photo, or nil if the camera stopped or `timeout` seconds passed.
-    public func frame(timeout: Double) async -> EncodedFrame? {
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in self?.fulfil(nil) }
-        return await withCheckedContinuation { c in
-            let ready = lock.withLock { () -> EncodedFrame?? in
-                if let result { return result }
-                continuation = c
-                return nil
-            }
-            if let ready { c.resume(returning: ready) }
-        }
-    }
-}
-
 /// What the capture thread reads per frame while the session may change it.
-public final class PipelineSettings: @unchecked Sendable {
-    private let lock = NSLock()
-    private var _quality: Int
-    private var _ramp = ZoomRamp.fixed(1)
-    private var _rotation = 0
-    private var _mirrored = false
+public final class PipelineSettings: Sendable {
+    private struct Values {
+        var quality: Int
+        var ramp = ZoomRamp.fixed(1)
+        /// The lens's reach: the crop is the part of the zoom beyond it.
+        var opticalMax = 1.0
+        var rotation = 0
+        var mirrored = false
+    }
+    private let values: Mutex<Values>
 
-    public init(quality: Int) { _quality = quality }
+    public init(quality: Int) { values = Mutex(Values(quality: quality)) }
 
     public var quality: Int {
-        get { lock.withLock { _quality } }
-        set { lock.withLock { _quality = newValue } }
+        get { values.withLock { $0.quality } }
+        set { values.withLock { $0.quality = newValue } }
     }
 
     public var ramp: ZoomRamp {
-        get { lock.withLock { _ramp } }
-        set { lock.withLock { _ramp = newValue } }
+        get { values.withLock { $0.ramp } }
+        set { values.withLock { $0.ramp = newValue } }
+    }
+
+    public var opticalMax: Double {
+        get { values.withLock { $0.opticalMax } }
+        set { values.withLock { $0.opticalMax = newValue } }
     }
 
     public func setOrientation(rotation: Int, mirrored: Bool) {
-        lock.withLock { _rotation = rotation; _mirrored = mirrored }
+        values.withLock { $0.rotation = rotation; $0.mirrored = mirrored }
+    }
+
+    /// The crop at time `t`: only the part of the zoom the lens cannot do.
+    public func digitalZoom(at t: Double) -> Double {
+        values.withLock { max(1, $0.ramp.factor(at: t) / $0.opticalMax) }
     }
 
     public func transform(at t: Double) -> FrameTransform {
-        lock.withLock { FrameTransform(zoom: _ramp.factor(at: t), rotation: _rotation, mirrored: _mirrored) }
+        values.withLock { v in
+            FrameTransform(zoom: max(1, v.ramp.factor(at: t) / v.opticalMax), rotation: v.rotation, mirrored: v.mirrored)
+        }
     }
 }

@@ -8,7 +8,6 @@ import JPEG
 
 public struct PhotoInfo: Sendable, Codable, Equatable {
     public var id: String
-    public var url: String
     public var bytes: Int
     public var width: Int
     public var height: Int
@@ -66,7 +65,7 @@ public final class PhotoStore: @unchecked Sendable {
             let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if dfd >= 0 { fsync(dfd); close(dfd) }  // the rename itself is durable
         }
-        return PhotoInfo(id: id, url: "/api/photos/\(id)", bytes: frame.jpeg.count, width: frame.width,
+        return PhotoInfo(id: id, bytes: frame.jpeg.count, width: frame.width,
                          height: frame.height, capturedAt: Self.iso(frame.timestamp))
     }
 
@@ -90,7 +89,7 @@ public final class PhotoStore: @unchecked Sendable {
     private func info(_ id: String) -> PhotoInfo? {
         guard let bytes = read(id), let size = try? JPEGDecoder.size(of: bytes),
               let micros = Int64(id.split(separator: "-")[0]) else { return nil }
-        return PhotoInfo(id: id, url: "/api/photos/\(id)", bytes: bytes.count, width: size.width,
+        return PhotoInfo(id: id, bytes: bytes.count, width: size.width,
                          height: size.height, capturedAt: Self.iso(Double(micros) / 1_000_000))
     }
 

@@ -1,4 +1,5 @@
-// Why a session call was refused. Each case maps to one HTTP status and code in the app.
+// What a session call can answer instead of a state. Errors keep their cause: a camera's
+// failure travels as the CameraError it was (with the errno and the call that left it).
 
 import CameraCore
 
@@ -8,8 +9,8 @@ public enum SessionError: Error, Sendable, Equatable {
     case unsupported(String, supported: [String])
     case invalidValue(String)
     case notRunning
-    /// The device failed to start or went away.
-    case cameraFailed(String)
+    /// The device failed, refused a control or went away.
+    case camera(CameraError)
     case captureTimeout
     /// The camera has no torch (`hasTorch` false).
     case torchUnavailable

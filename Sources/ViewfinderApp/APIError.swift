@@ -1,5 +1,7 @@
 // The one place where domain errors become HTTP errors (status + contract code).
 
+import CameraCore
+import Glibc
 import HTTPServer
 import Session
 
@@ -16,8 +18,14 @@ extension SessionError {
             HTTPError(400, "invalid_value", m)
         case .notRunning:
             HTTPError(409, "session_not_running", "The session is not running; POST /api/session/start first.")
-        case .cameraFailed(let m):
-            HTTPError(503, "camera_unavailable", "The camera could not be used: \(m)")
+        case .camera(.refused(let control, let value, let errno)):
+            // EACCES/EBUSY/EILSEQ: the control is locked by the camera's state (an automatic
+            // mode on); anything else: a value it does not take.
+            HTTPError([EACCES, EBUSY, EILSEQ, EPERM].contains(errno) ? 409 : 422, "control_refused",
+                      "The camera refused \(control)=\(value): \(String(cString: strerror(errno))).",
+                      extra: ["control": .string(control), "value": .number(Double(value))])
+        case .camera(let cause):
+            HTTPError(503, "camera_unavailable", "The camera could not be used: \(cause.description)")
         case .captureTimeout:
             HTTPError(504, "capture_timeout", "No frame arrived in time.")
         case .torchUnavailable:

@@ -2,6 +2,7 @@
 // one place, so main.swift and the live tests run exactly the same thing.
 
 import CameraCore
+import Capture
 import Foundation
 import HTTPServer
 import Logging
@@ -28,7 +29,8 @@ public final class Application: @unchecked Sendable {
                                                     preset: configuration.session.preset,
                                                     fps: configuration.session.fps,
                                                     streamQuality: configuration.stream.quality,
-                                                    captureQuality: configuration.capture.quality),
+                                                    captureQuality: configuration.capture.quality,
+                                                    placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) }),
                 logger: logger)
         } catch {
             throw Configuration.Error(description: "session: \(error.http.message)")

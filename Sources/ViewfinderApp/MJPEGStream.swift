@@ -81,7 +81,7 @@ final class EventStream: StreamBody, @unchecked Sendable {
     private let lock = NSLock()
     private var waker: (@Sendable () -> Void)?
 
-    init(events: EventHub, initial: EventHub.Event?) {
+    init(events: EventHub, initial: SessionEvent?) {
         self.events = events
         events.subscribe(ObjectIdentifier(self), initial: initial)
     }
@@ -91,10 +91,30 @@ final class EventStream: StreamBody, @unchecked Sendable {
     func next() -> StreamChunk {
         guard let waker = lock.withLock({ waker }) else { return .end }
         if let e = events.next(ObjectIdentifier(self), wake: waker) {
-            return .data(ServerSentEvent.format(event: e.name, data: e.data))
+            return .data(ServerSentEvent.format(event: e.name, data: e.json))
         }
         return .wait
     }
 
     func close() { events.unsubscribe(ObjectIdentifier(self)) }
+}
+
+/// Session events on the wire: the SSE event name and its JSON.
+extension SessionEvent {
+    var name: String {
+        switch self {
+        case .state: "state"
+        case .photo: "photo"
+        }
+    }
+
+    var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let data: Data? = switch self {
+        case .state(let s): try? encoder.encode(s)
+        case .photo(let p): try? encoder.encode(PhotoJSON(p))
+        }
+        return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
 }

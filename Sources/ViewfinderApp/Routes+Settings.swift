@@ -83,7 +83,7 @@ extension Application {
         }
 
         r.post("/api/session/capture") { [self] request in await capture(request) }
-        r.get("/api/photos") { [self] _ in json(["photos": photos.list()]) }
+        r.get("/api/photos") { [self] _ in json(["photos": photos.list().map(PhotoJSON.init)]) }
         r.get("/api/photos/:id") { [self] request in
             let id = request.parameters["id"] ?? ""
             guard let bytes = photos.read(id) else { return unknownPhoto(id) }
@@ -129,9 +129,9 @@ extension Application {
         }
         do {
             let info = try photos.save(frame)
-            let body = (try? JSONEncoder().encode(info)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-            await session.announcePhoto(body)
-            return json(info, status: 201, headers: [("Location", info.url)] + headers)
+            await session.announcePhoto(info)
+            let photo = PhotoJSON(info)
+            return json(photo, status: 201, headers: [("Location", photo.url)] + headers)
         } catch {
             return HTTPError(500, "storage_failed", "The photo could not be stored: \(error)").response
         }
@@ -139,6 +139,15 @@ extension Application {
 
     private func unknownPhoto(_ id: String) -> Response {
         HTTPError(404, "unknown_photo", "No photo '\(id)'; GET /api/photos lists them.").response
+    }
+}
+
+/// A stored photo as the API shows it: the store's record plus where to fetch it.
+struct PhotoJSON: Encodable {
+    var id: String, url: String, bytes: Int, width: Int, height: Int, capturedAt: String
+
+    init(_ p: PhotoInfo) {
+        id = p.id; url = "/api/photos/\(p.id)"; bytes = p.bytes; width = p.width; height = p.height; capturedAt = p.capturedAt
     }
 }
 

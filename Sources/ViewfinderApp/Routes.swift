@@ -48,9 +48,7 @@ extension Application {
         }
         r.get("/api/session") { _ in json(await session.state()) }
         r.get("/api/events") { _ in
-            let initial = try? JSONEncoder().encode(await session.state())
-            let stream = EventStream(events: session.events,
-                                     initial: initial.map { .init(name: "state", data: String(decoding: $0, as: UTF8.self)) })
+            let stream = EventStream(events: session.events, initial: .state(await session.state()))
             return Response(headers: [("Content-Type", "text/event-stream"), ("X-Accel-Buffering", "no")] + Response.noCache,
                             body: .stream(stream))
         }
@@ -133,7 +131,7 @@ extension Application {
             await session.ensurePreviewFrame()
             frame = hub.latestFrame
         }
-        guard let frame else { return SessionError.cameraFailed("no frame yet").http.response }
+        guard let frame else { return SessionError.camera(.unavailable("no frame yet")).http.response }
         return Response(status: 200, contentType: "image/jpeg", bytes: frame.jpeg,
                         headers: Response.noCache + [("X-Timestamp", frame.timestampString),
                                                      ("X-Frame-Sequence", String(frame.sequence)),

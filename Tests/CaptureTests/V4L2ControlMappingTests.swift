@@ -4,30 +4,7 @@ import Foundation
 import CameraCore
 import Testing
 @testable import Capture
-
-/// A fake control seam: answers VIDIOC_QUERYCTRL from a table and records every write, in
-/// order, like swift-system's mocking trace.
-final class FakeControlIO: ControlIO {
-    var table: [DeviceControl]
-    var values: [UInt32: Int]
-    var trace: [(id: UInt32, value: Int)] = []
-    var refuse: Set<UInt32> = []
-
-    init(_ table: [DeviceControl]) {
-        self.table = table
-        values = Dictionary(table.map { ($0.id, $0.defaultValue) }) { a, _ in a }
-    }
-
-    func controls() -> [DeviceControl] { table }
-    func get(_ id: UInt32) throws(CameraError) -> Int { values[id] ?? 0 }
-    func set(_ id: UInt32, _ value: Int) throws(CameraError) {
-        if refuse.contains(id) { throw .system(call: "VIDIOC_S_CTRL", errno: EBUSY) }
-        trace.append((id, value))
-        values[id] = value
-    }
-}
-
-func cid(_ v: Int32) -> UInt32 { UInt32(bitPattern: v) }
+import CaptureTestSupport
 
 /// Controls as a Logitech C920 reports them (v4l2-ctl -L).
 let c920: [DeviceControl] = [
@@ -57,93 +34,96 @@ let flashCamera: [DeviceControl] = [
 @Suite struct V4L2ControlMappingTests {
     @Test func c920Capabilities() {
         let caps = V4L2ControlMapping(c920).capabilities
-        #expect(caps.zoom == ZoomCapability(min: 1, max: 5, optical: true))
-        #expect(caps.focusModes == ["locked", "auto", "continuous"] && caps.lensPosition)
-        #expect(caps.exposureModes == ["locked", "auto", "continuous", "custom"])
+        #expect(caps.zoom == ZoomCapability(min: 1, max: 20, optical: true, opticalMax: 5), "a 5× lens, then 4× crop")
+        #expect(caps.focusModes == [.locked, .auto, .continuous] && caps.lensPosition)
+        #expect(caps.exposureModes == [.locked, .auto, .continuous, .custom])
         #expect(caps.exposureDuration == Range(min: 0.0003, max: 0.2047))
-        #expect(caps.iso != nil, "gain stands in for ISO")
+        #expect(caps.iso == Range(min: 100, max: 3200), "gain stands in for ISO")
         #expect(caps.exposureBias == nil)
-        #expect(caps.whiteBalanceModes == ["locked", "auto", "continuous"])
+        #expect(caps.whiteBalanceModes == [.locked, .auto, .continuous])
         #expect(caps.whiteBalanceTemperature == Range(min: 2000, max: 6500))
         #expect(caps.torch == false)
     }
 
     @Test func reportsOnlyWhatTheDeviceHas() {
         let caps = V4L2ControlMapping([c920[0]]).capabilities  // brightness only
-        #expect(caps.zoom.optical == false && caps.focusModes == ["locked"] && !caps.lensPosition)
-        #expect(caps.exposureModes == ["continuous"] && caps.whiteBalanceModes == ["continuous"] && !caps.torch)
+        #expect(caps.zoom.optical == false && caps.zoom.opticalMax == 1 && caps.focusModes == [.locked] && !caps.lensPosition)
+        #expect(caps.exposureModes == [.continuous] && caps.whiteBalanceModes == [.continuous] && !caps.torch)
     }
 
+    /// The writes a change from the camera's defaults makes, in order.
     func writes(_ table: [DeviceControl], _ edit: (inout DeviceSettings) -> Void) -> [(UInt32, Int)] {
-        let io = FakeControlIO(table)
-        var s = DeviceSettings(for: V4L2ControlMapping(table).capabilities)
-        edit(&s)
-        _ = V4L2ControlMapping(table).apply(s, to: io)
-        return io.trace.map { ($0.id, $0.value) }
+        let mapping = V4L2ControlMapping(table)
+        let old = DeviceSettings(for: mapping.capabilities)
+        var new = old
+        edit(&new)
+        return mapping.writes(for: SettingsChange(old: old, new: new)).map { ($0.id, $0.value) }
     }
 
     func index(_ w: [(UInt32, Int)], _ id: Int32) -> Int? { w.firstIndex { $0.0 == cid(id) } }
 
-    @Test func lockedFocusTurnsAutofocusOffFirstAndSnapsToTheStep() {
-        let w = writes(c920) { $0.focus.mode = "locked"; $0.focus.lensPosition = 0.51 }
+    @Test func lockedFocusTurnsAutofocusOffFirstAndClampsToTheRange() {
+        let w = writes(c920) { $0.focus.mode = .locked; $0.focus.lensPosition = 0.51 }
         let off = index(w, V4L2_CID_FOCUS_AUTO), abs = index(w, V4L2_CID_FOCUS_ABSOLUTE)
         #expect(off != nil && abs != nil && off! < abs!, "FOCUS_AUTO=0 before FOCUS_ABSOLUTE")
         #expect(w[off!].1 == 0)
         #expect(w[abs!].1 == 125, "0.51 × 250 = 127.5 → 128 → step 5 → 125")
+        #expect(w.count == 2, "nothing else: only what changed")
     }
 
-    @Test func continuousFocusTurnsAutofocusOnAndWritesNoLensPosition() {
-        let w = writes(c920) { $0.focus.mode = "continuous" }
-        #expect(w.contains { $0 == (cid(V4L2_CID_FOCUS_AUTO), 1) })
-        #expect(index(w, V4L2_CID_FOCUS_ABSOLUTE) == nil)
+    @Test func continuousFocusFromLockedTurnsAutofocusOnAndWritesNoLensPosition() {
+        let mapping = V4L2ControlMapping(c920)
+        var old = DeviceSettings(for: mapping.capabilities)
+        old.focus.mode = .locked
+        var new = old
+        new.focus.mode = .continuous
+        let w = mapping.writes(for: SettingsChange(old: old, new: new))
+        #expect(w == [V4L2ControlMapping.Write(id: cid(V4L2_CID_FOCUS_AUTO), value: 1)])
     }
 
     @Test func customExposureIsManualFirstClampedAndUsesGainForISO() {
-        let w = writes(c920) { $0.exposure.mode = "custom"; $0.exposure.duration = 1.0; $0.exposure.iso = 200 }
+        let w = writes(c920) { $0.exposure.mode = .custom; $0.exposure.duration = 1.0; $0.exposure.iso = 200 }
         let manual = index(w, V4L2_CID_EXPOSURE_AUTO), abs = index(w, V4L2_CID_EXPOSURE_ABSOLUTE)
         #expect(manual != nil && abs != nil && manual! < abs!)
         #expect(w[manual!].1 == 1, "Manual Mode")
         #expect(w[abs!].1 == 2047, "1 s = 10000 × 100 µs, clamped to the maximum")
-        #expect(w.contains { $0 == (cid(V4L2_CID_GAIN), 128) }, "ISO 200 = twice the default gain")
+        #expect(w.contains { $0 == (cid(V4L2_CID_GAIN), 8) }, "ISO 200 on 100…3200 over gain 0…255")
     }
 
-    @Test func continuousExposureUsesAperturePriorityOnAWebcam() {
-        let w = writes(c920) { $0.exposure.mode = "continuous" }
-        #expect(w.contains { $0 == (cid(V4L2_CID_EXPOSURE_AUTO), 3) })
-        #expect(index(w, V4L2_CID_EXPOSURE_ABSOLUTE) == nil)
+    @Test func anUnrelatedChangeWritesNoExposureOrFocusControl() {
+        #expect(writes(c920) { $0.whiteBalance.mode = .locked; $0.whiteBalance.temperature = 3000 }
+            .allSatisfy { $0.0 == cid(V4L2_CID_AUTO_WHITE_BALANCE) || $0.0 == cid(V4L2_CID_WHITE_BALANCE_TEMPERATURE) })
+        #expect(writes(c920) { $0.orientation.rotation = 90 }.isEmpty, "orientation is the pipeline's")
+        #expect(writes(c920) { $0.zoom.factor = 8 }.isEmpty, "the factor is the session's; only zoom.optical reaches the lens")
+    }
+
+    @Test func aFullWriteAfterStreamOnWritesEveryGroup() {
+        let mapping = V4L2ControlMapping(c920)
+        let w = mapping.writes(for: SettingsChange(old: nil, new: DeviceSettings(for: mapping.capabilities))).map { ($0.id, $0.value) }
+        for id in [V4L2_CID_ZOOM_ABSOLUTE, V4L2_CID_FOCUS_AUTO, V4L2_CID_EXPOSURE_AUTO, V4L2_CID_AUTO_WHITE_BALANCE] {
+            #expect(index(w, id) != nil)
+        }
     }
 
     @Test func lockedWhiteBalanceTurnsAutoOffBeforeTheTemperature() {
-        let w = writes(c920) { $0.whiteBalance.mode = "locked"; $0.whiteBalance.temperature = 9000 }
+        let w = writes(c920) { $0.whiteBalance.mode = .locked; $0.whiteBalance.temperature = 9000 }
         let off = index(w, V4L2_CID_AUTO_WHITE_BALANCE), t = index(w, V4L2_CID_WHITE_BALANCE_TEMPERATURE)
         #expect(off != nil && t != nil && off! < t!)
         #expect(w[t!].1 == 6500, "clamped")
     }
 
-    @Test func zoomFactorMapsOntoZoomAbsolute() {
-        #expect(writes(c920) { $0.zoom.factor = 2.5 }.contains { $0 == (cid(V4L2_CID_ZOOM_ABSOLUTE), 250) })
-        #expect(writes(c920) { $0.zoom.factor = 9 }.contains { $0 == (cid(V4L2_CID_ZOOM_ABSOLUTE), 500) })
+    @Test func opticalZoomMapsOntoZoomAbsolute() {
+        #expect(writes(c920) { $0.zoom.optical = 2.5 }.contains { $0 == (cid(V4L2_CID_ZOOM_ABSOLUTE), 250) })
+        #expect(writes(c920) { $0.zoom.optical = 9 }.contains { $0 == (cid(V4L2_CID_ZOOM_ABSOLUTE), 500) })
     }
 
     @Test func torchIsTheFlashLEDInTorchMode() {
         let caps = V4L2ControlMapping(flashCamera).capabilities
-        #expect(caps.torch && caps.iso == Range(min: 0, max: 1600) && caps.exposureBias == Range(min: -4, max: 4))
-        let on = writes(flashCamera) { $0.torch.mode = "on"; $0.torch.level = 1 }
+        #expect(caps.torch && caps.iso == Range(min: 1, max: 1600) && caps.exposureBias == Range(min: -4, max: 4))
+        let on = writes(flashCamera) { $0.torch.mode = .on; $0.torch.level = 1 }
         #expect(on.contains { $0 == (cid(V4L2_CID_FLASH_LED_MODE), 2) })
-        let off = writes(flashCamera) { $0.torch.mode = "off" }
-        #expect(off.contains { $0 == (cid(V4L2_CID_FLASH_LED_MODE), 0) })
         let bias = writes(flashCamera) { $0.exposure.bias = 1.5 }
-        #expect(bias.contains { $0 == (cid(V4L2_CID_AUTO_EXPOSURE_BIAS), 1500) })
-    }
-
-    @Test func aRefusedControlDoesNotStopTheOthers() {
-        let io = FakeControlIO(c920)
-        io.refuse = [cid(V4L2_CID_FOCUS_AUTO)]
-        var s = DeviceSettings(for: V4L2ControlMapping(c920).capabilities)
-        s.whiteBalance.mode = "locked"
-        let errors = V4L2ControlMapping(c920).apply(s, to: io)
-        #expect(errors.count == 1)
-        #expect(io.trace.contains { $0.id == cid(V4L2_CID_WHITE_BALANCE_TEMPERATURE) })
+        #expect(bias.count == 1 && bias[0] == (cid(V4L2_CID_AUTO_EXPOSURE_BIAS), 1500), "only the bias changed")
     }
 
     @Test func aLEDClassDeviceIsTheTorch() throws {
@@ -154,12 +134,12 @@ let flashCamera: [DeviceControl] = [
         defer { try? FileManager.default.removeItem(atPath: base) }
         let camera = V4L2Camera(id: "cam", path: "/nonexistent/video9", formats: [], torchLED: LEDTorch(name: "white:flash", base: base))
         #expect(camera.capabilities.torch, "the LED makes a torch")
-        var s = DeviceSettings(for: camera.capabilities)
-        s.torch.mode = "on"; s.torch.level = 0.5
-        camera.apply(s)
+        let off = DeviceSettings(for: camera.capabilities)
+        var on = off
+        on.torch.mode = .on; on.torch.level = 0.5
+        _ = try camera.apply(SettingsChange(old: off, new: on))
         #expect(try String(contentsOfFile: base + "/white:flash/brightness", encoding: .utf8) == "128\n")
-        s.torch.mode = "off"
-        camera.apply(s)
+        _ = try camera.apply(SettingsChange(old: on, new: off))
         #expect(try String(contentsOfFile: base + "/white:flash/brightness", encoding: .utf8) == "0\n")
         #expect(V4L2Camera(id: "x", path: "/nonexistent", formats: [], torchLED: LEDTorch(name: "none", base: base)).capabilities.torch == false)
     }

@@ -1,44 +1,61 @@
 // A V4L2 camera behind the same CaptureDevice seam as the synthetic one. `start` opens the
-// node, sets format and rate, maps buffers and starts a capture thread that polls with a
-// timeout; `stop` ends the thread and closes everything in reverse.
+// node, sets format and rate, maps buffers, streams, then writes the session's settings
+// (cameras reset controls at STREAMON, and a replugged one is at its defaults) through a
+// second handle that stays open for control calls; `stop` ends the capture thread and
+// closes everything in reverse.
 
 import CameraCore
 import Foundation
+import Synchronization
 
-public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
+public final class V4L2Camera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor
-    public let path: String
-    private let lock = NSLock()
-    private var cachedFormats: [FormatOption]
-    private var worker: CaptureWorker?
-    private var interrupted: (@Sendable (CameraError) -> Void)?
-    private let mapping: V4L2ControlMapping
     /// A torch outside V4L2 (an LED class device named in config), if any.
     public let torchLED: LEDTorch?
-    private var settings: DeviceSettings?
-    /// A second handle for controls while the capture thread owns the streaming one;
-    /// opened with the stream and closed with it (vivid only reconnects once every handle
-    /// is closed, as a real unplugged device does).
-    private var controlDevice: V4L2Device?
     /// No frame for this long means the device is gone (µStreamer's --device-timeout).
-    public var captureTimeout: Double = 3
+    public let captureTimeout: Double
+    private let open: V4L2Opener
+    /// Where the camera is now: a replugged camera may come back under another node.
+    private let locate: (@Sendable () -> String?)?
+    private let mapping: V4L2ControlMapping
+    private let state: Mutex<State>
 
-    public init(id: String, path: String, name: String? = nil, position: CameraDescriptor.Position = .external,
-                formats: [FormatOption]? = nil, torchLED: LEDTorch? = nil) {
-        self.path = path
-        self.torchLED = torchLED
-        let node = formats == nil ? (try? V4L2Discovery.describe(path)) ?? nil : nil
-        descriptor = CameraDescriptor(id: id, name: name ?? node?.name ?? path, position: position, kind: .v4l2, device: path)
-        cachedFormats = formats ?? node?.formats ?? []
-        let probe = try? V4L2Device(path: path)
-        mapping = V4L2ControlMapping(probe.map { FileControlIO(fd: $0.fd).controls() } ?? [])
-        probe?.close()
+    private struct State {
+        var path: String
+        var formats: [FormatOption]
+        var loop: CaptureLoop?
+        /// The control handle, open while streaming (vivid only reconnects once every
+        /// handle is closed, as a real unplugged device does).
+        var control: (any V4L2Port)?
+        var interrupted: (@Sendable (CameraError) -> Void)?
+        /// What the device was last told and read back: written in full after stream-on.
+        var settings: DeviceSettings?
+        var mapping: V4L2ControlMapping
     }
 
-    public var formats: [FormatOption] { lock.withLock { cachedFormats } }
+    public init(id: String, path: String, name: String? = nil, position: CameraDescriptor.Position = .external,
+                formats: [FormatOption]? = nil, torchLED: LEDTorch? = nil, captureTimeout: Double = 3,
+                locate: (@Sendable () -> String?)? = nil,
+                open: @escaping V4L2Opener = { path throws(CameraError) in try V4L2Device(path: path) }) {
+        self.torchLED = torchLED
+        self.open = open
+        self.locate = locate
+        self.captureTimeout = captureTimeout
+        let node = formats == nil ? (try? V4L2Discovery.describe(path)) ?? nil : nil
+        descriptor = CameraDescriptor(id: id, name: name ?? node?.name ?? path, position: position, kind: .v4l2, device: path)
+        let probe = try? open(path)
+        mapping = V4L2ControlMapping(probe?.controls() ?? [])
+        probe?.close()
+        state = Mutex(State(path: path, formats: formats ?? node?.formats ?? [], mapping: mapping))
+    }
+
+    public var formats: [FormatOption] { state.withLock { $0.formats } }
+
+    /// The node the camera was last opened at.
+    public var path: String { state.withLock { $0.path } }
 
     public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {
-        lock.withLock { interrupted = handler }
+        state.withLock { $0.interrupted = handler }
     }
 
     /// What the device's controls allow (digital zoom where it has no ZOOM_ABSOLUTE).
@@ -48,20 +65,36 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
         return caps
     }
 
-    public func apply(_ settings: DeviceSettings) {
-        let io = lock.withLock { () -> V4L2Device? in
-            self.settings = settings
-            return controlDevice
+    // MARK: - Settings
+
+    public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings {
+        var result = try state.withLock { s throws(CameraError) -> DeviceSettings in
+            guard let control = s.control else {
+                s.settings = change.new  // written after the next stream-on
+                return change.new
+            }
+            let accepted = try s.mapping.apply(change, to: control)
+            s.settings = accepted
+            return accepted
         }
-        if let io { writeSettings(settings, through: io) }
-        if let torchLED, torchLED.available {
-            try? torchLED.set(level: settings.torch.mode == "on" ? settings.torch.level : 0)
+        if let torchLED, torchLED.available, change.old?.torch != change.new.torch {
+            try torchLED.set(level: change.new.torch.mode == .on ? change.new.torch.level : 0)
+            result.torch = change.new.torch
+        }
+        return result
+    }
+
+    public func readBack(_ settings: DeviceSettings) -> DeviceSettings? {
+        state.withLock { s -> DeviceSettings? in
+            guard let control = s.control else { return nil }
+            var read = s.mapping.read(settings, from: control)
+            if torchLED != nil { read.torch = settings.torch }
+            s.settings = read
+            return read
         }
     }
 
-    private func writeSettings(_ s: DeviceSettings, through device: V4L2Device) {
-        for e in mapping.apply(s, to: FileControlIO(fd: device.fd)) { _ = e }  // a refused control leaves the rest applied
-    }
+    // MARK: - Raw controls
 
     public func controls() throws(CameraError) -> [DeviceControl] {
         try withControls { io in
@@ -82,22 +115,30 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             }
             for (key, value) in values.sorted(by: { $0.key < $1.key }) {
                 let c = byKey[key]!
-                try io.set(c.id, c.clamp(value))
+                do throws(CameraError) { try io.set(c.id, c.clamp(value)) } catch {
+                    if case .system(_, let e) = error { throw .refused(control: key, value: c.clamp(value), errno: e) }
+                    throw error
+                }
             }
         }
     }
 
     /// Runs `body` with the running stream's control handle, or a short-lived one.
-    private func withControls<T>(_ body: (FileControlIO) throws(CameraError) -> T) throws(CameraError) -> T {
-        if let d = lock.withLock({ controlDevice }) { return try body(FileControlIO(fd: d.fd)) }
-        let d = try V4L2Device(path: path)
-        defer { d.close() }
-        return try body(FileControlIO(fd: d.fd))
+    private func withControls<T>(_ body: (any V4L2Port) throws(CameraError) -> T) throws(CameraError) -> T {
+        try state.withLock { s throws(CameraError) -> T in
+            if let control = s.control { return try body(control) }
+            let d = try open(s.path)
+            defer { d.close() }
+            return try body(d)
+        }
     }
+
+    // MARK: - Streaming
 
     public func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError) {
         stop()
-        let device = try V4L2Device(path: path)
+        let path = locate?() ?? state.withLock { $0.path }
+        let device = try open(path)
         do throws(CameraError) {
             let applied = try device.setFormat(format)
             guard applied.width == format.width, applied.height == format.height,
@@ -109,79 +150,70 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             device.close()
             throw error
         }
-        // Settings after stream-on: some cameras (the C920's focus) reset controls there.
-        let control = try? V4L2Device(path: path)
-        let (current, onLoss) = lock.withLock { () -> (DeviceSettings?, (@Sendable (CameraError) -> Void)?) in
-            controlDevice = control
-            return (settings, interrupted)
+        let control = try? open(path)
+        let onLoss = state.withLock { s -> (@Sendable (CameraError) -> Void)? in
+            s.path = path
+            s.control = control
+            s.mapping.lineTime = 1 / (Double(max(format.fps, 1)) * Double(max(format.height, 1)))
+            // Settings after stream-on, all of them: cameras reset controls there (the
+            // C920's focus), and a replugged camera powered up at its defaults.
+            if let control, let settings = s.settings {
+                s.settings = (try? s.mapping.apply(SettingsChange(old: nil, new: settings), to: control))
+                    ?? s.mapping.read(settings, from: control)
+            }
+            return s.interrupted
         }
-        if let current, let control { writeSettings(current, through: control) }
-        let w = CaptureWorker(device: device, format: format, timeout: captureTimeout, handler: handler,
-                              interrupted: { [weak self] error in
-                                  self?.closeControls()
-                                  onLoss?(error)
-                              })
-        lock.withLock { worker = w }
+        let loop = V4L2Stream.loop(device: device, format: format, timeout: captureTimeout, handler: handler) { [weak self] error in
+            self?.closeControls()
+            onLoss?(error)
+        }
+        state.withLock { $0.loop = loop }
     }
 
     public func stop() {
-        let w = lock.withLock { () -> CaptureWorker? in defer { worker = nil }; return worker }
-        w?.stop()
+        let loop = state.withLock { s -> CaptureLoop? in defer { s.loop = nil }; return s.loop }
+        loop?.stop()
         closeControls()
     }
 
     private func closeControls() {
-        let d = lock.withLock { () -> V4L2Device? in defer { controlDevice = nil }; return controlDevice }
-        d?.close()
+        state.withLock { s in
+            s.control?.close()
+            s.control = nil
+        }
     }
 }
 
 /// The capture thread of one V4L2 stream. Frames are validated before they leave: raw
 /// frames must be whole, MJPEG frames must start and end like a JPEG.
-final class CaptureWorker: @unchecked Sendable {
-    private let lock = NSLock()
-    private var running = true
-    private let done = DispatchSemaphore(value: 0)
-    private(set) var lastError: CameraError?
-
-    init(device: V4L2Device, format: VideoFormat, timeout: Double, handler: @escaping FrameHandler,
-         interrupted: (@Sendable (CameraError) -> Void)?) {
-        let box = DeviceBox(device)
-        let thread = Thread { [self] in
-            let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
-            let bpp = [PixelFormat.yuyv: 2, .rgb24: 3, .grey: 1, .nv12: 1][format.pixelFormat] ?? 2
-            let stride = box.device.bytesPerLine > 0 ? box.device.bytesPerLine : format.width * bpp
-            var lastFrame = Clock.monotonic()
-            var failure: CameraError?
-            while isRunning {
-                do throws(CameraError) {
-                    let got = try box.device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp in
-                        if let expected, bytes.count < expected { return }
-                        if format.pixelFormat == .mjpeg && !Self.looksLikeJPEG(bytes) { return }
-                        handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp))
-                    }
-                    if got { lastFrame = Clock.monotonic() } else if Clock.monotonic() - lastFrame > timeout {
-                        throw CameraError.unavailable("\(box.device.path): no frame in \(timeout) s")
-                    }
-                } catch {
-                    failure = error
-                    break
+enum V4L2Stream {
+    static func loop(device: any V4L2Port, format: VideoFormat, timeout: Double, handler: @escaping FrameHandler,
+                     lost: @escaping @Sendable (CameraError) -> Void) -> CaptureLoop {
+        let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
+        let bpp = [PixelFormat.yuyv: 2, .rgb24: 3, .grey: 1, .nv12: 1][format.pixelFormat] ?? 2
+        let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.width * bpp
+        let progress = Mutex((last: Clock.monotonic(), failure: CameraError?.none))
+        return CaptureLoop(name: "v4l2-\(device.path)", step: {
+            do throws(CameraError) {
+                let got = try device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp in
+                    if let expected, bytes.count < expected { return }
+                    if format.pixelFormat == .mjpeg && !looksLikeJPEG(bytes) { return }
+                    handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp))
                 }
+                let now = Clock.monotonic()
+                if got { progress.withLock { $0.last = now } }
+                else if now - progress.withLock({ $0.last }) > timeout {
+                    throw CameraError.unavailable("\(device.path): no frame in \(timeout) s")
+                }
+                return true
+            } catch {
+                progress.withLock { $0.failure = error }
+                return false
             }
-            box.device.close()
-            let wasRunning = lock.withLock { () -> Bool in lastError = failure; return running }
-            if let failure, wasRunning { interrupted?(failure) }
-            done.signal()
-        }
-        thread.name = "v4l2-\(device.path)"
-        thread.start()
-    }
-
-    private var isRunning: Bool { lock.withLock { running } }
-
-    func stop() {
-        let was = lock.withLock { () -> Bool in defer { running = false }; return running }
-        if was { done.wait() }
+        }, end: { stoppedByOwner in
+            device.close()
+            if !stoppedByOwner, let failure = progress.withLock({ $0.failure }) { lost(failure) }
+        })
     }
 
     static func looksLikeJPEG(_ b: UnsafeRawBufferPointer) -> Bool {
@@ -191,10 +223,4 @@ final class CaptureWorker: @unchecked Sendable {
         for i in stride(from: b.count - 2, through: tail, by: -1) where b[i] == 0xFF && b[i + 1] == 0xD9 { return true }
         return false
     }
-}
-
-/// Hands the device to its capture thread, which alone uses it from then on.
-final class DeviceBox: @unchecked Sendable {
-    let device: V4L2Device
-    init(_ device: V4L2Device) { self.device = device }
 }

@@ -1,15 +1,22 @@
-// AVFoundation's device settings in V4L2 controls: zoom → ZOOM_ABSOLUTE (else digital);
-// focus → FOCUS_AUTO, FOCUS_ABSOLUTE, AUTO_FOCUS_START; exposure → EXPOSURE_AUTO,
-// EXPOSURE_ABSOLUTE (100 µs units), ISO_SENSITIVITY, AUTO_EXPOSURE_BIAS, gain as the ISO
-// fallback; white balance → AUTO_WHITE_BALANCE, WHITE_BALANCE_TEMPERATURE; torch →
-// FLASH_LED_MODE. Capabilities report only what the device has; values are clamped to
-// its ranges; an automatic mode is switched off before a manual value is written.
+// AVFoundation's device settings in V4L2 controls, for every shape a driver has:
+// zoom → ZOOM_ABSOLUTE (the optical part); focus → FOCUS_AUTO, FOCUS_ABSOLUTE,
+// AUTO_FOCUS_START; exposure → EXPOSURE_AUTO + EXPOSURE_ABSOLUTE (UVC, 100 µs units),
+// EXPOSURE (sensor drivers, in lines), ISO_SENSITIVITY, else AUTOGAIN + GAIN or
+// ANALOGUE_GAIN as the ISO path, AUTO_EXPOSURE_BIAS; white balance → AUTO_WHITE_BALANCE,
+// WHITE_BALANCE_TEMPERATURE; torch → FLASH_LED_MODE (+ FLASH_TORCH_INTENSITY).
+//
+// A change is planned as the writes that differ, each automatic mode switched off in a
+// call of its own before its manual value (uvcvideo sends the value first when both go in
+// one call, and the camera stalls it), and then read back: the device's clamping and
+// stepping, and what its automatic modes chose, are what the session reports.
 
 import CV4L2
 import CameraCore
 
-public struct V4L2ControlMapping {
+public struct V4L2ControlMapping: Sendable {
     public let byID: [UInt32: DeviceControl]
+    /// Seconds per sensor line, for drivers whose exposure is in lines (set per format).
+    public var lineTime: Double = 1.0 / (30 * 1000)
 
     public init(_ controls: [DeviceControl]) {
         byID = Dictionary(controls.filter { !$0.disabled }.map { ($0.id, $0) }) { a, _ in a }
@@ -19,107 +26,223 @@ public struct V4L2ControlMapping {
 
     static let zoom = V4L2_CID_ZOOM_ABSOLUTE, focusAuto = V4L2_CID_FOCUS_AUTO, focusAbsolute = V4L2_CID_FOCUS_ABSOLUTE
     static let focusStart = V4L2_CID_AUTO_FOCUS_START, exposureAuto = V4L2_CID_EXPOSURE_AUTO
-    static let exposureAbsolute = V4L2_CID_EXPOSURE_ABSOLUTE, iso = V4L2_CID_ISO_SENSITIVITY
-    static let bias = V4L2_CID_AUTO_EXPOSURE_BIAS, gain = V4L2_CID_GAIN
+    static let exposureAbsolute = V4L2_CID_EXPOSURE_ABSOLUTE, exposureLines = V4L2_CID_EXPOSURE
+    static let iso = V4L2_CID_ISO_SENSITIVITY, bias = V4L2_CID_AUTO_EXPOSURE_BIAS
+    static let autoGain = V4L2_CID_AUTOGAIN, gain = V4L2_CID_GAIN, analogueGain = V4L2_CID_ANALOGUE_GAIN
     static let awb = V4L2_CID_AUTO_WHITE_BALANCE, temperature = V4L2_CID_WHITE_BALANCE_TEMPERATURE
-    static let flash = V4L2_CID_FLASH_LED_MODE
+    static let flash = V4L2_CID_FLASH_LED_MODE, torchIntensity = V4L2_CID_FLASH_TORCH_INTENSITY
 
     /// EXPOSURE_AUTO menu values.
     static let exposureManual = Int(V4L2_EXPOSURE_MANUAL.rawValue)
     static let exposureAperturePriority = Int(V4L2_EXPOSURE_APERTURE_PRIORITY.rawValue)
     static let exposureFullAuto = Int(V4L2_EXPOSURE_AUTO.rawValue)
+    static let torchOn = Int(V4L2_FLASH_LED_MODE_TORCH.rawValue), torchOff = Int(V4L2_FLASH_LED_MODE_NONE.rawValue)
+
+    /// How far digital zoom goes beyond the lens (AVFoundation's virtual device crops on).
+    public static let digitalZoomMax = 4.0
+    /// The ISO range gain stands for when the device has no ISO control.
+    static let gainISO = Range(min: 100, max: 3200)
+
+    // MARK: - The device's shape
+
+    var exposureMenu: DeviceControl? {
+        guard let e = has(Self.exposureAuto), e.menu[Self.exposureManual] != nil else { return nil }
+        return e
+    }
+    /// The gain control that stands for ISO: ISO itself, else gain, else analogue gain.
+    var gainControl: DeviceControl? { has(Self.gain) ?? has(Self.analogueGain) }
+    var durationControl: DeviceControl? { has(Self.exposureAbsolute) ?? has(Self.exposureLines) }
 
     // MARK: - Capabilities
 
     public var capabilities: Capabilities {
         var c = Capabilities.fixed
         if let z = has(Self.zoom), z.maximum > z.minimum, z.minimum > 0 {
-            c.zoom = ZoomCapability(min: 1, max: Double(z.maximum) / Double(z.minimum), optical: true)
+            let lens = Double(z.maximum) / Double(z.minimum)
+            c.zoom = ZoomCapability(min: 1, max: lens * Self.digitalZoomMax, optical: true, opticalMax: lens)
         }
-        var focus = ["locked"]
-        if has(Self.focusAuto) != nil { focus += ["continuous"] }
-        if has(Self.focusStart) != nil || has(Self.focusAuto) != nil { focus.insert("auto", at: 1) }
+        var focus: [FocusMode] = [.locked]
+        if has(Self.focusStart) != nil || has(Self.focusAuto) != nil { focus.append(.auto) }
+        if has(Self.focusAuto) != nil { focus.append(.continuous) }
         c.focusModes = focus
         c.lensPosition = has(Self.focusAbsolute) != nil
-        var exposure = ["continuous"]
-        if let e = has(Self.exposureAuto), e.menu[Self.exposureManual] != nil {
-            exposure = ["locked", "auto", "continuous"]
-            if let ea = has(Self.exposureAbsolute) {
-                exposure.append("custom")
-                c.exposureDuration = Range(min: Double(max(ea.minimum, 1)) / 10_000, max: Double(ea.maximum) / 10_000)
-            }
-        }
+
+        let automatic = exposureMenu != nil || has(Self.autoGain) != nil
+        let manualValues = durationControl != nil || has(Self.iso) != nil || gainControl != nil
+        var exposure: [ExposureMode] = automatic ? [.locked, .auto, .continuous] : (manualValues ? [.locked] : [.continuous])
+        if manualValues { exposure.append(.custom) }
         c.exposureModes = exposure
-        if let iso = has(Self.iso) { c.iso = Range(min: Double(iso.minimum), max: Double(iso.maximum)) }
-        else if let g = has(Self.gain), exposure.contains("custom") {
-            c.iso = Range(min: 100, max: 100 * Double(g.maximum) / Double(max(g.defaultValue, 1)))  // gain as ISO
-        }
+        if let d = durationControl { c.exposureDuration = Range(min: duration(of: max(d.minimum, 1), d), max: duration(of: d.maximum, d)) }
+        if let iso = has(Self.iso) { c.iso = Range(min: Double(max(iso.minimum, 1)), max: Double(iso.maximum)) }
+        else if gainControl != nil { c.iso = Self.gainISO }
         if let b = has(Self.bias) { c.exposureBias = Range(min: Double(b.minimum) / 1000, max: Double(b.maximum) / 1000) }
-        if has(Self.awb) != nil {
-            c.whiteBalanceModes = has(Self.temperature) != nil ? ["locked", "auto", "continuous"] : ["continuous", "locked"]
-        }
+        if has(Self.awb) != nil { c.whiteBalanceModes = has(Self.temperature) != nil ? [.locked, .auto, .continuous] : [.locked, .continuous] }
         if let t = has(Self.temperature) { c.whiteBalanceTemperature = Range(min: Double(t.minimum), max: Double(t.maximum)) }
-        if let f = has(Self.flash), f.menu[Int(V4L2_FLASH_LED_MODE_TORCH.rawValue)] != nil { c.torch = true }
+        if let f = has(Self.flash), f.menu[Self.torchOn] != nil { c.torch = true }
         return c
     }
 
-    // MARK: - Applying settings
+    // MARK: - Units
 
-    /// The control writes that put the device in `s`, in order: each automatic mode is
-    /// switched off before its manual value is written (the C920 ignores a manual focus
-    /// while autofocus is on), and values are clamped to the control's range.
-    public func writes(for s: DeviceSettings) -> [(id: UInt32, value: Int)] {
-        var out: [(UInt32, Int)] = []
-        func put(_ id: Int32, _ v: Int) { if let c = has(id) { out.append((c.id, c.clamp(v))) } }
+    func duration(of value: Int, _ c: DeviceControl) -> Double {
+        c.id == UInt32(bitPattern: Self.exposureAbsolute) ? Double(value) / 10_000 : Double(value) * lineTime
+    }
+    func durationValue(_ seconds: Double, _ c: DeviceControl) -> Int {
+        Int((c.id == UInt32(bitPattern: Self.exposureAbsolute) ? seconds * 10_000 : seconds / lineTime).rounded())
+    }
+    /// Gain onto ISO linearly: the control's range spans `gainISO`.
+    func iso(ofGain g: Int, _ c: DeviceControl) -> Double {
+        let span = Double(max(c.maximum - c.minimum, 1))
+        return (Self.gainISO.min + Double(g - c.minimum) / span * (Self.gainISO.max - Self.gainISO.min)).rounded()
+    }
+    func gainValue(_ iso: Double, _ c: DeviceControl) -> Int {
+        let span = Double(max(c.maximum - c.minimum, 1))
+        return c.minimum + Int(((Self.gainISO.clamp(iso) - Self.gainISO.min) / (Self.gainISO.max - Self.gainISO.min) * span).rounded())
+    }
+    func lensValue(_ p: Double, _ c: DeviceControl) -> Int { c.minimum + Int((p * Double(c.maximum - c.minimum)).rounded()) }
+    func lensPosition(_ v: Int, _ c: DeviceControl) -> Double {
+        c.maximum > c.minimum ? (Double(v - c.minimum) / Double(c.maximum - c.minimum) * 1000).rounded() / 1000 : 0
+    }
 
-        if let z = has(Self.zoom), z.minimum > 0 { put(Self.zoom, Int((s.zoom.factor * Double(z.minimum)).rounded())) }
+    // MARK: - Planning a change
 
-        switch s.focus.mode {
-        case "locked":
-            put(Self.focusAuto, 0)
-            if let f = has(Self.focusAbsolute) {
-                put(Self.focusAbsolute, f.minimum + Int((s.focus.lensPosition * Double(f.maximum - f.minimum)).rounded()))
-            }
-        case "auto":
-            put(Self.focusAuto, 0)
-            if has(Self.focusStart) != nil { put(Self.focusStart, 1) } else { put(Self.focusAuto, 1) }
-        default:
-            put(Self.focusAuto, 1)
+    public struct Write: Sendable, Equatable {
+        public var id: UInt32
+        public var value: Int
+    }
+
+    /// The writes that take the device from `change.old` to `change.new`, in order; with no
+    /// `old` (after stream-on or a replug) everything the settings name is written.
+    public func writes(for change: SettingsChange) -> [Write] {
+        var out: [Write] = []
+        func put(_ id: Int32, _ v: Int) { if let c = has(id) { out.append(Write(id: c.id, value: c.clamp(v))) } }
+        let new = change.new, old = change.old
+
+        if let z = has(Self.zoom), z.minimum > 0, old?.zoom.optical != new.zoom.optical {
+            put(Self.zoom, Int((new.zoom.optical * Double(z.minimum)).rounded()))
         }
 
-        switch s.exposure.mode {
-        case "custom", "locked":
-            put(Self.exposureAuto, Self.exposureManual)
-            put(Self.exposureAbsolute, Int((s.exposure.duration * 10_000).rounded()))
-            if has(Self.iso) != nil { put(Self.iso, Int(s.exposure.iso.rounded())) }
-            else if let g = has(Self.gain) { put(Self.gain, Int((s.exposure.iso / 100 * Double(g.defaultValue)).rounded())) }
-        default:
-            if let e = has(Self.exposureAuto) {
-                put(Self.exposureAuto, e.menu[Self.exposureAperturePriority] != nil ? Self.exposureAperturePriority : Self.exposureFullAuto)
+        let focusModeChanged = old?.focus.mode != new.focus.mode
+        switch new.focus.mode {
+        case .locked:
+            if focusModeChanged { put(Self.focusAuto, 0) }
+            if let f = has(Self.focusAbsolute), old?.focus.lensPosition != new.focus.lensPosition || focusModeChanged {
+                put(Self.focusAbsolute, lensValue(new.focus.lensPosition, f))
+            }
+        case .auto:
+            if has(Self.focusStart) != nil {
+                if focusModeChanged { put(Self.focusAuto, 0) }
+                if focusModeChanged || change.runAutoFocus { put(Self.focusStart, 1) }
+            } else if focusModeChanged || change.runAutoFocus {
+                put(Self.focusAuto, 1)  // no one-shot AF on this device: its autofocus runs
+            }
+        case .continuous:
+            if focusModeChanged { put(Self.focusAuto, 1) }
+        }
+
+        let e = new.exposure, eOld = old?.exposure
+        let exposureModeChanged = eOld?.mode != e.mode
+        switch e.mode {
+        case .custom, .locked:
+            if exposureModeChanged {
+                if exposureMenu != nil { put(Self.exposureAuto, Self.exposureManual) }
+                put(Self.autoGain, 0)
+            }
+            if e.mode == .custom {
+                if let d = durationControl, exposureModeChanged || eOld?.duration != e.duration {
+                    out.append(Write(id: d.id, value: d.clamp(durationValue(e.duration, d))))
+                }
+                if exposureModeChanged || eOld?.iso != e.iso {
+                    if has(Self.iso) != nil { put(Self.iso, Int(e.iso.rounded())) }
+                    else if let g = gainControl { out.append(Write(id: g.id, value: g.clamp(gainValue(e.iso, g)))) }
+                }
+            }
+        case .auto, .continuous:
+            if exposureModeChanged {
+                if let m = exposureMenu {
+                    put(Self.exposureAuto, m.menu[Self.exposureAperturePriority] != nil ? Self.exposureAperturePriority : Self.exposureFullAuto)
+                }
+                put(Self.autoGain, 1)
             }
         }
-        if has(Self.bias) != nil { put(Self.bias, Int((s.exposure.bias * 1000).rounded())) }
+        if has(Self.bias) != nil, eOld?.bias != e.bias { put(Self.bias, Int((e.bias * 1000).rounded())) }
 
-        if s.whiteBalance.mode == "locked" {
-            put(Self.awb, 0)
-            put(Self.temperature, Int(s.whiteBalance.temperature.rounded()))
-        } else {
+        let w = new.whiteBalance, wOld = old?.whiteBalance
+        if w.mode == .locked {
+            if wOld?.mode != .locked { put(Self.awb, 0) }
+            if wOld?.mode != .locked || wOld?.temperature != w.temperature { put(Self.temperature, Int(w.temperature.rounded())) }
+        } else if wOld?.mode != w.mode {
             put(Self.awb, 1)
         }
 
-        if has(Self.flash) != nil {
-            let mode = s.torch.mode == "on" && s.torch.level > 0 ? V4L2_FLASH_LED_MODE_TORCH : V4L2_FLASH_LED_MODE_NONE
-            put(Self.flash, Int(mode.rawValue))
+        let t = new.torch, tOld = old?.torch
+        if has(Self.flash) != nil, tOld?.mode != t.mode || tOld?.level != t.level {
+            let on = t.mode == .on && t.level > 0
+            if on, let i = has(Self.torchIntensity) { put(Self.torchIntensity, i.minimum + Int((t.level * Double(i.maximum - i.minimum)).rounded())) }
+            put(Self.flash, on ? Self.torchOn : Self.torchOff)
         }
         return out
     }
 
-    /// Writes `s` through `io`; a control the driver refuses is skipped, the rest go on.
-    public func apply(_ s: DeviceSettings, to io: ControlIO) -> [CameraError] {
-        var errors: [CameraError] = []
-        for w in writes(for: s) {
-            do throws(CameraError) { try io.set(w.id, w.value) } catch { errors.append(error) }
+    // MARK: - Applying and reading back
+
+    /// Writes the change one control at a time. If the device refuses one, what this
+    /// change already wrote is put back (newest first) and the refusal is thrown, naming
+    /// the control. Answers the settings read back from the device.
+    public func apply(_ change: SettingsChange, to io: ControlIO) throws(CameraError) -> DeviceSettings {
+        var undo: [Write] = []
+        for w in writes(for: change) {
+            let before = try? io.get(w.id)
+            do throws(CameraError) {
+                try io.set(w.id, w.value)
+            } catch {
+                for u in undo.reversed() { try? io.set(u.id, u.value) }
+                let key = byID[w.id]?.key ?? String(w.id)
+                if case .system(_, let errno) = error { throw .refused(control: key, value: w.value, errno: errno) }
+                throw error
+            }
+            if let before, byID[w.id]?.kind != .button { undo.append(Write(id: w.id, value: before)) }
         }
-        return errors
+        return read(change.new, from: io)
+    }
+
+    /// `requested` as the device has it now: values read back, modes as its controls say.
+    public func read(_ requested: DeviceSettings, from io: ControlIO) -> DeviceSettings {
+        func value(_ id: Int32) -> (Int, DeviceControl)? {
+            guard let c = has(id), let v = try? io.get(c.id) else { return nil }
+            return (v, c)
+        }
+        var s = requested
+        if let (v, z) = value(Self.zoom), z.minimum > 0 { s.zoom.optical = (Double(v) / Double(z.minimum) * 1000).rounded() / 1000 }
+
+        if let (on, _) = value(Self.focusAuto) {
+            if on != 0 && s.focus.mode == .locked { s.focus.mode = .continuous }  // turned on from outside
+            if on == 0 && s.focus.mode == .continuous { s.focus.mode = .locked }
+        }
+        if let (v, f) = value(Self.focusAbsolute) { s.focus.lensPosition = lensPosition(v, f) }
+
+        var manual: Bool?
+        if exposureMenu != nil, let (m, _) = value(Self.exposureAuto) { manual = m == Self.exposureManual }
+        else if let (a, _) = value(Self.autoGain) { manual = a == 0 }
+        if let manual {
+            if manual && (s.exposure.mode == .auto || s.exposure.mode == .continuous) { s.exposure.mode = .locked }
+            if !manual && (s.exposure.mode == .custom || s.exposure.mode == .locked) { s.exposure.mode = .continuous }
+        }
+        if let d = durationControl, let v = try? io.get(d.id) { s.exposure.duration = (duration(of: v, d) * 1e6).rounded() / 1e6 }
+        if let (v, _) = value(Self.iso) { s.exposure.iso = Double(v) }
+        else if let g = gainControl, let v = try? io.get(g.id) { s.exposure.iso = iso(ofGain: v, g) }
+        if let (v, _) = value(Self.bias) { s.exposure.bias = Double(v) / 1000 }
+
+        if let (on, _) = value(Self.awb) {
+            if on != 0 && s.whiteBalance.mode == .locked { s.whiteBalance.mode = .continuous }
+            if on == 0 && s.whiteBalance.mode != .locked { s.whiteBalance.mode = .locked }
+        }
+        if let (v, _) = value(Self.temperature) { s.whiteBalance.temperature = Double(v) }
+
+        if let (m, _) = value(Self.flash) {
+            if m == Self.torchOn && s.torch.mode == .off { s.torch.mode = .on }
+            if m != Self.torchOn && s.torch.mode == .on { s.torch.mode = .off }
+        }
+        return s
     }
 }

@@ -6,15 +6,15 @@ import CV4L2
 import CameraCore
 import Glibc
 
-final class V4L2Device {
-    let path: String
+public final class V4L2Device {
+    public let path: String
     private(set) var fd: Int32
     private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
     private(set) var streaming = false
-    private(set) var bytesPerLine = 0
+    public private(set) var bytesPerLine = 0
     private(set) var sizeImage = 0
 
-    init(path: String) throws(CameraError) {
+    public init(path: String) throws(CameraError) {
         self.path = path
         let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw .system(call: "open \(path)", errno: errno) }
@@ -39,7 +39,7 @@ final class V4L2Device {
     // MARK: - Format
 
     /// Sets the format; the driver may adjust it, so the applied one is returned.
-    func setFormat(_ want: VideoFormat) throws(CameraError) -> VideoFormat {
+    public func setFormat(_ want: VideoFormat) throws(CameraError) -> VideoFormat {
         var f = v4l2_format()
         f.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         f.fmt.pix.width = UInt32(want.width)
@@ -69,7 +69,7 @@ final class V4L2Device {
 
     // MARK: - Streaming
 
-    func startStreaming(bufferCount: Int = 4) throws(CameraError) {
+    func startStreaming(bufferCount: Int) throws(CameraError) {
         var req = v4l2_requestbuffers()
         req.count = UInt32(bufferCount)
         req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -118,7 +118,7 @@ final class V4L2Device {
 
     /// Waits up to `timeoutMs` for a filled buffer and lends its bytes to `body`, then gives
     /// the buffer back to the driver. Returns false on timeout.
-    func withNextFrame(timeoutMs: Int32,
+    public func withNextFrame(timeoutMs: Int32,
                        _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double) -> Void) throws(CameraError) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let n = poll(&p, 1, timeoutMs)
@@ -149,7 +149,7 @@ final class V4L2Device {
     }
 
     /// Undoes `init` and `startStreaming` in reverse. Idempotent.
-    func close() {
+    public func close() {
         guard fd >= 0 else { return }
         stopStreaming()
         Glibc.close(fd)

@@ -1,0 +1,174 @@
+// The device-setting calls. Each validates against the camera's capabilities (pure, in
+// SettingsValidation), asks the camera for the change and keeps what it answered; a
+// refusal leaves the session's settings as they were. Zoom is routed once: the lens up to
+// its range, the crop only beyond it.
+
+import CameraCore
+import Foundation
+
+extension CaptureSession {
+    @discardableResult
+    public func zoom(_ r: ZoomRequest) throws(SessionError) -> SessionState {
+        let caps = camera.capabilities.zoom
+        let (target, rate) = try SettingsValidation.zoom(r, caps)
+        let now = Clock.monotonic()
+        if rate == nil || !caps.optical {
+            // At once: the lens goes there now (the crop follows from the factor).
+            var new = settings
+            new.zoom.optical = SettingsValidation.zoomParts(target, caps).optical
+            try commit(new)
+            let from = pipelineSettings.ramp.factor(at: now)
+            pipelineSettings.ramp = rate == nil ? .fixed(target) : ZoomRamp(from: from, to: target, rate: rate, start: now)
+        } else {
+            // A ramp: the crop follows the curve per frame; the lens is stepped along it.
+            let from = pipelineSettings.ramp.factor(at: now)
+            pipelineSettings.ramp = ZoomRamp(from: from, to: target, rate: rate, start: now)
+            let ramp = generation
+            Task { await stepLens(generation: ramp, ramp: pipelineSettings.ramp) }
+        }
+        settings.zoom.factor = target
+        return announce()
+    }
+
+    /// Moves the lens along a zoom ramp, a control step at a time, until it ends or another
+    /// zoom call, stop or switch supersedes it.
+    private func stepLens(generation launched: Int, ramp: ZoomRamp) async {
+        let caps = camera.capabilities.zoom
+        while launched == generation, pipelineSettings.ramp == ramp {
+            let now = Clock.monotonic()
+            let optical = SettingsValidation.zoomParts(ramp.factor(at: now), caps).optical
+            if abs(optical - settings.zoom.optical) >= 0.01 {
+                var new = settings
+                new.zoom.optical = optical
+                do { try commit(new) } catch {
+                    logger.warning("zoom ramp stopped: \(error)")
+                    pipelineSettings.ramp = .fixed(settings.zoom.optical)
+                    return
+                }
+            }
+            if !ramp.isRamping(at: now) { return }
+            try? await Task.sleep(nanoseconds: 33_000_000)  // about a frame
+        }
+    }
+
+    @discardableResult
+    public func focus(_ r: FocusRequest) throws(SessionError) -> SessionState {
+        let (new, runAutoFocus) = try SettingsValidation.focus(r, camera.capabilities, settings)
+        try commit(new, runAutoFocus: runAutoFocus)
+        return announce()
+    }
+
+    @discardableResult
+    public func exposure(_ r: ExposureRequest) throws(SessionError) -> SessionState {
+        try commit(try SettingsValidation.exposure(r, camera.capabilities, settings))
+        return announce()
+    }
+
+    @discardableResult
+    public func whiteBalance(_ r: WhiteBalanceRequest) throws(SessionError) -> SessionState {
+        try commit(try SettingsValidation.whiteBalance(r, camera.capabilities, settings))
+        return announce()
+    }
+
+    @discardableResult
+    public func torch(_ r: TorchRequest) throws(SessionError) -> SessionState {
+        try commit(try SettingsValidation.torch(r, camera.capabilities, settings))
+        return announce()
+    }
+
+    /// Orientation belongs to the output: no device control is written.
+    @discardableResult
+    public func orientation(_ r: OrientationRequest) throws(SessionError) -> SessionState {
+        settings.orientation = try SettingsValidation.orientation(r, settings.orientation)
+        pipelineSettings.setOrientation(rotation: settings.orientation.rotation, mirrored: settings.orientation.mirrored)
+        return announce()
+    }
+
+    /// Asks the camera for `new` and keeps what it answered; on a refusal nothing changes.
+    func commit(_ new: DeviceSettings, runAutoFocus: Bool = false) throws(SessionError) {
+        do throws(CameraError) {
+            let accepted = try camera.apply(SettingsChange(old: settings, new: new, runAutoFocus: runAutoFocus))
+            settings = Self.keepingSessionParts(accepted, of: new)
+        } catch {
+            throw .camera(error)
+        }
+    }
+
+    // MARK: - Device controls (power users)
+
+    public func controls() throws(SessionError) -> [DeviceControl] {
+        do throws(CameraError) { return try camera.controls() } catch { throw Self.map(error) }
+    }
+
+    /// Sets the camera's own controls by key; answers the controls after the change. The
+    /// session's settings are read back, so a zoom or focus set this way shows in the state.
+    public func setControls(_ values: [String: Int]) throws(SessionError) -> [DeviceControl] {
+        do throws(CameraError) {
+            try camera.setControls(values)
+            let after = try camera.controls()
+            adoptReadBack()
+            announce()
+            return after
+        } catch { throw Self.map(error) }
+    }
+
+    private static func map(_ e: CameraError) -> SessionError {
+        if case .unsupportedControl(let k, let known) = e { return .unsupported("control '\(k)'", supported: known) }
+        return .camera(e)
+    }
+
+    // MARK: - Read-back
+
+    /// While running, the device's values are read back at a modest rate, off the frame
+    /// path: automatic modes move exposure, gain, temperature and the lens, and another
+    /// program may change a control. A change that is not an automatic mode's own doing is
+    /// announced as a state event.
+    func startReadBack(generation launched: Int) {
+        let interval = configuration.readBackInterval
+        guard interval > 0 else { return }
+        Task { [weak self] in
+            while let self, await self.readBackTick(generation: launched) {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+            }
+        }
+    }
+
+    private func readBackTick(generation launched: Int) -> Bool {
+        guard launched == generation, runState == .running else { return false }
+        if adoptReadBack() { announce() }
+        return true
+    }
+
+    /// Takes the device's values; true when something beyond automatic drift changed.
+    @discardableResult
+    func adoptReadBack() -> Bool {
+        guard let read = camera.readBack(settings) else { return false }
+        let before = settings
+        var next = Self.keepingSessionParts(read, of: settings)
+        let ramping = pipelineSettings.ramp.isRamping(at: Clock.monotonic())
+        if !ramping, abs(next.zoom.optical - before.zoom.optical) >= 0.005 {
+            // The lens moved from outside: the picture is the lens's alone now, unless it
+            // sits at the end of its range with the crop beyond it.
+            let opticalMax = camera.capabilities.zoom.opticalMax
+            let factor = next.zoom.optical >= opticalMax - 0.005 ? max(before.zoom.factor, next.zoom.optical) : next.zoom.optical
+            pipelineSettings.ramp = .fixed(factor)
+            next.zoom.factor = factor
+        } else if ramping {
+            next.zoom.optical = before.zoom.optical
+        }
+        settings = next
+        return before.differsBeyondAutomaticDrift(from: next)
+    }
+}
+
+extension DeviceSettings {
+    /// True when a mode, the lens zoom, or a value no automatic mode is moving differs.
+    func differsBeyondAutomaticDrift(from o: DeviceSettings) -> Bool {
+        if zoom.optical != o.zoom.optical || focus.mode != o.focus.mode || exposure.mode != o.exposure.mode
+            || whiteBalance.mode != o.whiteBalance.mode || torch != o.torch || exposure.bias != o.exposure.bias { return true }
+        if focus.mode == .locked && focus.lensPosition != o.focus.lensPosition { return true }
+        if exposure.mode == .custom && (exposure.duration != o.exposure.duration || exposure.iso != o.exposure.iso) { return true }
+        if whiteBalance.mode == .locked && whiteBalance.temperature != o.whiteBalance.temperature { return true }
+        return false
+    }
+}

@@ -1,0 +1,121 @@
+// The session driving a V4L2 camera over a stateful Logitech C920 model at the ioctl seam,
+// without sockets: what each call does to the device and to the pixels, and what the state
+// then says.
+
+import CV4L2
+import CameraCore
+import Capture
+import CaptureTestSupport
+import Foundation
+import Glibc
+import JPEG
+import Testing
+@testable import Session
+
+@Suite(.serialized) struct SessionOnFakeC920Tests {
+    func session(_ fake: FakeWebcam) async throws -> CaptureSession {
+        let camera = V4L2Camera(id: "c920", path: "/dev/fake0", name: "HD Pro Webcam C920",
+                                formats: [FormatOption(pixelFormat: .yuyv, width: 640, height: 480, fps: [30])],
+                                open: { path throws(CameraError) in try fake.open(path) })
+        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1))
+        try await s.start()
+        return s
+    }
+
+    /// The mean width of the bars across the middle of a photo, in pixels.
+    func barWidth(_ s: CaptureSession) async throws -> Double {
+        let ticket = try await s.capture(quality: 90)
+        let frame = try #require(await ticket.frame(timeout: 5))
+        let image = try JPEGDecoder.decodeRGB(frame.jpeg)
+        let y = image.height / 2
+        var runs: [Int] = [], run = 0, last: Bool?
+        for x in image.width / 4..<(3 * image.width / 4) {
+            let bright = image.pixel(x: x, y: y).g > 128
+            if bright == last { run += 1 } else { if last != nil { runs.append(run) }; run = 1; last = bright }
+        }
+        runs = Array(runs.dropFirst())  // the first run is cut by the window
+        return runs.isEmpty ? Double(image.width / 2) : Double(runs.reduce(0, +)) / Double(runs.count)
+    }
+
+    @Test func twoTimesMovesTheLensAndCropsNothing() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        let base = try await barWidth(s)
+        let state = try await s.zoom(ZoomRequest(factor: 2))
+        #expect(fake.value("zoom_absolute") == 200, "the lens moved at once")
+        #expect(state.zoom.factor == 2 && state.zoom.optical == 2 && state.zoom.digital == 1)
+        let zoomed = try await barWidth(s)
+        #expect(abs(zoomed / base - 2) < 0.3, "2×, not 4×: bars \(base) → \(zoomed) px")
+        await s.stop()
+    }
+
+    @Test func tenTimesOnAFiveTimesLensIsOpticalFiveThenDigitalTwo() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        let base = try await barWidth(s)
+        let state = try await s.zoom(ZoomRequest(factor: 10))
+        #expect(fake.value("zoom_absolute") == 500)
+        #expect(state.zoom.optical == 5 && state.zoom.digital == 2 && state.zoom.factor == 10)
+        let zoomed = try await barWidth(s)
+        #expect(abs(zoomed / base - 10) < 1.5, "bars \(base) → \(zoomed) px")
+        await s.stop()
+    }
+
+    @Test func autofocusRunsOncePerFocusRequestAndNeverForTheTorchOrExposure() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        _ = try await s.focus(FocusRequest(mode: "locked"))
+        fake.clearWrites()
+        _ = try await s.focus(FocusRequest(mode: "auto"))
+        _ = try await s.focus(FocusRequest(mode: "auto"))
+        #expect(fake.writes.filter { $0.key == "focus_automatic_continuous" }.count == 2, "once per request")
+        fake.clearWrites()
+        _ = try await s.exposure(ExposureRequest(mode: "custom", duration: 0.01))
+        _ = try await s.whiteBalance(WhiteBalanceRequest(mode: "locked", temperature: 3000))
+        _ = try await s.orientation(OrientationRequest(rotation: 90))
+        #expect(!fake.writes.contains { $0.key.hasPrefix("focus") })
+        #expect(fake.writes.map(\.key) == ["auto_exposure", "exposure_time_absolute", "gain", "white_balance_automatic", "white_balance_temperature"])
+        await s.stop()
+    }
+
+    @Test func aRefusedWriteAnswersAnErrorAndLeavesTheStateAsItWas() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        let before = await s.state()
+        fake.stall("white_balance_temperature")
+        await #expect(throws: SessionError.camera(.refused(control: "white_balance_temperature", value: 3000, errno: EILSEQ))) {
+            try await s.whiteBalance(WhiteBalanceRequest(mode: "locked", temperature: 3000))
+        }
+        let after = await s.state()
+        #expect(after.whiteBalance == before.whiteBalance)
+        #expect(fake.value("white_balance_automatic") == 1, "auto white balance back on")
+        await s.stop()
+    }
+
+    @Test func theStateIsReadBackAfterClampingAndStepping() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        let state = try await s.focus(FocusRequest(mode: "locked", lensPosition: 0.41))
+        #expect(fake.value("focus_absolute") == 105)
+        #expect(state.focus.lensPosition == 0.412, "105 of 255, not the 0.41 asked")
+        await s.stop()
+    }
+
+    @Test func aZoomChangedOnTheCameraShowsInTheStateAndAsAnEvent() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        let id = ObjectIdentifier(fake)
+        s.events.subscribe(id, initial: nil)
+        defer { s.events.unsubscribe(id) }
+        fake.setFromOutside("zoom_absolute", 300)
+        let deadline = Date().addingTimeInterval(3)
+        var seen: SessionState?
+        while seen == nil && Date() < deadline {
+            if case .state(let st)? = s.events.next(id, wake: {}), st.zoom.optical == 3 { seen = st }
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        #expect(seen?.zoom.factor == 3)
+        #expect(await s.state().zoom.optical == 3)
+        await s.stop()
+    }
+}
