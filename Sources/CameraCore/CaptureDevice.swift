@@ -70,8 +70,11 @@ extension CaptureDevice {
 }
 
 public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A system call failed; `call` names it and `errno` is what it left.
-    case system(call: String, errno: Int32)
+    /// A system call failed: `call` names it, `errno` is what it left.
+    public static func system(call: String, errno: Int32) -> CameraError { .system(SystemError(call: call, errno: errno)) }
+
+    /// A system call failed; the error names it and keeps its errno.
+    case system(SystemError)
     case unsupportedFormat(String)
     case unavailable(String)
     case invalidImage(String)
@@ -83,7 +86,7 @@ public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .system(let call, let errno): "\(call) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+        case .system(let e): e.description
         case .unsupportedFormat(let m): "unsupported format: \(m)"
         case .unavailable(let m): "camera unavailable: \(m)"
         case .invalidImage(let m): "invalid image: \(m)"

@@ -30,7 +30,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.configuration = configuration
         self.router = router
         self.logger = logger
-        staticFiles = configuration.publicDirectory.map { StaticFiles(directory: $0) }
+        staticFiles = configuration.staticFiles
     }
 
     deinit { assert(daemon == nil, "HTTPServer released while running: call stop()") }
@@ -79,7 +79,7 @@ public final class HTTPServer: @unchecked Sendable {
         lock.withLock {
             for s in streams.values { s.finish() }
             for ctx in suspendedRequests.values {
-                if ctx.pendingResponse == nil { ctx.pendingResponse = HTTPError(503, "camera_unavailable", "The server is stopping.").response }
+                if ctx.pendingResponse == nil { ctx.pendingResponse = HTTPError(503, configuration.unavailableCode, "The server is stopping.").response }
                 ctx.suspended = false
                 MHD_resume_connection(ctx.connection)
             }
@@ -147,7 +147,7 @@ public final class HTTPServer: @unchecked Sendable {
             }
             ctx.collectValues()
             if overLimit {
-                return queue(HTTPError(503, "camera_unavailable",
+                return queue(HTTPError(503, configuration.unavailableCode,
                                        "Too many connections (limit \(configuration.maxConnections)); try again later.").response, ctx)
             }
             if let length = ctx.headers["content-length"].flatMap({ Int($0) }), length > configuration.maxBodyBytes {
@@ -245,7 +245,7 @@ public final class HTTPServer: @unchecked Sendable {
             headers.append(("Access-Control-Allow-Origin", origin))
             headers.append(("Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"))
             headers.append(("Access-Control-Allow-Headers", "Content-Type, Authorization"))
-            headers.append(("Access-Control-Expose-Headers", "X-Frame-Sequence, X-Capture-Timestamp, X-Viewfinder-Online, Location"))
+            headers.append(("Access-Control-Expose-Headers", configuration.exposedHeaders.joined(separator: ", ")))
         }
         var body = response.body
         if ctx.method == "HEAD", case .stream(let s) = body {

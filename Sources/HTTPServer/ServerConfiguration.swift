@@ -1,4 +1,6 @@
-// What the server needs to listen: address, limits, CORS and the static directory.
+// What the server needs to listen: address, limits, CORS and where unrouted GETs go. The
+// server knows no application: the error code it answers when overloaded, the headers CORS
+// exposes and the static files are the application's to configure.
 
 public struct ServerConfiguration: Sendable {
     public var host: String
@@ -10,15 +12,23 @@ public struct ServerConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// When set, CORS headers allow this origin ("*" for any).
     public var allowOrigin: String?
-    public var publicDirectory: String?
+    /// Response headers a cross-origin page may read (Access-Control-Expose-Headers).
+    public var exposedHeaders: [String]
+    /// Files served for GET/HEAD paths no route takes.
+    public var staticFiles: StaticFiles?
+    /// The contract's error code for 503 (too many connections, stopping).
+    public var unavailableCode: String
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maxConnections: Int = 256,
-                maxBodyBytes: Int = 64 * 1024, allowOrigin: String? = nil, publicDirectory: String? = nil) {
+                maxBodyBytes: Int = 64 * 1024, allowOrigin: String? = nil, exposedHeaders: [String] = ["Location"],
+                staticFiles: StaticFiles? = nil, unavailableCode: String = "unavailable") {
         self.host = host
         self.port = port
         self.maxConnections = maxConnections
         self.maxBodyBytes = maxBodyBytes
         self.allowOrigin = allowOrigin
-        self.publicDirectory = publicDirectory
+        self.exposedHeaders = exposedHeaders
+        self.staticFiles = staticFiles
+        self.unavailableCode = unavailableCode
     }
 }

@@ -15,15 +15,6 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
     public var capturedAt: String
 }
 
-public enum PhotoStoreError: Error, CustomStringConvertible {
-    case system(call: String, path: String, errno: Int32)
-
-    public var description: String {
-        switch self {
-        case .system(let call, let path, let e): "\(call) \(path): \(String(cString: strerror(e)))"
-        }
-    }
-}
 
 public final class PhotoStore: @unchecked Sendable {
     public let directory: String
@@ -39,7 +30,7 @@ public final class PhotoStore: @unchecked Sendable {
         return parts.count == 2 && parts.allSatisfy { (1...20).contains($0.count) && $0.allSatisfy(\.isASCIIDigit) }
     }
 
-    public func save(_ frame: EncodedFrame) throws(PhotoStoreError) -> PhotoInfo {
+    public func save(_ frame: EncodedFrame) throws(SystemError) -> PhotoInfo {
         let id = "\(Int64((frame.timestamp * 1_000_000).rounded()))-\(frame.sequence)"
         do {
             lock.lock()
@@ -47,20 +38,20 @@ public final class PhotoStore: @unchecked Sendable {
             try ensureDirectory()
             let final = path(id), temp = directory + "/.tmp-" + id
             let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw .system(call: "open", path: temp, errno: errno) }
+            guard fd >= 0 else { throw SystemError(call: "open \(temp)", errno: errno) }
             var ok = true
-            var failure: PhotoStoreError?
+            var failure: SystemError?
             frame.jpeg.withUnsafeBytes { buf in
                 var off = 0
                 while off < buf.count {
                     let n = write(fd, buf.baseAddress! + off, buf.count - off)
-                    if n < 0 { if errno == EINTR { continue }; failure = .system(call: "write", path: temp, errno: errno); ok = false; return }
+                    if n < 0 { if errno == EINTR { continue }; failure = SystemError(call: "write \(temp)", errno: errno); ok = false; return }
                     off += n
                 }
             }
-            if ok && fsync(fd) != 0 { failure = .system(call: "fsync", path: temp, errno: errno); ok = false }
+            if ok && fsync(fd) != 0 { failure = SystemError(call: "fsync \(temp)", errno: errno); ok = false }
             close(fd)
-            if ok && rename(temp, final) != 0 { failure = .system(call: "rename", path: final, errno: errno); ok = false }
+            if ok && rename(temp, final) != 0 { failure = SystemError(call: "rename \(final)", errno: errno); ok = false }
             if let failure { unlink(temp); throw failure }
             let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             if dfd >= 0 { fsync(dfd); close(dfd) }  // the rename itself is durable
@@ -95,11 +86,11 @@ public final class PhotoStore: @unchecked Sendable {
 
     private func path(_ id: String) -> String { directory + "/" + id + ".jpg" }
 
-    private func ensureDirectory() throws(PhotoStoreError) {
+    private func ensureDirectory() throws(SystemError) {
         var isDir: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue { return }
         do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
-            throw .system(call: "mkdir", path: directory, errno: errno)
+            throw SystemError(call: "mkdir \(directory)", errno: errno)
         }
     }
 

@@ -47,7 +47,8 @@ public final class Application: @unchecked Sendable {
             host: configuration.server.host, port: configuration.server.port,
             maxConnections: configuration.server.maxConnections,
             allowOrigin: configuration.server.allowOrigin,
-            publicDirectory: configuration.server.publicDirectory),
+            exposedHeaders: ["X-Frame-Sequence", "X-Capture-Timestamp", "X-Viewfinder-Online", "Location"],
+            staticFiles: staticFiles, unavailableCode: "camera_unavailable"),
             router: makeRouter(), logger: logger)
         server = s
         try s.start()

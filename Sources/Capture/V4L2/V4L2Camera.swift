@@ -116,7 +116,7 @@ public final class V4L2Camera: CaptureDevice, Sendable {
             for (key, value) in values.sorted(by: { $0.key < $1.key }) {
                 let c = byKey[key]!
                 do throws(CameraError) { try io.set(c.id, c.clamp(value)) } catch {
-                    if case .system(_, let e) = error { throw .refused(control: key, value: c.clamp(value), errno: e) }
+                    if case .system(let e) = error { throw .refused(control: key, value: c.clamp(value), errno: e.errno) }
                     throw error
                 }
             }

@@ -198,7 +198,7 @@ public struct V4L2ControlMapping: Sendable {
             } catch {
                 for u in undo.reversed() { try? io.set(u.id, u.value) }
                 let key = byID[w.id]?.key ?? String(w.id)
-                if case .system(_, let errno) = error { throw .refused(control: key, value: w.value, errno: errno) }
+                if case .system(let e) = error { throw .refused(control: key, value: w.value, errno: e.errno) }
                 throw error
             }
             if let before, byID[w.id]?.kind != .button { undo.append(Write(id: w.id, value: before)) }

@@ -135,7 +135,7 @@ public final class V4L2Device {
         do throws(CameraError) {
             try V4L2Call.ioctl(fd, CV4L2_VIDIOC_DQBUF, "VIDIOC_DQBUF", &buf)
         } catch {
-            if case .system(_, let e) = error, e == EAGAIN { return false }
+            if case .system(let e) = error, e.errno == EAGAIN { return false }
             throw error
         }
         let b = buffers[Int(buf.index)]
