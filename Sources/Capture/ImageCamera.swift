@@ -3,13 +3,13 @@
 
 import CameraCore
 import Foundation
+import Synchronization
 import JPEG
 
-public final class ImageCamera: CaptureDevice, @unchecked Sendable {
+public final class ImageCamera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor
     public let path: String
-    private let lock = NSLock()
-    private var thread: PacedCaptureThread?
+    private let thread = Mutex<PacedCaptureThread?>(nil)
 
     public init(id: String, path: String, position: CameraDescriptor.Position) {
         self.path = path
@@ -50,14 +50,11 @@ public final class ImageCamera: CaptureDevice, @unchecked Sendable {
                                  sequence: seq, timestamp: ts))
             }
         }
-        lock.withLock { thread = t }
+        thread.withLock { $0 = t }
     }
 
     public func stop() {
-        let t = lock.withLock { () -> PacedCaptureThread? in
-            defer { thread = nil }
-            return thread
-        }
+        let t = thread.withLock { t -> PacedCaptureThread? in defer { t = nil }; return t }
         t?.stop()
     }
 

@@ -5,6 +5,7 @@
 
 import CameraCore
 import Foundation
+import Synchronization
 
 /// What the renderer applies to one frame.
 struct Optics: Equatable {
@@ -18,89 +19,92 @@ struct Optics: Equatable {
     var dv: Double
 }
 
-final class SensorModel: @unchecked Sendable {
+final class SensorModel: Sendable {
     /// Exposure product (seconds × ISO) that renders the scene as drawn: 1/60 s at ISO 100.
     static let baseProduct = 100.0 / 60
     static let sceneIlluminant = 5500.0
     /// Mid-grey, the target of automatic exposure.
     static let targetLuma = 118.0
 
-    private let lock = NSLock()
     private let caps: Capabilities
     private let depthAt: @Sendable (Point) -> Double
     private let subjectDepth: Double
-    private var settings = DeviceSettings()
-    private var lens = 0.5
-    private var product = baseProduct
-    private var temperature = sceneIlluminant
-    private var focusSettled = false, exposureSettled = false, balanceSettled = false
+    /// The loops' state: advanced by the capture thread, set and read by the session.
+    private struct Loops {
+        var settings: DeviceSettings
+        var lens = 0.5
+        var product = SensorModel.baseProduct
+        var temperature = SensorModel.sceneIlluminant
+        var focusSettled = false, exposureSettled = false, balanceSettled = false
+    }
+    private let loops: Mutex<Loops>
 
     init(capabilities: Capabilities, subjectDepth: Double, depthAt: @escaping @Sendable (Point) -> Double) {
         caps = capabilities
         self.subjectDepth = subjectDepth
         self.depthAt = depthAt
-        settings = DeviceSettings(for: capabilities)
+        loops = Mutex(Loops(settings: DeviceSettings(for: capabilities)))
     }
 
-    /// Takes new settings; a focus request in auto mode refocuses even if auto already ran.
+    /// Takes new l.settings; a focus request in auto mode refocuses even if auto already ran.
     func apply(_ s: DeviceSettings, runAutoFocus: Bool = false) {
-        lock.withLock {
-            if runAutoFocus { focusSettled = false }
-            if s.focus.mode != settings.focus.mode || s.focus.point != settings.focus.point { focusSettled = false }
-            if s.exposure.mode != settings.exposure.mode || s.exposure.point != settings.exposure.point { exposureSettled = false }
-            if s.whiteBalance.mode != settings.whiteBalance.mode { balanceSettled = false }
-            settings = s
-            if s.focus.mode == .locked { lens = s.focus.lensPosition }
-            if s.exposure.mode == .custom || s.exposure.mode == .locked { product = s.exposure.duration * s.exposure.iso }
-            if s.whiteBalance.mode == .locked { temperature = s.whiteBalance.temperature }
+        loops.withLock { l in
+            if runAutoFocus { l.focusSettled = false }
+            if s.focus.mode != l.settings.focus.mode || s.focus.point != l.settings.focus.point { l.focusSettled = false }
+            if s.exposure.mode != l.settings.exposure.mode || s.exposure.point != l.settings.exposure.point { l.exposureSettled = false }
+            if s.whiteBalance.mode != l.settings.whiteBalance.mode { l.balanceSettled = false }
+            l.settings = s
+            if s.focus.mode == .locked { l.lens = s.focus.lensPosition }
+            if s.exposure.mode == .custom || s.exposure.mode == .locked { l.product = s.exposure.duration * s.exposure.iso }
+            if s.whiteBalance.mode == .locked { l.temperature = s.whiteBalance.temperature }
         }
     }
 
     /// Advances the 3A loops by one frame given the scene's mean luma before exposure, and
     /// returns what to apply to that frame.
     func step(sceneLuma: Double, width: Int) -> Optics {
-        lock.withLock {
-            let s = settings
+        loops.withLock { l in
+            let s = l.settings
             // Focus: continuous tracks the subject at the point; auto converges once.
-            if s.focus.mode == .continuous || (s.focus.mode == .auto && !focusSettled) {
+            if s.focus.mode == .continuous || (s.focus.mode == .auto && !l.focusSettled) {
                 let target = depthAt(s.focus.point)
-                lens += (target - lens) * 0.4
-                if abs(target - lens) < 0.005 { lens = target; focusSettled = true }
+                l.lens += (target - l.lens) * 0.4
+                if abs(target - l.lens) < 0.005 { l.lens = target; l.focusSettled = true }
             }
             // Exposure: bring the scene to mid-grey (bias applies on top, as EV).
-            if s.exposure.mode == .continuous || (s.exposure.mode == .auto && !exposureSettled) {
+            if s.exposure.mode == .continuous || (s.exposure.mode == .auto && !l.exposureSettled) {
                 let wanted = Self.baseProduct * Self.targetLuma / max(sceneLuma, 1)
-                product *= pow(wanted / product, 0.4)
-                if abs(wanted / product - 1) < 0.01 { product = wanted; exposureSettled = true }
+                l.product *= pow(wanted / l.product, 0.4)
+                if abs(wanted / l.product - 1) < 0.01 { l.product = wanted; l.exposureSettled = true }
             }
-            if s.whiteBalance.mode == .continuous || (s.whiteBalance.mode == .auto && !balanceSettled) {
-                temperature += (Self.sceneIlluminant - temperature) * 0.4
-                if abs(temperature - Self.sceneIlluminant) < 5 { temperature = Self.sceneIlluminant; balanceSettled = true }
+            if s.whiteBalance.mode == .continuous || (s.whiteBalance.mode == .auto && !l.balanceSettled) {
+                l.temperature += (Self.sceneIlluminant - l.temperature) * 0.4
+                if abs(l.temperature - Self.sceneIlluminant) < 5 { l.temperature = Self.sceneIlluminant; l.balanceSettled = true }
             }
             let bias = pow(2, s.exposure.bias)
-            let gain = product / Self.baseProduct * bias
+            let gain = l.product / Self.baseProduct * bias
             var torch = 0.0
             if caps.torch {
-                let dark = product >= (caps.exposureDuration?.max ?? 0.5) * (caps.iso?.max ?? 3200) * 0.99
+                let dark = l.product >= (caps.exposureDuration?.max ?? 0.5) * (caps.iso?.max ?? 3200) * 0.99
                 if s.torch.mode == .on || (s.torch.mode == .auto && dark) { torch = 70 * max(s.torch.level, 0.05) }
             }
-            let tint = (temperature - Self.sceneIlluminant) / 1000
-            let blur = Int((Double(width) * 0.03 * abs(lens - subjectDepth)).rounded())
+            let tint = (l.temperature - Self.sceneIlluminant) / 1000
+            let blur = Int((Double(width) * 0.03 * abs(l.lens - subjectDepth)).rounded())
             return Optics(blurRadius: blur, gain: gain, add: torch, du: -6 * tint, dv: 6 * tint)
         }
     }
 
-    /// The applied settings with the values the loops have reached.
+    /// The applied l.settings with the values the loops have reached.
     func report(_ s: DeviceSettings) -> DeviceSettings {
-        lock.withLock {
+        loops.withLock { l in
             var r = s
-            r.focus.lensPosition = (lens * 1000).rounded() / 1000
+            r.focus.lensPosition = (l.lens * 1000).rounded() / 1000
             if s.exposure.mode != .custom {  // custom reports what was asked, as given
-                let (duration, iso) = split(product)
+                let (duration, iso) = split(l.product)
                 r.exposure.duration = duration
                 r.exposure.iso = iso
             }
-            r.whiteBalance.temperature = temperature.rounded()
+            r.whiteBalance.temperature = l.temperature.rounded()
             return r
         }
     }

@@ -3,12 +3,13 @@
 
 import CameraCore
 import Foundation
+import Synchronization
 
-public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
+public final class SyntheticCamera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor
     public let scene: SyntheticSceneKind
-    private let lock = NSLock()
-    private var thread: PacedCaptureThread?
+    /// The capture thread and the frame buffer it draws into, while running.
+    private let running = Mutex<(thread: PacedCaptureThread, buffers: BufferBox)?>(nil)
     private let sensor: SensorModel
 
     public static let sizes: [(Int, Int)] = [(160, 120), (320, 240), (352, 288), (640, 480),
@@ -65,18 +66,12 @@ public final class SyntheticCamera: CaptureDevice, @unchecked Sendable {
             handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(box.buffer),
                              stride: format.width * 2, sequence: seq, timestamp: ts))
         }
-        lock.withLock { thread = t; buffers = box }
+        running.withLock { $0 = (t, box) }
     }
 
-    private var buffers: BufferBox?
-
     public func stop() {
-        let t = lock.withLock { () -> PacedCaptureThread? in
-            defer { thread = nil }
-            return thread
-        }
-        t?.stop()
-        lock.withLock { buffers = nil }
+        let r = running.withLock { r -> (thread: PacedCaptureThread, buffers: BufferBox)? in defer { r = nil }; return r }
+        r?.thread.stop()  // the buffers are freed after the thread's last frame
     }
 }
 

@@ -5,8 +5,9 @@
 
 import CameraCore
 import Foundation
+import Synchronization
 
-public final class FrameHub: @unchecked Sendable {
+public final class FrameHub: Sendable {
     /// A parked viewer.
     private struct Waiter {
         var lastSequence: UInt64?
@@ -17,47 +18,50 @@ public final class FrameHub: @unchecked Sendable {
         var wake: @Sendable () -> Void
     }
 
-    private let lock = NSLock()
-    private var latest: EncodedFrame?
-    private var nextSequence: UInt64 = 1
-    private var waiters: [ObjectIdentifier: Waiter] = [:]
-    private var viewers = 0
-    private var frameWaiters: [UUID: (after: UInt64, continuation: CheckedContinuation<EncodedFrame?, Never>)] = [:]
-    private var ticker: DispatchSourceTimer?
+    private struct State {
+        var latest: EncodedFrame?
+        var nextSequence: UInt64 = 1
+        var waiters: [ObjectIdentifier: Waiter] = [:]
+        var viewers = 0
+        var frameWaiters: [UUID: (after: UInt64, continuation: CheckedContinuation<EncodedFrame?, Never>)] = [:]
+        var ticker: DispatchSourceTimer?
+        // Rate measurement over the last second of publishes.
+        var publishTimes: [Double] = []
+        var encodedFrames: UInt64 = 0
+    }
+    private let state = Mutex(State())
     private let tickQueue = DispatchQueue(label: "viewfinder.framehub.tick")
 
-    // Rate measurement over the last second of publishes.
-    private var publishTimes: [Double] = []
-    private(set) public var encodedFrames: UInt64 = 0
+    public var encodedFrames: UInt64 { state.withLock { $0.encodedFrames } }
 
     public init() {}
 
     // MARK: - Producing
 
     /// True while someone will look at the next frame: encode only then.
-    public var hasDemand: Bool { lock.withLock { viewers > 0 || !frameWaiters.isEmpty } }
+    public var hasDemand: Bool { state.withLock { s in s.viewers > 0 || !s.frameWaiters.isEmpty } }
 
     /// Takes the next session-wide sequence number (monotonic across camera switches).
     public func takeSequence() -> UInt64 {
-        lock.withLock { defer { nextSequence += 1 }; return nextSequence }
+        state.withLock { s in defer { s.nextSequence += 1 }; return s.nextSequence }
     }
 
     public func publish(_ frame: EncodedFrame) {
         let now = Clock.monotonic()
-        let (toWake, continuations) = lock.withLock { () -> ([@Sendable () -> Void], [CheckedContinuation<EncodedFrame?, Never>]) in
-            latest = frame
-            encodedFrames += 1
-            publishTimes.append(now)
-            if publishTimes.count > 120 { publishTimes.removeFirst(publishTimes.count - 120) }
+        let (toWake, continuations) = state.withLock { s -> ([@Sendable () -> Void], [CheckedContinuation<EncodedFrame?, Never>]) in
+            s.latest = frame
+            s.encodedFrames += 1
+            s.publishTimes.append(now)
+            if s.publishTimes.count > 120 { s.publishTimes.removeFirst(s.publishTimes.count - 120) }
             var wake: [@Sendable () -> Void] = []
-            for (id, w) in waiters where w.notBefore <= now {
+            for (id, w) in s.waiters where w.notBefore <= now {
                 wake.append(w.wake)
-                waiters[id] = nil
+                s.waiters[id] = nil
             }
             var ready: [CheckedContinuation<EncodedFrame?, Never>] = []
-            for (token, entry) in frameWaiters where frame.sequence > entry.after {
+            for (token, entry) in s.frameWaiters where frame.sequence > entry.after {
                 ready.append(entry.continuation)
-                frameWaiters[token] = nil
+                s.frameWaiters[token] = nil
             }
             return (wake, ready)
         }
@@ -67,22 +71,22 @@ public final class FrameHub: @unchecked Sendable {
 
     // MARK: - Consuming
 
-    public var latestFrame: EncodedFrame? { lock.withLock { latest } }
+    public var latestFrame: EncodedFrame? { state.withLock { s in s.latest } }
 
     /// Frames published over the last second.
     public var fps: Double {
         let now = Clock.monotonic()
-        return lock.withLock { Double(publishTimes.filter { now - $0 <= 1.0 }.count) }
+        return state.withLock { s in Double(s.publishTimes.filter { now - $0 <= 1.0 }.count) }
     }
 
-    public var viewerCount: Int { lock.withLock { viewers } }
+    public var viewerCount: Int { state.withLock { s in s.viewers } }
 
-    /// A viewer (stream client) arrives or leaves; viewers create demand for encoding.
-    public func addViewer() { lock.withLock { viewers += 1 } }
+    /// A viewer (stream client) arrives or leaves; s.viewers create demand for encoding.
+    public func addViewer() { state.withLock { s in s.viewers += 1 } }
     public func removeViewer(_ id: ObjectIdentifier) {
-        lock.withLock {
-            viewers -= 1
-            waiters[id] = nil
+        state.withLock { s in
+            s.viewers -= 1
+            s.waiters[id] = nil
         }
     }
 
@@ -91,10 +95,10 @@ public final class FrameHub: @unchecked Sendable {
     public func park(_ id: ObjectIdentifier, lastSequence: UInt64?, notBefore: Double, resendAt: Double,
                      wake: @escaping @Sendable () -> Void) {
         let now = Clock.monotonic()
-        let immediate = lock.withLock { () -> Bool in
-            if let latest, latest.sequence != lastSequence, notBefore <= now { return true }
-            waiters[id] = Waiter(lastSequence: lastSequence, notBefore: notBefore, resendAt: resendAt, wake: wake)
-            startTickerLocked()
+        let immediate = state.withLock { s -> Bool in
+            if let latest = s.latest, latest.sequence != lastSequence, notBefore <= now { return true }
+            s.waiters[id] = Waiter(lastSequence: lastSequence, notBefore: notBefore, resendAt: resendAt, wake: wake)
+            startTicker(&s)
             return false
         }
         if immediate { wake() }
@@ -106,7 +110,7 @@ public final class FrameHub: @unchecked Sendable {
         if let f = latestFrame, f.sequence > sequence { return f }
         let token = UUID()
         return await withCheckedContinuation { (c: CheckedContinuation<EncodedFrame?, Never>) in
-            lock.withLock { frameWaiters[token] = (after: sequence, continuation: c) }
+            state.withLock { s in s.frameWaiters[token] = (after: sequence, continuation: c) }
             tickQueue.asyncAfter(deadline: .now() + timeout) { [weak self] in
                 self?.expire(token)
             }
@@ -114,31 +118,31 @@ public final class FrameHub: @unchecked Sendable {
     }
 
     private func expire(_ token: UUID) {
-        let entry = lock.withLock { frameWaiters.removeValue(forKey: token) }
+        let entry = state.withLock { s in s.frameWaiters.removeValue(forKey: token) }
         entry?.continuation.resume(returning: nil)
     }
 
     // MARK: - Ticker
 
-    private func startTickerLocked() {
-        guard ticker == nil else { return }
+    private func startTicker(_ s: inout State) {
+        guard s.ticker == nil else { return }
         let t = DispatchSource.makeTimerSource(queue: tickQueue)
         t.schedule(deadline: .now() + 0.02, repeating: 0.02, leeway: .milliseconds(5))
         t.setEventHandler { [weak self] in self?.tick() }
-        ticker = t
+        s.ticker = t
         t.resume()
     }
 
     private func tick() {
         let now = Clock.monotonic()
-        let toWake = lock.withLock { () -> [@Sendable () -> Void] in
+        let toWake = state.withLock { s -> [@Sendable () -> Void] in
             var wake: [@Sendable () -> Void] = []
-            let newest = latest?.sequence
-            for (id, w) in waiters where w.resendAt <= now || (w.notBefore <= now && newest != nil && newest != w.lastSequence) {
+            let newest = s.latest?.sequence
+            for (id, w) in s.waiters where w.resendAt <= now || (w.notBefore <= now && newest != nil && newest != w.lastSequence) {
                 wake.append(w.wake)
-                waiters[id] = nil
+                s.waiters[id] = nil
             }
-            if waiters.isEmpty { ticker?.cancel(); ticker = nil }
+            if s.waiters.isEmpty { s.ticker?.cancel(); s.ticker = nil }
             return wake
         }
         for w in toWake { w() }
@@ -146,9 +150,9 @@ public final class FrameHub: @unchecked Sendable {
 
     /// Wakes every parked viewer (used when the session stops or the server shuts down).
     public func wakeAll() {
-        let all = lock.withLock { () -> [@Sendable () -> Void] in
-            defer { waiters.removeAll() }
-            return waiters.values.map(\.wake)
+        let all = state.withLock { s -> [@Sendable () -> Void] in
+            defer { s.waiters.removeAll() }
+            return s.waiters.values.map(\.wake)
         }
         for w in all { w() }
     }

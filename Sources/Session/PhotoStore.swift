@@ -5,6 +5,7 @@
 import CameraCore
 import Foundation
 import JPEG
+import Synchronization
 
 public struct PhotoInfo: Sendable, Codable, Equatable {
     public var id: String
@@ -16,9 +17,10 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
 }
 
 
-public final class PhotoStore: @unchecked Sendable {
+public final class PhotoStore: Sendable {
     public let directory: String
-    private let lock = NSLock()
+    /// Writers and deleters take turns (the directory is the shared state).
+    private let turn = Mutex(())
 
     public init(directory: String) {
         self.directory = directory
@@ -32,9 +34,7 @@ public final class PhotoStore: @unchecked Sendable {
 
     public func save(_ frame: EncodedFrame) throws(SystemError) -> PhotoInfo {
         let id = "\(Int64((frame.timestamp * 1_000_000).rounded()))-\(frame.sequence)"
-        do {
-            lock.lock()
-            defer { lock.unlock() }
+        try turn.withLock { _ throws(SystemError) in
             try ensureDirectory()
             let final = path(id), temp = directory + "/.tmp-" + id
             let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -74,7 +74,7 @@ public final class PhotoStore: @unchecked Sendable {
 
     public func delete(_ id: String) -> Bool {
         guard Self.isValid(id: id) else { return false }
-        return lock.withLock { unlink(path(id)) == 0 }
+        return turn.withLock { _ in unlink(path(id)) == 0 }
     }
 
     private func info(_ id: String) -> PhotoInfo? {
