@@ -9,18 +9,21 @@ import CameraCore
 import Foundation
 import HTTPServer
 import Session
+import Synchronization
 
-final class MJPEGStream: StreamBody, @unchecked Sendable {
+final class MJPEGStream: StreamBody, Sendable {
     private let hub: FrameHub
     private let parts: PartCache
     private let minInterval: Double
-    private let lock = NSLock()
-    private var waker: (@Sendable () -> Void)?
-    private var lastSequence: UInt64?
-    private var lastSent = -Double.infinity
-    /// The schedule's next due time; sending is allowed from `due - tolerance` on.
-    private var due = -Double.infinity
-    private var closed = false
+    private struct Schedule {
+        var waker: (@Sendable () -> Void)?
+        var lastSequence: UInt64?
+        var lastSent = -Double.infinity
+        /// The next due time; sending is allowed from `due - tolerance` on.
+        var due = -Double.infinity
+        var closed = false
+    }
+    private let schedule = Mutex(Schedule())
 
     init(hub: FrameHub, parts: PartCache, maxFps: Double) {
         self.hub = hub
@@ -29,19 +32,19 @@ final class MJPEGStream: StreamBody, @unchecked Sendable {
         hub.addViewer()
     }
 
-    func attach(waker: @escaping @Sendable () -> Void) { lock.withLock { self.waker = waker } }
+    func attach(waker: @escaping @Sendable () -> Void) { schedule.withLock { $0.waker = waker } }
 
     func next() -> StreamChunk {
         let now = Clock.monotonic()
-        let (last, sentAt, due, waker) = lock.withLock { (lastSequence, lastSent, self.due, self.waker) }
+        let (last, sentAt, due, waker) = schedule.withLock { ($0.lastSequence, $0.lastSent, $0.due, $0.waker) }
         let allowedFrom = due - minInterval / 2
         if let frame = hub.latestFrame {
             let fresh = frame.sequence != last && now >= allowedFrom
             if fresh || now - sentAt >= 1.0 {
-                lock.withLock {
-                    lastSequence = frame.sequence
-                    lastSent = now
-                    self.due = max(due, now) + minInterval
+                schedule.withLock {
+                    $0.lastSequence = frame.sequence
+                    $0.lastSent = now
+                    $0.due = max(due, now) + minInterval
                 }
                 return .data(parts.part(for: frame))
             }
@@ -53,43 +56,40 @@ final class MJPEGStream: StreamBody, @unchecked Sendable {
     }
 
     func close() {
-        let first = lock.withLock { () -> Bool in defer { closed = true }; return !closed }
+        let first = schedule.withLock { s -> Bool in defer { s.closed = true }; return !s.closed }
         if first { hub.removeViewer(ObjectIdentifier(self)) }
     }
 }
 
 /// The multipart part of the newest frame, built once and shared by every viewer.
-final class PartCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sequence: UInt64 = 0
-    private var bytes: [UInt8] = []
+final class PartCache: Sendable {
+    private let cached = Mutex((sequence: UInt64(0), bytes: [UInt8]()))
 
     func part(for frame: EncodedFrame) -> [UInt8] {
-        lock.withLock {
-            if frame.sequence != sequence || bytes.isEmpty {
-                bytes = Multipart.part(jpeg: frame.jpeg, timestamp: frame.timestampString)
-                sequence = frame.sequence
+        cached.withLock { c in
+            if frame.sequence != c.sequence || c.bytes.isEmpty {
+                c.bytes = Multipart.part(jpeg: frame.jpeg, timestamp: frame.timestampString)
+                c.sequence = frame.sequence
             }
-            return bytes
+            return c.bytes
         }
     }
 }
 
 /// One Server-Sent-Events client of `/api/events`.
-final class EventStream: StreamBody, @unchecked Sendable {
+final class EventStream: StreamBody, Sendable {
     private let events: EventHub
-    private let lock = NSLock()
-    private var waker: (@Sendable () -> Void)?
+    private let waker = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(events: EventHub, initial: SessionEvent?) {
         self.events = events
         events.subscribe(ObjectIdentifier(self), initial: initial)
     }
 
-    func attach(waker: @escaping @Sendable () -> Void) { lock.withLock { self.waker = waker } }
+    func attach(waker: @escaping @Sendable () -> Void) { self.waker.withLock { $0 = waker } }
 
     func next() -> StreamChunk {
-        guard let waker = lock.withLock({ waker }) else { return .end }
+        guard let waker = self.waker.withLock({ $0 }) else { return .end }
         if let e = events.next(ObjectIdentifier(self), wake: waker) {
             return .data(ServerSentEvent.format(event: e.name, data: e.json))
         }
