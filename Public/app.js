@@ -108,7 +108,7 @@ function buildControls() {
   options($("camera"), cameras.map((c) => c.id), cameras.map((c) => c.name));
 
   setRange($("zoom"), caps.zoom);
-  $("zoom").title = caps.zoom.optical ? "Optical zoom" : "Digital zoom";
+  $("zoom").title = caps.zoom.optical ? `Optical zoom to ${caps.zoom.opticalMax}×, digital beyond` : "Digital zoom";
 
   options($("focus-mode"), caps.focusModes);
   show("lens-row", caps.lensPosition);
@@ -166,7 +166,10 @@ function render(s) {
   $("format").textContent = `${s.camera.name} · ${f.width}×${f.height} @ ${f.fps} fps`;
 
   setValue("zoom", s.zoom.factor);
-  $("zoom-value").textContent = `${s.zoom.factor.toFixed(1)}×${s.zoom.ramping ? " …" : ""}`;
+  // The lens and the crop, as AVFoundation's virtual devices tell them apart.
+  const parts = s.zoom.optical > 1 && s.zoom.digital > 1 ? ` (${s.zoom.optical.toFixed(1)} optical × ${s.zoom.digital.toFixed(1)} digital)`
+    : s.zoom.optical > 1 ? " optical" : "";
+  $("zoom-value").textContent = `${s.zoom.factor.toFixed(1)}×${parts}${s.zoom.ramping ? " …" : ""}`;
 
   setValue("focus-mode", s.focus.mode);
   setValue("lens", s.focus.lensPosition);
@@ -272,7 +275,7 @@ function devicePoint(u, v) {
     case 270: x = 1 - v; y = u; break;
     default: x = u; y = v;
   }
-  const z = caps.zoom.optical ? 1 : state.zoom.factor;
+  const z = state.zoom.digital ?? 1;  // only the crop changes what a point on the frame means
   const clamp = (t) => Math.min(1, Math.max(0, t));
   return { x: clamp(0.5 + (x - 0.5) / z), y: clamp(0.5 + (y - 0.5) / z) };
 }
