@@ -61,6 +61,21 @@ import Testing
         await s.stop()
     }
 
+    @Test func aRampStepsTheLensAndCropsOnlyBeyondIt() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        fake.clearWrites()
+        _ = try await s.zoom(ZoomRequest(factor: 8, rate: 4))  // 3 doublings at 4 a second: 0.75 s
+        let deadline = Date().addingTimeInterval(5)
+        while await s.state().zoom.ramping && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        let steps = fake.writes.filter { $0.key == "zoom_absolute" }.map(\.value)
+        #expect(steps.count >= 3, "the lens moves in steps along the ramp: \(steps)")
+        #expect(steps == steps.sorted() && steps.last == 500, "monotonic, ending at the lens's end")
+        let state = await s.state()
+        #expect(state.zoom.factor == 8 && state.zoom.optical == 5 && state.zoom.digital == 1.6)
+        await s.stop()
+    }
+
     @Test func autofocusRunsOncePerFocusRequestAndNeverForTheTorchOrExposure() async throws {
         let fake = FakeWebcam.c920()
         let s = try await session(fake)
