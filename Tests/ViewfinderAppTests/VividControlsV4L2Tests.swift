@@ -9,8 +9,8 @@ import Session
 import Synchronization
 import Testing
 
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["V4L2_VM"] == "1"), .serialized)
-struct VividControlsV4L2Tests {
+/// In V4L2Tests' serialized suite: vivid's nodes can be streamed by one test at a time.
+extension V4L2Tests {
     /// The real device, with every S_CTRL recorded by key.
     final class TracingPort: V4L2Port, @unchecked Sendable {  // one owner at a time, like the fd it wraps
         let inner: V4L2Device
@@ -44,7 +44,7 @@ struct VividControlsV4L2Tests {
     }
 
     func withSession(_ body: (CaptureSession, Trace, String) async throws -> Void) async throws {
-        let device = try #require(V4L2Tests.devices.first)
+        let device = try #require(Self.devices.first)
         let trace = Trace()
         let camera = V4L2Camera(id: "vivid", path: device, open: { path throws(CameraError) in
             TracingPort(try V4L2Device(path: path), trace: trace)
@@ -55,7 +55,7 @@ struct VividControlsV4L2Tests {
         await session.stop()
     }
 
-    func get(_ device: String, _ control: String) throws -> Int? {
+    func getControl(_ device: String, _ control: String) throws -> Int? {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/v4l2-ctl")
         p.arguments = ["-d", device, "--get-ctrl=\(control)"]
@@ -74,8 +74,8 @@ struct VividControlsV4L2Tests {
             trace.clear()
             let s = try await session.exposure(ExposureRequest(mode: "custom", iso: 800))
             #expect(trace.keys == ["gain_automatic", "gain"], "\(trace.keys)")
-            #expect(try get(device, "gain_automatic") == 0)
-            let gain = try #require(try get(device, "gain"))
+            #expect(try getControl(device, "gain_automatic") == 0)
+            let gain = try #require(try getControl(device, "gain"))
             #expect(s.exposure.mode == .custom)
             #expect(abs(s.exposure.iso - (100 + Double(gain) / 255 * 3100).rounded()) < 1, "the state is the gain read back")
         }
@@ -94,7 +94,7 @@ struct VividControlsV4L2Tests {
     @Test func continuousExposureReportsVividsOwnVolatileGain() async throws {
         try await withSession { session, _, device in
             _ = try await session.exposure(ExposureRequest(mode: "continuous"))
-            #expect(try get(device, "gain_automatic") == 1)
+            #expect(try getControl(device, "gain_automatic") == 1)
             var seen = Set<Double>()
             let deadline = Date().addingTimeInterval(8)
             while seen.count < 2 && Date() < deadline {
