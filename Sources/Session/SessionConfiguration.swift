@@ -1,0 +1,28 @@
+// What a session is started with: the camera, format and qualities from config.json, how
+// often devices are read back, and the placeholder frame the application draws.
+
+/// Renders the raw YUYV frame shown while nothing is captured ("NO SIGNAL", "STOPPED").
+public typealias PlaceholderRenderer = @Sendable (_ width: Int, _ height: Int, _ message: String) -> [UInt8]
+
+public struct SessionConfiguration: Sendable {
+    public var camera: String?
+    public var preset: String
+    public var fps: Int
+    public var streamQuality: Int
+    public var captureQuality: Int
+    /// How often device values are read back while running (automatic modes move them).
+    public var readBackInterval: Double
+    public var placeholder: PlaceholderRenderer
+
+    public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
+                captureQuality: Int = 92, readBackInterval: Double = 0.5,
+                placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) }) {
+        self.camera = camera
+        self.preset = preset
+        self.fps = fps
+        self.streamQuality = streamQuality
+        self.captureQuality = captureQuality
+        self.readBackInterval = readBackInterval
+        self.placeholder = placeholder
+    }
+}
