@@ -26,11 +26,12 @@ test: test-deps
 	$(SWIFT) test --skip-build
 	/usr/bin/python3 Tests/browser/test_page.py
 
-## The V4L2 tests against the kernel's vivid driver: build here, run inside one qemu VM.
-V4L2_VM ?= ../shared/tools/v4l2-vm
+## The V4L2 tests against the kernel's vivid driver: build here, run on this machine when
+## `modprobe vivid` works, else inside one qemu VM (scripts/vm installs what it needs).
+VM ?= scripts/vm
 test-v4l2: deps
 	$(SWIFT) build --build-tests
-	$(V4L2_VM) --devices 2 --loopback 1 --timeout 1500 -- .build/debug/ViewfinderPackageTests.xctest --testing-library swift-testing --filter V4L2Tests
+	$(VM) --devices 2 --loopback 1 --timeout 1500 -- .build/debug/ViewfinderPackageTests.xctest --testing-library swift-testing --filter V4L2Tests
 
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release
@@ -42,7 +43,7 @@ bench-v4l2: release
 	@scripts/install-deps --bench
 	@command -v ustreamer >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends ustreamer)
 	mkdir -p bench/out && gcc -O2 -Wall -o bench/out/viewers bench/viewers.c
-	$(V4L2_VM) --timeout 3000 -- /usr/bin/python3 bench/v4l2.py
+	$(VM) --timeout 3000 -- /usr/bin/python3 bench/v4l2.py
 
 clean:
 	rm -rf .build
