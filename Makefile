@@ -2,7 +2,7 @@
 SWIFT ?= swift
 ARGS ?=
 
-.PHONY: run build release test test-v4l2 bench bench-v4l2 deps test-deps clean
+.PHONY: run build release test test-v4l2 test-uvc bench bench-v4l2 deps test-deps clean
 
 deps:
 	@scripts/install-deps
@@ -32,6 +32,12 @@ VM ?= scripts/vm
 test-v4l2: deps
 	$(SWIFT) build --build-tests
 	$(VM) --devices 2 --loopback 1 --timeout 1500 -- .build/debug/ViewfinderPackageTests.xctest --testing-library swift-testing --filter V4L2Tests
+
+## The session as a client drives it, against two virtual USB webcams (C920 + C270) on the
+## real uvcvideo driver, in the VM (Tests/uvc/).
+test-uvc: deps
+	$(SWIFT) build --build-tests
+	$(VM) --uvc c920,c270 --timeout 1500 -- /usr/bin/python3 Tests/uvc/test_uvc.py
 
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release
