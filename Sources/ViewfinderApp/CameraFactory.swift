@@ -19,10 +19,11 @@ enum CameraFactory {
             var used = Set<String>()
             return nodes.map { node in
                 var id = V4L2Identity.identify(node: node.path)?.id ?? (node.path as NSString).lastPathComponent
-                // two nodes with one identity (same model without serial on one path cannot
-                // happen, but a driver may give several capture nodes one bus_info)
-                if !used.insert(id).inserted { id += "-" + (node.path as NSString).lastPathComponent }
-                used.insert(id)
+                // a driver may give several capture nodes one bus_info: keep ids unique
+                if !used.insert(id).inserted {
+                    id += "-" + (node.path as NSString).lastPathComponent
+                    used.insert(id)
+                }
                 logger.info("camera \(id): \(node.name) (\(node.bus)), \(node.formats.count) formats")
                 return V4L2Camera(id: id, path: node.path, name: node.name, position: .external, formats: node.formats)
             }
