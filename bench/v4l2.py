@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make bench-v4l2`: Viewfinder next to µStreamer on the same vivid device, in one VM run.
 
-Runs inside ../shared/tools/v4l2-vm (software emulation: absolute figures are 15–40×
+Runs through scripts/vm, here in its qemu VM (software emulation: absolute figures are 15–40×
 below hardware; the ratio between the two servers is the result). For each size, each
 server streams vivid's YUYV at 30 fps requested, JPEG quality 80, to one viewer for a
 few seconds; we record the frames the viewer received per second and the server's CPU
@@ -98,7 +98,7 @@ def main():
         "# V4L2 benchmark: Viewfinder and µStreamer on the same vivid device",
         "",
         f"Written by `make bench-v4l2` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}) inside "
-        "`../shared/tools/v4l2-vm` (qemu, TCG software emulation, 2 vCPUs): absolute figures are far "
+        "the `scripts/vm` VM (qemu, TCG software emulation, 2 vCPUs): absolute figures are far "
         "below hardware; compare the two servers, measured in the same run.",
         f"vivid YUYV, 30 fps requested, JPEG quality 80, one viewer for {SECONDS:.0f} s; median of {RUNS} runs. "
         "CPU: the server's user + system time, % of one core. µStreamer 4.9 (Debian) with "

@@ -12,10 +12,18 @@ enum CameraFactory {
             return syntheticPair()
         case .auto:
             // Every V4L2 node that can capture; the simulator's pair only when there is none.
+            // Ids come from the camera's identity (USB ids and serial, else bus_info), never
+            // from the node number, which changes when a camera is replugged.
             let nodes = V4L2Discovery.captureNodes()
             if nodes.isEmpty { return syntheticPair() }
+            var used = Set<String>()
             return nodes.map { node in
-                let id = (node.path as NSString).lastPathComponent
+                var id = V4L2Identity.identify(node: node.path)?.id ?? (node.path as NSString).lastPathComponent
+                // a driver may give several capture nodes one bus_info: keep ids unique
+                if !used.insert(id).inserted {
+                    id += "-" + (node.path as NSString).lastPathComponent
+                    used.insert(id)
+                }
                 logger.info("camera \(id): \(node.name) (\(node.bus)), \(node.formats.count) formats")
                 return V4L2Camera(id: id, path: node.path, name: node.name, position: .external, formats: node.formats)
             }

@@ -61,6 +61,8 @@ struct V4L2Tests {
             #expect(s["state"] as? String == "running")
             let cams = (try await fetch(port, "/api/cameras").json as? [String: Any])?["cameras"] as? [[String: Any]]
             #expect(cams?.first?["device"] as? String == Self.devices.first)
+            #expect(cams?.map { $0["id"] as? String } == ["platform-vivid-000", "platform-vivid-001"].prefix(Self.devices.count).map { $0 },
+                    "ids from vivid's bus_info")
 
             let snap = try await fetch(port, "/snapshot")
             #expect(snap.status == 200 && snap.headers["x-viewfinder-online"] == "true")
@@ -96,7 +98,7 @@ struct V4L2Tests {
             let r = try await fetch(port, "POST", "/api/session/switch")
             #expect(r.status == 200, "\(r.text)")
             let cam = ((r.json as? [String: Any])?["camera"] as? [String: Any])?["id"] as? String
-            #expect(cam == "video1")
+            #expect(cam == "platform-vivid-001", "ids come from bus_info, not the node number")
             let before = Multipart.parse(viewer.body).parts.count
             try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= before + 3 }
             #expect(Multipart.parse(viewer.body).parts.count >= before + 3, "the viewer keeps getting frames")
