@@ -7,14 +7,16 @@ import Foundation
 import HTTPServer
 import Logging
 import Session
+import Synchronization
 
-public final class Application: @unchecked Sendable {
+public final class Application: Sendable {
     public let configuration: Configuration
     public let session: CaptureSession
     let staticFiles: StaticFiles
     let parts = PartCache()
     let photos: PhotoStore
-    private(set) var server: HTTPServer?
+    private let running = Mutex<HTTPServer?>(nil)
+    var server: HTTPServer? { running.withLock { $0 } }
     private let logger: Logger
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) throws {
@@ -50,7 +52,7 @@ public final class Application: @unchecked Sendable {
             exposedHeaders: ["X-Frame-Sequence", "X-Capture-Timestamp", "X-Viewfinder-Online", "Location"],
             staticFiles: staticFiles, unavailableCode: "camera_unavailable"),
             router: makeRouter(), logger: logger)
-        server = s
+        running.withLock { $0 = s }
         try s.start()
         if configuration.session.autostart {
             do { try await session.start() } catch {
