@@ -74,7 +74,15 @@ public final class JPEGEncoder {
     public func encodeNV12(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
                            quality: Int) throws(JPEGError) -> [UInt8] {
         precondition(width % 2 == 0 && height % 2 == 0 && src.count >= stride * height * 3 / 2, "short NV12 frame")
-        let cw = width / 2, ch = height / 2
+        return try encodeSemiPlanar(src, width: width, height: height, stride: stride, chromaRows: height / 2,
+                                    subsampling: TJSAMP_420, quality: quality)
+    }
+
+    /// NV12 and NV16: the Y plane is used in place, the interleaved UV plane (stride as Y's,
+    /// `chromaRows` rows) is split into U and V.
+    func encodeSemiPlanar(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, chromaRows ch: Int,
+                          subsampling: TJSAMP, quality: Int) throws(JPEGError) -> [UInt8] {
+        let cw = width / 2
         if planes.count != 2 * cw * ch { planes = [UInt8](repeating: 0, count: 2 * cw * ch) }
         return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
             let u = p.baseAddress!, v = u + cw * ch
@@ -87,7 +95,7 @@ public final class JPEGEncoder {
             }
             return try compressPlanes([s, UnsafePointer(u), UnsafePointer(v)],
                                       strides: [Int32(stride), Int32(cw), Int32(cw)],
-                                      width: width, height: height, subsampling: TJSAMP_420, quality: quality)
+                                      width: width, height: height, subsampling: subsampling, quality: quality)
         }
     }
 

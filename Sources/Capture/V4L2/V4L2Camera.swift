@@ -149,8 +149,7 @@ final class CaptureWorker: @unchecked Sendable {
         let box = DeviceBox(device)
         let thread = Thread { [self] in
             let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
-            let bpp = [PixelFormat.yuyv: 2, .rgb24: 3, .grey: 1, .nv12: 1][format.pixelFormat] ?? 2
-            let stride = box.device.bytesPerLine > 0 ? box.device.bytesPerLine : format.width * bpp
+            let stride = box.device.bytesPerLine > 0 ? box.device.bytesPerLine : format.pixelFormat.bytesPerLine(width: format.width) ?? 0
             var lastFrame = Clock.monotonic()
             var failure: CameraError?
             while isRunning {
