@@ -24,16 +24,21 @@ extension JPEGEncoder {
         let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
         let jpeg: [UInt8]
         switch layout.output {
-        case .yuv(let subsampling):
-            jpeg = try withScratch(tables.reduce(0) { $0 + $1.width * $1.height }) { p throws(JPEGError) in
-                var pointers: [UnsafePointer<UInt8>] = [], strides: [Int32] = []
-                var d = p
-                for t in tables {
-                    PixelGather.bytes(s, t, into: d)
-                    pointers.append(UnsafePointer(d)); strides.append(Int32(t.width))
-                    d += t.width * t.height
-                }
-                return try compressPlanes(pointers, strides: strides, width: outW, height: outH,
+        case .yuv(let subsampling) where tables.count == 2:
+            let (luma, chroma) = (tables[0], tables[1])
+            let lumaSize = luma.width * luma.height, chromaSize = chroma.width * chroma.height
+            jpeg = try withScratch(lumaSize + 2 * chromaSize) { y throws(JPEGError) in
+                let u = y + lumaSize, v = u + chromaSize
+                PixelGather.yuv(s, luma: luma, chroma: chroma, vOffset: layout.planes[2].base - layout.planes[1].base,
+                                chromaRowStep: subsampling == TJSAMP_420 ? 2 : 1, into: y, u, v)
+                return try compressPlanes([UnsafePointer(y), UnsafePointer(u), UnsafePointer(v)],
+                                          strides: [Int32(luma.width), Int32(chroma.width), Int32(chroma.width)],
+                                          width: outW, height: outH, subsampling: subsampling, quality: quality)
+            }
+        case .yuv(let subsampling):  // greyscale: the one luma plane
+            jpeg = try withScratch(outW * outH) { y throws(JPEGError) in
+                PixelGather.bytes(s, tables[0], into: y)
+                return try compressPlanes([UnsafePointer(y)], strides: [Int32(outW)], width: outW, height: outH,
                                           subsampling: subsampling, quality: quality)
             }
         case .packed(let order):
@@ -50,16 +55,15 @@ extension JPEGEncoder {
         return EncodedImage(jpeg: jpeg, width: outW, height: outH)
     }
 
-    /// One GatherTables per output plane: full-size Y, then U and V subsampled as the
-    /// output is (4:2:2 halves columns, 4:2:0 also rows); a single table for packed RGB.
+    /// The tables for the luma plane and, for colour YUV, one set shared by U and V
+    /// (subsampled as the output is: 4:2:2 halves columns, 4:2:0 also rows); a single set
+    /// for greyscale and packed RGB.
     static func tables(_ layout: RawLayout, width: Int, height: Int, transform: FrameTransform) -> [GatherTables] {
         let s = SampleTables(width: width, height: height, transform: transform)
         guard case .yuv(let subsampling) = layout.output, layout.planes.count == 3 else {
             return [GatherTables(s, layout.planes[0])]
         }
-        let rowStep = subsampling == TJSAMP_420 ? 2 : 1
         return [GatherTables(s, layout.planes[0]),
-                GatherTables(s, layout.planes[1], columnStep: 2, rowStep: rowStep),
-                GatherTables(s, layout.planes[2], columnStep: 2, rowStep: rowStep)]
+                GatherTables(s, layout.planes[1], columnStep: 2, rowStep: subsampling == TJSAMP_420 ? 2 : 1)]
     }
 }

@@ -13,6 +13,30 @@ enum PixelGather {
         }
     }
 
+    /// Y, U and V in one pass over the output rows, so a turned frame's source columns are
+    /// walked once rather than once per plane. V shares U's tables: in every layout it
+    /// differs from U only by a constant byte offset, `vOffset`. With 4:2:0 output a chroma
+    /// row is written every `chromaRowStep` luma rows.
+    static func yuv(_ src: UnsafePointer<UInt8>, luma: GatherTables, chroma: GatherTables, vOffset: Int, chromaRowStep: Int,
+                    into y: UnsafeMutablePointer<UInt8>, _ u: UnsafeMutablePointer<UInt8>, _ v: UnsafeMutablePointer<UInt8>) {
+        let cw = chroma.width
+        luma.columns.withUnsafeBufferPointer { col in
+            chroma.columns.withUnsafeBufferPointer { colC in
+                for py in 0..<luma.height {
+                    let r = src + luma.rows[py], d = y + py * luma.width
+                    for px in 0..<luma.width { d[px] = r[col[px]] }
+                    guard py % chromaRowStep == 0 else { continue }
+                    let cy = py / chromaRowStep
+                    let rc = src + chroma.rows[cy], du = u + cy * cw, dv = v + cy * cw
+                    for px in 0..<cw {
+                        let c = rc + colC[px]
+                        du[px] = c[0]; dv[px] = c[vOffset]
+                    }
+                }
+            }
+        }
+    }
+
     /// Three bytes a pixel, packed into rows of `3 * t.width` bytes.
     static func triples(_ src: UnsafePointer<UInt8>, _ t: GatherTables, into dst: UnsafeMutablePointer<UInt8>) {
         t.columns.withUnsafeBufferPointer { col in

@@ -15,7 +15,8 @@ struct RawLayout: Sendable {
     }
 
     let output: Output
-    /// Y, U, V for .yuv (Y alone for grey); the pixel itself for the RGB kinds.
+    /// Y, U, V for .yuv (Y alone for grey); the pixel itself for the RGB kinds. U and V
+    /// always differ only in `base` (the gather relies on it).
     let planes: [SourcePlane]
     /// The shortest buffer that holds every row of every plane.
     let minimumBytes: Int
