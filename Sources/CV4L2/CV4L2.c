@@ -28,5 +28,11 @@ const unsigned int CV4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
 const unsigned int CV4L2_PIX_FMT_NV12 = V4L2_PIX_FMT_NV12;
 const unsigned int CV4L2_PIX_FMT_RGB24 = V4L2_PIX_FMT_RGB24;
 const unsigned int CV4L2_PIX_FMT_GREY = V4L2_PIX_FMT_GREY;
+const unsigned int CV4L2_PIX_FMT_UYVY = V4L2_PIX_FMT_UYVY;
+const unsigned int CV4L2_PIX_FMT_YVYU = V4L2_PIX_FMT_YVYU;
+const unsigned int CV4L2_PIX_FMT_BGR24 = V4L2_PIX_FMT_BGR24;
+const unsigned int CV4L2_PIX_FMT_RGB565 = V4L2_PIX_FMT_RGB565;
+const unsigned int CV4L2_PIX_FMT_NV16 = V4L2_PIX_FMT_NV16;
+const unsigned int CV4L2_PIX_FMT_YUV420 = V4L2_PIX_FMT_YUV420;
 
 int cv4l2_ioctl(int fd, unsigned long request, void *arg) { return ioctl(fd, request, arg); }

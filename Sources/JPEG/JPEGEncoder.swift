@@ -5,9 +5,18 @@
 import CTurboJPEG
 import CameraCore
 
+/// A JPEG and its size after the transform (90° and 270° swap width and height).
+public struct EncodedImage: Sendable {
+    public let jpeg: [UInt8]
+    public let width: Int
+    public let height: Int
+}
+
 public final class JPEGEncoder {
     private let handle: tjhandle
     private var planes: [UInt8] = []
+    /// The transformed path's tables, kept while geometry and transform stay the same.
+    var gatherCache: (key: GatherKey, tables: [GatherTables])?
     private var output: UnsafeMutablePointer<UInt8>?
     private var outputCapacity = 0
 
@@ -27,8 +36,8 @@ public final class JPEGEncoder {
                            quality: Int, transform: FrameTransform = .identity) throws(JPEGError) -> [UInt8] {
         precondition(width % 2 == 0 && src.count >= stride * height, "short YUYV frame")
         if !transform.isIdentity {
-            return try encodeTransformed(src, width: width, height: height, stride: stride,
-                                         quality: quality, transform: transform)
+            return try encodeGathered(src, format: .yuyv, layout: RawLayout(.yuyv, width: width, height: height, stride: stride)!,
+                                      width: width, height: height, stride: stride, quality: quality, transform: transform).jpeg
         }
         let chromaWidth = width / 2
         return try compress422(width: width, height: height, quality: quality) { y, u, v in
@@ -60,62 +69,20 @@ public final class JPEGEncoder {
         }
     }
 
-    /// Zoom, rotation and mirroring in the de-interleaving pass. Every output pixel maps to a
-    /// source byte offset that separates into a column part and a row part, so two small
-    /// tables replace per-pixel arithmetic (nearest-neighbour sampling).
-    private func encodeTransformed(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
-                                   quality: Int, transform t: FrameTransform) throws(JPEGError) -> [UInt8] {
-        let (outW, outH) = t.outputSize(width: width, height: height)
-        let zoom = max(1, t.zoom)
-        let cropW = Double(width) / zoom, cropH = Double(height) / zoom
-        let x0 = (Double(width) - cropW) / 2, y0 = (Double(height) - cropH) / 2
-        func sx(_ a: Int, _ n: Int) -> Int { min(width - 1, Int(x0 + (Double(a) + 0.5) * cropW / Double(n))) }
-        func sy(_ b: Int, _ n: Int) -> Int { min(height - 1, Int(y0 + (Double(b) + 0.5) * cropH / Double(n))) }
-        // colOff[ox] + rowOff[oy] is the source byte of luma; chroma uses the pair's start.
-        var colOff = [Int](repeating: 0, count: outW), colChroma = [Int](repeating: 0, count: outW)
-        var rowOff = [Int](repeating: 0, count: outH), rowChroma = [Int](repeating: 0, count: outH)
-        for ox in 0..<outW {
-            let u = t.mirrored ? outW - 1 - ox : ox
-            switch t.rotation {
-            case 90: let y = sy(outW - 1 - u, outW); colOff[ox] = y * stride; colChroma[ox] = y * stride
-            case 270: let y = sy(u, outW); colOff[ox] = y * stride; colChroma[ox] = y * stride
-            case 180: let x = sx(width - 1 - u, outW); colOff[ox] = x * 2; colChroma[ox] = (x & ~1) * 2
-            default: let x = sx(u, outW); colOff[ox] = x * 2; colChroma[ox] = (x & ~1) * 2
-            }
-        }
-        for oy in 0..<outH {
-            switch t.rotation {
-            case 90: let x = sx(oy, outH); rowOff[oy] = x * 2; rowChroma[oy] = (x & ~1) * 2
-            case 270: let x = sx(outH - 1 - oy, outH); rowOff[oy] = x * 2; rowChroma[oy] = (x & ~1) * 2
-            case 180: let y = sy(height - 1 - oy, outH); rowOff[oy] = y * stride; rowChroma[oy] = y * stride
-            default: let y = sy(oy, outH); rowOff[oy] = y * stride; rowChroma[oy] = y * stride
-            }
-        }
-        let chromaWidth = outW / 2
-        return try compress422(width: outW, height: outH, quality: quality) { y, u, v in
-            let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            colOff.withUnsafeBufferPointer { col in
-                colChroma.withUnsafeBufferPointer { colC in
-                    for oy in 0..<outH {
-                        let r = s + rowOff[oy], rc = s + rowChroma[oy]
-                        let yp = y + oy * outW, up = u + oy * chromaWidth, vp = v + oy * chromaWidth
-                        for ox in 0..<outW { yp[ox] = r[col[ox]] }
-                        for cx in 0..<chromaWidth {
-                            let c = rc + colC[cx * 2]
-                            up[cx] = c[1]; vp[cx] = c[3]
-                        }
-                    }
-                }
-            }
-        }
-    }
-
     /// Encodes NV12 (a Y plane, then interleaved U/V at half resolution both ways): the UV
     /// plane is split and the three planes compressed as 4:2:0.
     public func encodeNV12(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
                            quality: Int) throws(JPEGError) -> [UInt8] {
         precondition(width % 2 == 0 && height % 2 == 0 && src.count >= stride * height * 3 / 2, "short NV12 frame")
-        let cw = width / 2, ch = height / 2
+        return try encodeSemiPlanar(src, width: width, height: height, stride: stride, chromaRows: height / 2,
+                                    subsampling: TJSAMP_420, quality: quality)
+    }
+
+    /// NV12 and NV16: the Y plane is used in place, the interleaved UV plane (stride as Y's,
+    /// `chromaRows` rows) is split into U and V.
+    func encodeSemiPlanar(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, chromaRows ch: Int,
+                          subsampling: TJSAMP, quality: Int) throws(JPEGError) -> [UInt8] {
+        let cw = width / 2
         if planes.count != 2 * cw * ch { planes = [UInt8](repeating: 0, count: 2 * cw * ch) }
         return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
             let u = p.baseAddress!, v = u + cw * ch
@@ -128,21 +95,15 @@ public final class JPEGEncoder {
             }
             return try compressPlanes([s, UnsafePointer(u), UnsafePointer(v)],
                                       strides: [Int32(stride), Int32(cw), Int32(cw)],
-                                      width: width, height: height, subsampling: TJSAMP_420, quality: quality)
+                                      width: width, height: height, subsampling: subsampling, quality: quality)
         }
     }
 
     /// Encodes packed 24-bit RGB (colour conversion by libturbojpeg), 4:2:2 like the rest.
     public func encodeRGB(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int,
                           quality: Int) throws(JPEGError) -> [UInt8] {
-        ensureOutput(width: width, height: height, subsampling: TJSAMP_422)
-        var out: UnsafeMutablePointer<UInt8>? = output
-        var size: UInt = UInt(outputCapacity)
-        let rc = tjCompress2(handle, src.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(width), Int32(stride),
-                             Int32(height), Int32(TJPF_RGB.rawValue), &out, &size, Int32(TJSAMP_422.rawValue),
-                             Int32(min(max(quality, 1), 100)), TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
-        guard rc == 0, let out else { throw JPEGError.last("tjCompress2", handle) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(size)))
+        try compressPacked(src.baseAddress!.assumingMemoryBound(to: UInt8.self), width: width, pitch: stride,
+                           height: height, order: TJPF_RGB, quality: quality)
     }
 
     /// Encodes an 8-bit greyscale image.
@@ -162,7 +123,25 @@ public final class JPEGEncoder {
         outputCapacity = output == nil ? 0 : bound
     }
 
-    private func compressPlanes(_ planes: [UnsafePointer<UInt8>], strides: [Int32], width: Int,
+    /// The reusable scratch buffer, grown to at least `count` bytes.
+    func withScratch(_ count: Int, _ body: (UnsafeMutablePointer<UInt8>) throws(JPEGError) -> [UInt8]) throws(JPEGError) -> [UInt8] {
+        if planes.count < count { planes = [UInt8](repeating: 0, count: count) }
+        return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in try body(p.baseAddress!) }
+    }
+
+    /// Packed 3-byte pixels in `order` (libturbojpeg converts to YCbCr), 4:2:2 like the rest.
+    func compressPacked(_ pixels: UnsafePointer<UInt8>, width: Int, pitch: Int, height: Int, order: TJPF,
+                        quality: Int) throws(JPEGError) -> [UInt8] {
+        ensureOutput(width: width, height: height, subsampling: TJSAMP_422)
+        var out: UnsafeMutablePointer<UInt8>? = output
+        var size: UInt = UInt(outputCapacity)
+        let rc = tjCompress2(handle, pixels, Int32(width), Int32(pitch), Int32(height), Int32(order.rawValue), &out, &size,
+                             Int32(TJSAMP_422.rawValue), Int32(min(max(quality, 1), 100)), TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
+        guard rc == 0, let out else { throw JPEGError.last("tjCompress2", handle) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(size)))
+    }
+
+    func compressPlanes(_ planes: [UnsafePointer<UInt8>], strides: [Int32], width: Int,
                                 height: Int, subsampling: TJSAMP, quality: Int) throws(JPEGError) -> [UInt8] {
         ensureOutput(width: width, height: height, subsampling: subsampling)
         var out: UnsafeMutablePointer<UInt8>? = output

@@ -60,13 +60,8 @@ final class FramePipeline: @unchecked Sendable {  // encoder and transformer: th
             if encoder == nil { encoder = try JPEGEncoder() }
             let f = frame.format
             let jpeg: [UInt8]
+            var size = (width: f.width, height: f.height)
             switch f.pixelFormat {
-            case .yuyv:
-                jpeg = try encoder!.encodeYUYV(frame.bytes, width: f.width, height: f.height,
-                                               stride: frame.stride, quality: quality, transform: transform)
-            case .grey:
-                jpeg = try encoder!.encodeGrey(frame.bytes, width: f.width, height: f.height,
-                                               stride: frame.stride, quality: quality)
             case .mjpeg where transform.isIdentity:
                 jpeg = Array(frame.bytes)  // already JPEG: pass through untouched
             case .mjpeg:
@@ -74,14 +69,12 @@ final class FramePipeline: @unchecked Sendable {  // encoder and transformer: th
                 if transformer == nil { transformer = try JPEGTransformer() }
                 let t = try transformer!.apply(frame.bytes, transform)
                 return EncodedFrame(jpeg: t.jpeg, width: t.width, height: t.height, sequence: sequence, timestamp: frame.timestamp)
-            case .nv12:
-                jpeg = try encoder!.encodeNV12(frame.bytes, width: f.width, height: f.height,
-                                               stride: frame.stride, quality: quality)
-            case .rgb24:
-                jpeg = try encoder!.encodeRGB(frame.bytes, width: f.width, height: f.height,
-                                              stride: frame.stride, quality: quality)
+            default:
+                // Every raw format; zoom and orientation are applied while it is gathered.
+                let image = try encoder!.encode(frame.bytes, format: f.pixelFormat, width: f.width, height: f.height,
+                                                stride: frame.stride, quality: quality, transform: transform)
+                (jpeg, size) = (image.jpeg, (image.width, image.height))
             }
-            let size = f.pixelFormat == .yuyv ? transform.outputSize(width: f.width, height: f.height) : (width: f.width, height: f.height)
             return EncodedFrame(jpeg: jpeg, width: size.width, height: size.height,
                                 sequence: sequence, timestamp: frame.timestamp)
         } catch {

@@ -24,9 +24,12 @@ struct V4L2Tests {
         #expect(first.formats.contains { $0.pixelFormat == .yuyv && $0.width == 640 && $0.height == 480 && !$0.fps.isEmpty })
         #expect(first.formats.contains { $0.pixelFormat == .grey })
         #expect(first.formats.contains { $0.pixelFormat == .nv12 } && first.formats.contains { $0.pixelFormat == .rgb24 })
+        for pf in [PixelFormat.uyvy, .yvyu, .nv16, .yu12, .bgr24, .rgb565] {
+            #expect(first.formats.contains { $0.pixelFormat == pf }, "vivid offers \(pf.rawValue)")
+        }
     }
 
-    @Test(arguments: [PixelFormat.yuyv, .grey, .nv12, .rgb24])
+    @Test(arguments: PixelFormat.allCases.filter { $0 != .mjpeg })
     func streamsFramesOfTheRequestedFormat(_ pf: PixelFormat) throws {
         let path = try #require(Self.devices.first)
         let camera = V4L2Camera(id: "v", path: path)
@@ -273,5 +276,115 @@ final class Collected: @unchecked Sendable {
         let deadline = DispatchTime.now() + timeout
         for _ in 0..<n where arrived.wait(timeout: deadline) == .timedOut { break }
         return lock.withLock { frames }
+    }
+}
+
+/// Zoom, rotation and mirroring on vivid's raw formats, read back from what the server
+/// sends: vivid's default picture is 75% colour bars, eight vertical bars of equal width.
+extension V4L2Tests {
+    static let vividBars = ["white", "yellow", "cyan", "green", "magenta", "red", "blue", "black"]
+
+    /// Each channel of a bar is either off or at 75%; limited-range YUV keeps off near 16.
+    static func barName(_ c: (r: Double, g: Double, b: Double)) -> String {
+        switch (c.r > 100, c.g > 100, c.b > 100) {
+        case (true, true, true): "white"
+        case (true, true, false): "yellow"
+        case (false, true, true): "cyan"
+        case (false, true, false): "green"
+        case (true, false, true): "magenta"
+        case (true, false, false): "red"
+        case (false, false, true): "blue"
+        case (false, false, false): "black"
+        }
+    }
+
+    /// Runs of bar colours along a row (at `row`) or down a column (at `column`), each pixel
+    /// averaged over 8 across the line; runs under 6 pixels (JPEG ringing at an edge) dropped.
+    static func bars(_ image: RGBImage, row: Int? = nil, column: Int? = nil) -> [(name: String, length: Int)] {
+        let n = row != nil ? image.width : image.height
+        var runs: [(name: String, length: Int)] = []
+        for i in 0..<n {
+            let c = row.map { image.mean(x: i, y: $0 - 4, width: 1, height: 8) } ?? image.mean(x: column! - 4, y: i, width: 8, height: 1)
+            let name = barName(c)
+            if runs.last?.name == name { runs[runs.count - 1].length += 1 } else { runs.append((name, 1)) }
+        }
+        var merged: [(name: String, length: Int)] = []
+        for r in runs where r.length >= 6 {
+            if merged.last?.name == r.name { merged[merged.count - 1].length += r.length } else { merged.append(r) }
+        }
+        return merged
+    }
+
+    /// vivid keeps control values across opens: put back what other tests changed.
+    func resetVividPicture() throws {
+        let device = try #require(Self.devices.first)
+        try control(device, "brightness=128,contrast=128,saturation=128,hue=0,horizontal_flip=0,vertical_flip=0")
+    }
+
+    func capture(_ port: Int) async throws -> RGBImage {
+        let photo = try await fetch(port, "POST", "/api/session/capture")
+        try #require(photo.status == 200, "\(photo.text)")
+        return try JPEGDecoder.decodeRGB(photo.body)
+    }
+
+    func prepare(_ port: Int, _ pf: String) async throws {
+        let r = try await fetch(port, "POST", "/api/session/prepare", body: #"{"pixelFormat": "\#(pf)", "preset": "640x480"}"#)
+        try #require(r.status == 200, "\(r.text)")
+        #expect(((r.json as? [String: Any])?["format"] as? [String: Any])?["pixelFormat"] as? String == pf)
+    }
+
+    /// Formats that used to ignore the transform: a quarter turn puts vivid's left edge
+    /// (white) at the top; zoom 2 shows the middle four bars, each twice as wide.
+    @Test(arguments: ["NV12", "RGB3"])
+    func rotationAndZoomApplyToRawVividFrames(_ pf: String) async throws {
+        try resetVividPicture()
+        try await withVivid { _, port in
+            try await prepare(port, pf)
+            #expect(try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": 90}"#).status == 200)
+            let turned = try await capture(port)
+            #expect(turned.width == 480 && turned.height == 640, "height x width")
+            // Column 120 is source row 359, clear of vivid's text at the top left.
+            let down = Self.bars(turned, column: 120)
+            #expect(down.map(\.name) == Self.vividBars, "top to bottom: \(down)")
+            #expect(down.allSatisfy { abs($0.length - 80) <= 6 }, "\(down)")
+
+            #expect(try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": 0}"#).status == 200)
+            #expect(try await fetch(port, "POST", "/api/session/zoom", body: #"{"factor": 2}"#).status == 200)
+            let zoomed = try await capture(port)
+            #expect(zoomed.width == 640 && zoomed.height == 480)
+            let across = Self.bars(zoomed, row: 360)
+            #expect(across.map(\.name) == ["cyan", "green", "magenta", "red"], "\(across)")
+            #expect(across.allSatisfy { abs($0.length - 160) <= 8 }, "twice as wide: \(across)")
+        }
+    }
+
+    /// Every raw format vivid offers streams, decodes with the bars in order, and turns:
+    /// at 270° clockwise the bars run bottom (white) to top (black).
+    @Test(arguments: ["YUYV", "UYVY", "YVYU", "NV12", "NV16", "YU12", "RGB3", "BGR3", "RGBP", "GREY"])
+    func everyRawFormatShowsVividsBarsAndTurns(_ pf: String) async throws {
+        try resetVividPicture()
+        try await withVivid { _, port in
+            try await prepare(port, pf)
+            let image = try await capture(port)
+            #expect(image.width == 640 && image.height == 480)
+            let turnedBody = try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": 270}"#)
+            #expect(turnedBody.status == 200)
+            let turned = try await capture(port)
+            #expect(turned.width == 480 && turned.height == 640)
+            if pf == "GREY" {
+                // No colour: the bars' luma falls from white to black.
+                let lumas = (0..<8).map { image.mean(x: 80 * $0 + 30, y: 340, width: 20, height: 40).r }
+                #expect(zip(lumas, lumas.dropFirst()).allSatisfy { $0 > $1 + 8 }, "\(lumas)")
+                let up = (0..<8).map { turned.mean(x: 340, y: 640 - 80 * $0 - 50, width: 40, height: 20).r }
+                #expect(zip(up, up.dropFirst()).allSatisfy { $0 > $1 + 8 }, "bottom to top: \(up)")
+                return
+            }
+            let across = Self.bars(image, row: 360)
+            #expect(across.map(\.name) == Self.vividBars, "\(pf): \(across)")
+            #expect(across.allSatisfy { abs($0.length - 80) <= 6 }, "\(across)")
+            // Source row 360 is output column 360 at 270°.
+            let down = Self.bars(turned, column: 360)
+            #expect(down.map(\.name) == Self.vividBars.reversed(), "\(pf) top to bottom: \(down)")
+        }
     }
 }

@@ -27,6 +27,12 @@ extern const unsigned int CV4L2_PIX_FMT_MJPEG;
 extern const unsigned int CV4L2_PIX_FMT_NV12;
 extern const unsigned int CV4L2_PIX_FMT_RGB24;
 extern const unsigned int CV4L2_PIX_FMT_GREY;
+extern const unsigned int CV4L2_PIX_FMT_UYVY;
+extern const unsigned int CV4L2_PIX_FMT_YVYU;
+extern const unsigned int CV4L2_PIX_FMT_BGR24;
+extern const unsigned int CV4L2_PIX_FMT_RGB565;
+extern const unsigned int CV4L2_PIX_FMT_NV16;
+extern const unsigned int CV4L2_PIX_FMT_YUV420; /* 'YU12' */
 
 /// ioctl with a fixed (non-variadic) signature; errno is left for the caller to read once.
 int cv4l2_ioctl(int fd, unsigned long request, void *arg);

@@ -24,6 +24,12 @@ enum V4L2Call {
         case .nv12: CV4L2_PIX_FMT_NV12
         case .rgb24: CV4L2_PIX_FMT_RGB24
         case .grey: CV4L2_PIX_FMT_GREY
+        case .uyvy: CV4L2_PIX_FMT_UYVY
+        case .yvyu: CV4L2_PIX_FMT_YVYU
+        case .bgr24: CV4L2_PIX_FMT_BGR24
+        case .rgb565: CV4L2_PIX_FMT_RGB565
+        case .nv16: CV4L2_PIX_FMT_NV16
+        case .yu12: CV4L2_PIX_FMT_YUV420
         }
     }
 

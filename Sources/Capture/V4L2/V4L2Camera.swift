@@ -190,8 +190,7 @@ enum V4L2Stream {
     static func loop(device: any V4L2Port, format: VideoFormat, timeout: Double, handler: @escaping FrameHandler,
                      lost: @escaping @Sendable (CameraError) -> Void) -> CaptureLoop {
         let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
-        let bpp = [PixelFormat.yuyv: 2, .rgb24: 3, .grey: 1, .nv12: 1][format.pixelFormat] ?? 2
-        let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.width * bpp
+        let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.pixelFormat.bytesPerLine(width: format.width) ?? 0
         let progress = Mutex((last: Clock.monotonic(), failure: CameraError?.none))
         return CaptureLoop(name: "v4l2-\(device.path)", step: {
             do throws(CameraError) {
