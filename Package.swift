@@ -49,7 +49,7 @@ let package = Package(
         .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore"]),
 
         // Stateful models of real cameras at the ioctl seam, shared by the test targets.
-        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2"], path: "Tests/CaptureTestSupport"),
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),

@@ -18,6 +18,7 @@ final class FramePipeline: @unchecked Sendable {  // encoder and transformer: th
     private let counters = Mutex((captured: UInt64(0), failures: UInt64(0)))
     private var encoder: JPEGEncoder?
     private var transformer: JPEGTransformer?
+    private var recoder: JPEGRecoder?
 
     init(hub: FrameHub, settings: PipelineSettings, logger: Logger) {
         self.hub = hub
@@ -64,8 +65,13 @@ final class FramePipeline: @unchecked Sendable {  // encoder and transformer: th
             switch f.pixelFormat {
             case .mjpeg where transform.isIdentity:
                 jpeg = Array(frame.bytes)  // already JPEG: pass through untouched
+            case .mjpeg where transform.zoom > 1.0001:
+                // Digital zoom keeps the frame's size, as on every format: decode, crop, encode.
+                if recoder == nil { recoder = try JPEGRecoder() }
+                let image = try recoder!.recode(frame.bytes, with: encoder!, quality: quality, transform: transform)
+                (jpeg, size) = (image.jpeg, (image.width, image.height))
             case .mjpeg:
-                // Rotation, mirroring and zoom (as an MCU-aligned crop) without re-encoding.
+                // Rotation and mirroring alone stay lossless: no decode, no re-encode.
                 if transformer == nil { transformer = try JPEGTransformer() }
                 let t = try transformer!.apply(frame.bytes, transform)
                 return EncodedFrame(jpeg: t.jpeg, width: t.width, height: t.height, sequence: sequence, timestamp: frame.timestamp)
