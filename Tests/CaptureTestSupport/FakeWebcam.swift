@@ -195,10 +195,13 @@ final class FakePort: V4L2Port, @unchecked Sendable {  // one owner at a time, l
     func withNextFrame(timeoutMs: Int32, _ body: (UnsafeRawBufferPointer, UInt64, Double) -> Void) throws(CameraError) -> Bool {
         guard streaming, let f = format else { throw .system(call: "VIDIOC_DQBUF", errno: EINVAL) }
         usleep(UInt32(min(Int(timeoutMs), 33) * 1000))  // the sensor's frame interval
+        // Exposed now, with the lens where it is now: the timestamp comes before the zoom is
+        // read, so a frame stamped after a zoom call always shows it.
+        let exposed = Clock.now()
         camera.frameExposed()
         render(f, zoom: camera.zoomFactor)
         sequence += 1
-        frame.withUnsafeBytes { body($0, sequence, Clock.now()) }
+        frame.withUnsafeBytes { body($0, sequence, exposed) }
         return true
     }
 
