@@ -473,6 +473,21 @@ def mjpeg_passthrough():
                   part == ref, "%d bytes served, %d expected" % (len(part), len(ref)))
     finally:
         viewer.close()
+    # Transforms still work on MJPEG: rotation stays lossless (sizes swap); 10x is the lens
+    # at 5x and a 2x crop that keeps the frame's size.
+    http("POST", "/api/session/orientation", {"rotation": 90})
+    r = http("POST", "/api/session/capture", timeout=60)
+    check("MJPEG: a photo at rotation 90 is 720x1280", r.status == 200 and jpeg_size(r.body) == (720, 1280),
+          "status %s, size %s" % (r.status, jpeg_size(r.body) if r.status == 200 else None))
+    http("POST", "/api/session/orientation", {"rotation": 0})
+    r = http("POST", "/api/session/zoom", {"factor": 10})
+    zoom = dig(r.json, "zoom") or {}
+    photo = http("POST", "/api/session/capture", timeout=60)
+    check("MJPEG: zoom 10 is optical 5 x digital 2 and the photo keeps 1280x720",
+          zoom.get("optical") == 5 and zoom.get("digital") == 2 and photo.status == 200
+          and jpeg_size(photo.body) == (1280, 720) and ctrl("zoom_absolute") == 500,
+          "zoom %s, photo %s" % (zoom, jpeg_size(photo.body) if photo.status == 200 else photo.status))
+    http("POST", "/api/session/zoom", {"factor": 1})
 
 
 def replug(hold):
