@@ -22,6 +22,8 @@ let package = Package(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),
         .target(name: "CV4L2"),
+        .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
+        .systemLibrary(name: "CGnuTLSCrypto", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CMalloc"),
 
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
@@ -32,12 +34,14 @@ let package = Package(
             "CameraCore", "JPEG",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
+        .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto"]),
         .target(name: "HTTPServer", dependencies: [
             "CMicroHTTPD",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "JPEG", "Session", "HTTPServer",
+            "CameraCore", "Capture", "JPEG", "Session", "HTTPServer", "Auth",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
@@ -54,6 +58,7 @@ let package = Package(
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CV4L2",
             .product(name: "Logging", package: "swift-log"),

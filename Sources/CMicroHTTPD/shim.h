@@ -30,8 +30,11 @@ static inline struct MHD_Daemon *cmhd_start(
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
     MHD_NotifyConnectionCallback notify, void *notify_cls,
-    unsigned int connection_limit, unsigned int connection_timeout) {
+    unsigned int connection_limit, unsigned int connection_timeout,
+    const void *digest_random, size_t digest_random_size) {
     return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls,
+        MHD_OPTION_DIGEST_AUTH_RANDOM, digest_random_size, digest_random,
+        MHD_OPTION_NONCE_NC_SIZE, (unsigned int)1024,
         MHD_OPTION_SOCK_ADDR, addr,
         MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
         MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
@@ -39,6 +42,18 @@ static inline struct MHD_Daemon *cmhd_start(
         MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
         MHD_OPTION_UNESCAPE_CALLBACK, cmhd_no_unescape, NULL,
         MHD_OPTION_END);
+}
+
+/// The client's address as text (IPv4 or IPv6), into `out`; empty when unknown.
+/// (MHD_get_connection_info is variadic.)
+#include <arpa/inet.h>
+static inline void cmhd_client_address(struct MHD_Connection *c, char *out, socklen_t size) {
+    out[0] = 0;
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!info || !info->client_addr) return;
+    const struct sockaddr *sa = info->client_addr;
+    if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, size);
+    else if (sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, size);
 }
 
 /// The bound port (useful after binding port 0).

@@ -56,6 +56,10 @@ final class ConnectionContext: @unchecked Sendable {
 
     func request() -> Request {
         let decoded = StaticFiles.percentDecode(rawPath) ?? rawPath
-        return Request(method: method, path: decoded, query: query, headers: headers, body: body)
+        var r = Request(method: method, path: decoded, query: query, headers: headers, body: body)
+        var address = [CChar](repeating: 0, count: 64)
+        cmhd_client_address(connection, &address, socklen_t(address.count))
+        r.remoteAddress = String(cString: address)
+        return r
     }
 }

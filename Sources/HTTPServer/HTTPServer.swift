@@ -11,6 +11,8 @@ public final class HTTPServer: @unchecked Sendable {
     public let configuration: ServerConfiguration
     private let router: Router
     private let staticFiles: StaticFiles?
+    /// The key libmicrohttpd signs Digest nonces with (kept alive while the daemon runs).
+    private var digestKey: [UInt8] = []
     private let logger: Logger
 
     private let lock = NSLock()
@@ -52,8 +54,15 @@ public final class HTTPServer: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         // MHD's own limit sits above ours so that connections past ours can still be told 503.
         let mhdLimit = UInt32(configuration.maxConnections + 32)
-        guard let d = cmhd_start(UInt32(flags), &addr, Self.accessHandler, me, Self.completedHandler, me,
-                                 Self.connectionHandler, me, mhdLimit, 60) else {
+        // Digest nonces are signed with these bytes: fresh for every start.
+        var nonceKey = [UInt8](repeating: 0, count: 32)
+        let random = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+        if random >= 0 { _ = read(random, &nonceKey, nonceKey.count); close(random) }
+        digestKey = nonceKey
+        guard let d = digestKey.withUnsafeBytes({ key in
+            cmhd_start(UInt32(flags), &addr, Self.accessHandler, me, Self.completedHandler, me,
+                       Self.connectionHandler, me, mhdLimit, 60, key.baseAddress, key.count)
+        }) else {
             throw ServerError.startFailed(host: configuration.host, port: configuration.port, errno: errno)
         }
         daemon = d
@@ -190,6 +199,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func dispatch(_ ctx: ConnectionContext) -> MHD_Result {
         var request = ctx.request()
+        // Preflights are answered without credentials (browsers send none).
+        if request.method != "OPTIONS", let gate = configuration.gate,
+           let refusal = gate(&request, DigestAuthorization(connection: ctx.connection)) {
+            return queue(refusal, ctx)
+        }
         switch router.match(method: request.method, path: ctx.rawPath) {
         case .found(let handler, let parameters):
             request.parameters = parameters
@@ -240,13 +254,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     private func queue(_ response: Response, _ ctx: ConnectionContext) -> MHD_Result {
         ctx.answered = true
-        var headers = response.headers
-        if let origin = configuration.allowOrigin {
-            headers.append(("Access-Control-Allow-Origin", origin))
-            headers.append(("Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"))
-            headers.append(("Access-Control-Allow-Headers", "Content-Type, Authorization"))
-            headers.append(("Access-Control-Expose-Headers", configuration.exposedHeaders.joined(separator: ", ")))
-        }
+        var headers = response.headers + cors(origin: ctx.headers["origin"])
         var body = response.body
         if ctx.method == "HEAD", case .stream(let s) = body {
             s.close()  // HEAD gets the stream's headers, never its endless body
@@ -269,10 +277,66 @@ public final class HTTPServer: @unchecked Sendable {
             headers.append(("Connection", "close"))
         }
         guard let mhdResponse else { return .NO }
+        if let c = response.challenge, c.basic {
+            headers.append(("WWW-Authenticate", "Basic realm=\"\(c.realm)\", charset=\"UTF-8\""))
+        }
         for (name, value) in headers { MHD_add_response_header(mhdResponse, name, value) }
-        let rc = MHD_queue_response(ctx.connection, UInt32(response.status), mhdResponse)
+        let rc: MHD_Result
+        if let c = response.challenge, let digest = c.digest {
+            // libmicrohttpd adds the Digest challenge with a nonce it can check later.
+            rc = MHD_queue_auth_fail_response2(ctx.connection, c.realm, Self.digestOpaque, mhdResponse,
+                                               c.stale ? 1 : 0, digest.mhd)
+            Self.canonicalizeDigestAlgorithm(mhdResponse)
+        } else {
+            rc = MHD_queue_response(ctx.connection, UInt32(response.status), mhdResponse)
+        }
         MHD_destroy_response(mhdResponse)
         return rc
+    }
+
+    static let digestOpaque = "0b5f3a1c9e7d4f26"
+
+    /// libmicrohttpd 0.9.75 writes `algorithm=md5` / `sha-256`; RFC 7616 spells them `MD5`
+    /// and `SHA-256`, and FFmpeg's Digest (Home Assistant's ffmpeg camera, `ffmpeg -i
+    /// http://user:pw@…`) compares case-sensitively and gives up on the lower-case form.
+    /// The headers are serialised only after the access handler returns, so the queued
+    /// response can still be corrected here.
+    static func canonicalizeDigestAlgorithm(_ response: OpaquePointer) {
+        final class Found { var values: [String] = [] }
+        let found = Found()
+        _ = MHD_get_response_headers(response, { cls, _, key, value in
+            if let key, let value, String(cString: key).lowercased() == "www-authenticate" {
+                let v = String(cString: value)
+                if v.hasPrefix("Digest ") { Unmanaged<Found>.fromOpaque(cls!).takeUnretainedValue().values.append(v) }
+            }
+            return MHD_Result.YES
+        }, Unmanaged.passUnretained(found).toOpaque())
+        for v in found.values {
+            let fixed = v.replacingOccurrences(of: "algorithm=md5", with: "algorithm=MD5")
+                .replacingOccurrences(of: "algorithm=sha-256", with: "algorithm=SHA-256")
+            guard fixed != v else { continue }
+            _ = MHD_del_response_header(response, "WWW-Authenticate", v)
+            _ = MHD_add_response_header(response, "WWW-Authenticate", fixed)
+        }
+    }
+
+    /// CORS: `*` allows any origin but never with credentials; a listed origin is echoed
+    /// back with credentials allowed.
+    private func cors(origin: String?) -> [(String, String)] {
+        let allowed = configuration.allowOrigins
+        guard !allowed.isEmpty else { return [] }
+        var out: [(String, String)]
+        if allowed.contains("*") {
+            out = [("Access-Control-Allow-Origin", "*")]
+        } else if let origin, allowed.contains(origin) {
+            out = [("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Credentials", "true"), ("Vary", "Origin")]
+        } else {
+            return [("Vary", "Origin")]
+        }
+        out.append(("Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"))
+        out.append(("Access-Control-Allow-Headers", "Content-Type, Authorization"))
+        out.append(("Access-Control-Expose-Headers", configuration.exposedHeaders.joined(separator: ", ")))
+        return out
     }
 }
 

@@ -11,6 +11,10 @@ public struct Request: Sendable {
     public var body: [UInt8]
     /// Values captured by `:name` segments of the matched route.
     public var parameters: [String: String] = [:]
+    /// The client's address (IPv4 or IPv6 text), empty when unknown.
+    public var remoteAddress = ""
+    /// Who the gate let in, if anyone: a name and a role, as the application knows them.
+    public var principal: Principal?
 
     public init(method: String, path: String, query: [String: String] = [:],
                 headers: [String: String] = [:], body: [UInt8] = []) {
@@ -22,4 +26,11 @@ public struct Request: Sendable {
     }
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// An authenticated client, as the application's gate names it.
+public struct Principal: Sendable, Equatable {
+    public var name: String
+    public var role: String
+    public init(name: String, role: String) { self.name = name; self.role = role }
 }

@@ -10,6 +10,8 @@ public struct Response: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: Body
+    /// A 401's challenges; the server adds `WWW-Authenticate` (Digest's nonce is libmicrohttpd's).
+    public var challenge: AuthChallenge?
 
     public init(status: Int = 200, headers: [(String, String)] = [], body: Body = .bytes([])) {
         self.status = status

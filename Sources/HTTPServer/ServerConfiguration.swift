@@ -10,25 +10,29 @@ public struct ServerConfiguration: Sendable {
     public var maxConnections: Int
     /// Larger request bodies are answered 413 without being read.
     public var maxBodyBytes: Int
-    /// When set, CORS headers allow this origin ("*" for any).
-    public var allowOrigin: String?
+    /// Origins allowed by CORS: `["*"]` for any (then never with credentials), or a list
+    /// (the request's Origin is echoed when it is on it, with credentials allowed).
+    public var allowOrigins: [String]
     /// Response headers a cross-origin page may read (Access-Control-Expose-Headers).
     public var exposedHeaders: [String]
     /// Files served for GET/HEAD paths no route takes.
     public var staticFiles: StaticFiles?
     /// The contract's error code for 503 (too many connections, stopping).
     public var unavailableCode: String
+    /// Decides each request before routing (authentication); nil lets every request through.
+    public var gate: RequestGate?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maxConnections: Int = 256,
-                maxBodyBytes: Int = 64 * 1024, allowOrigin: String? = nil, exposedHeaders: [String] = ["Location"],
-                staticFiles: StaticFiles? = nil, unavailableCode: String = "unavailable") {
+                maxBodyBytes: Int = 64 * 1024, allowOrigins: [String] = [], exposedHeaders: [String] = ["Location"],
+                staticFiles: StaticFiles? = nil, unavailableCode: String = "unavailable", gate: RequestGate? = nil) {
         self.host = host
         self.port = port
         self.maxConnections = maxConnections
         self.maxBodyBytes = maxBodyBytes
-        self.allowOrigin = allowOrigin
+        self.allowOrigins = allowOrigins
         self.exposedHeaders = exposedHeaders
         self.staticFiles = staticFiles
         self.unavailableCode = unavailableCode
+        self.gate = gate
     }
 }

@@ -1,6 +1,7 @@
 // Composition: configuration → cameras → session → router → server. Start and stop in
 // one place, so main.swift and the live tests run exactly the same thing.
 
+import Auth
 import CameraCore
 import Capture
 import Foundation
@@ -15,6 +16,7 @@ public final class Application: Sendable {
     let staticFiles: StaticFiles
     let parts = PartCache()
     let photos: PhotoStore
+    let access: AccessControl
     private let running = Mutex<HTTPServer?>(nil)
     var server: HTTPServer? { running.withLock { $0 } }
     private let logger: Logger
@@ -38,6 +40,10 @@ public final class Application: Sendable {
             throw Configuration.Error(description: "session: \(error.http.message)")
         }
         staticFiles = StaticFiles(directory: configuration.server.publicDirectory)
+        access = AccessControl(configuration.auth, logger: logger)
+        if configuration.auth.mode == .none && !configuration.server.host.hasPrefix("127.") {
+            logger.warning("auth is \"none\": anyone who can reach \(configuration.server.host):\(configuration.server.port) can watch and steer the cameras")
+        }
         photos = PhotoStore(directory: configuration.capture.directory)
     }
 
@@ -48,9 +54,10 @@ public final class Application: Sendable {
         let s = HTTPServer(configuration: ServerConfiguration(
             host: configuration.server.host, port: configuration.server.port,
             maxConnections: configuration.server.maxConnections,
-            allowOrigin: configuration.server.allowOrigin,
+            allowOrigins: configuration.server.allowOrigins,
             exposedHeaders: ["X-Frame-Sequence", "X-Capture-Timestamp", "X-Viewfinder-Online", "Location"],
-            staticFiles: staticFiles, unavailableCode: "camera_unavailable"),
+            staticFiles: staticFiles, unavailableCode: "camera_unavailable",
+            gate: { [access] request, digest in access.gate(&request, digest) }),
             router: makeRouter(), logger: logger)
         running.withLock { $0 = s }
         try s.start()

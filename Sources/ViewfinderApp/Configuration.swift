@@ -1,6 +1,7 @@
 // config.json in API.md's shape, decoded strictly: a wrong type, an out-of-range value or an
 // unknown key stops start-up with a message naming the key.
 
+import Auth
 import Foundation
 import HTTPServer
 
@@ -9,7 +10,8 @@ public struct Configuration: Sendable, Equatable {
         public var host = "127.0.0.1"
         public var port = 8080
         public var publicDirectory = "Public"
-        public var allowOrigin: String?
+        /// CORS origins: `["*"]`, a list, or none.
+        public var allowOrigins: [String] = []
         public var maxConnections = 256
     }
 
@@ -54,6 +56,7 @@ public struct Configuration: Sendable, Equatable {
     public var session = Session()
     public var stream = Stream()
     public var capture = Capture()
+    public var auth = AuthSettings()
 
     public init() {}
 
@@ -89,7 +92,7 @@ public struct Configuration: Sendable, Equatable {
             c.server.host = try s.string("host") ?? c.server.host
             c.server.port = try s.int("port", in: 0...65535) ?? c.server.port
             c.server.publicDirectory = try s.string("publicDirectory") ?? c.server.publicDirectory
-            c.server.allowOrigin = try s.string("allowOrigin")
+            c.server.allowOrigins = try origins(s.value("allowOrigin"))
             c.server.maxConnections = try s.int("maxConnections", in: 1...100_000) ?? c.server.maxConnections
             try s.finish()
         }
@@ -112,6 +115,9 @@ public struct Configuration: Sendable, Equatable {
             c.capture.quality = try s.int("quality", in: 1...100) ?? c.capture.quality
             c.capture.directory = try s.string("directory") ?? c.capture.directory
             try s.finish()
+        }
+        if let a = root.value("auth") {
+            c.auth = try AuthConfiguration.decode(a)
         }
         try root.finish()
         try c.validate()
@@ -158,11 +164,36 @@ public struct Configuration: Sendable, Equatable {
         }
     }
 
+    static func origins(_ v: JSONValue?) throws(JSONFieldError) -> [String] {
+        switch v {
+        case nil, .null?: return []
+        case .string(let s)?: return [s]
+        case .array(let items)?:
+            var out: [String] = []
+            for (i, item) in items.enumerated() {
+                guard case .string(let s) = item, !s.isEmpty else {
+                    throw JSONFieldError(path: "server.allowOrigin[\(i)]", problem: "expected an origin such as \"https://octopi.local\"")
+                }
+                out.append(s)
+            }
+            return out
+        default:
+            throw JSONFieldError(path: "server.allowOrigin", problem: "expected an origin, a list of origins, or null")
+        }
+    }
+
     /// Cross-field checks, shared by the file and the command-line overrides.
     public func validate() throws(JSONFieldError) {
         var addr = in_addr()
         guard inet_pton(AF_INET, server.host, &addr) == 1 else {
             throw JSONFieldError(path: "server.host", problem: "'\(server.host)' is not an IPv4 address")
+        }
+        // Secure by default: reachable from other machines means someone must sign in.
+        if !server.host.hasPrefix("127.") && auth.mode == .unconfigured {
+            throw JSONFieldError(path: "auth", problem: "server.host \(server.host) is reachable from other machines and no users are configured; add one with `viewfinder user add NAME --role operator`, or write \"auth\": \"none\" to serve without authentication")
+        }
+        if server.allowOrigins.contains("*") && server.allowOrigins.count > 1 {
+            throw JSONFieldError(path: "server.allowOrigin", problem: "\"*\" allows every origin; list origins or use \"*\" alone")
         }
         guard ["photo", "high", "medium", "low", "352x288", "640x480", "1280x720", "1920x1080", "3840x2160"]
             .contains(session.preset) else {

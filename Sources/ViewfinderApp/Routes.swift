@@ -24,6 +24,20 @@ struct CameraInfo: Encodable {
     }
 }
 
+struct Me: Encodable {
+    var name: String?
+    var role: String
+    var authentication: Bool
+
+    func encode(to encoder: Encoder) throws {
+        enum K: String, CodingKey { case name, role, authentication }
+        var c = encoder.container(keyedBy: K.self)
+        try c.encode(name, forKey: .name)  // explicit null without a user
+        try c.encode(role, forKey: .role)
+        try c.encode(authentication, forKey: .authentication)
+    }
+}
+
 func json<T: Encodable>(_ value: T, status: Int = 200, headers: [(String, String)] = []) -> Response {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.withoutEscapingSlashes]
@@ -37,6 +51,11 @@ extension Application {
         let session = self.session
 
         r.get("/healthz") { _ in json(["status": "ok"]) }
+        // Who the page is talking as: it disables the controls for a viewer.
+        r.get("/api/me") { [access] request in
+            json(Me(name: request.principal?.name.isEmpty == false ? request.principal?.name : nil,
+                    role: request.principal?.role ?? "operator", authentication: access.settings.mode == .accounts))
+        }
         r.get("/metrics") { [self] _ in await metrics() }
 
         r.get("/api/cameras") { _ in

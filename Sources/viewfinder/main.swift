@@ -75,7 +75,7 @@ struct Viewfinder: AsyncParsableCommand {
             c.server.port = port
         }
         if let publicDirectory { c.server.publicDirectory = publicDirectory }
-        if let allowOrigin { c.server.allowOrigin = allowOrigin }
+        if let allowOrigin { c.server.allowOrigins = [allowOrigin] }
         if let maxConnections {
             guard maxConnections > 0 else { throw ValidationError("--max-connections: must be positive") }
             c.server.maxConnections = maxConnections

@@ -128,11 +128,20 @@ import Testing
     }
 
     @Test func corsWhenConfigured() async throws {
-        try await withServer({ $0.server.allowOrigin = "https://mainsail.local" }) { _, port in
-            let r = try await fetch(port, "GET", "/healthz")
+        let mainsail = ["Origin": "https://mainsail.local"]
+        try await withServer({ $0.server.allowOrigins = ["https://mainsail.local"] }) { _, port in
+            let r = try await fetch(port, "/healthz", headers: mainsail)
             #expect(r.headers["access-control-allow-origin"] == "https://mainsail.local")
-            let o = try await fetch(port, "OPTIONS", "/stream")
+            #expect(r.headers["access-control-allow-credentials"] == "true", "a listed origin may send credentials")
+            let o = try await fetch(port, "OPTIONS", "/stream", headers: mainsail)
             #expect(o.status == 204 && o.headers["access-control-allow-origin"] == "https://mainsail.local")
+            let other = try await fetch(port, "/healthz", headers: ["Origin": "https://evil.example"])
+            #expect(other.headers["access-control-allow-origin"] == nil, "an origin not on the list gets nothing")
+        }
+        try await withServer({ $0.server.allowOrigins = ["*"] }) { _, port in
+            let r = try await fetch(port, "/healthz", headers: mainsail)
+            #expect(r.headers["access-control-allow-origin"] == "*")
+            #expect(r.headers["access-control-allow-credentials"] == nil, "never * with credentials")
         }
         try await withServer { _, port in
             let r = try await fetch(port, "GET", "/healthz")

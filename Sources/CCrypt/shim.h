@@ -1,0 +1,2 @@
+// libcrypt (Debian's libcrypt-dev, libxcrypt): yescrypt password hashes for Basic auth.
+#include <crypt.h>

@@ -1,0 +1,4 @@
+// GnuTLS's hashes and random numbers (Debian's libgnutls28-dev): SHA-256 and MD5 for
+// Digest's HA1 and token fingerprints, and the random bytes of tokens.
+#include <gnutls/gnutls.h>
+#include <gnutls/crypto.h>

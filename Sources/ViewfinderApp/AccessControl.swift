@@ -1,0 +1,80 @@
+// Who may do what, decided before routing. viewer: GET and HEAD (streams, snapshots,
+// state, events, cameras, photos, the page); operator: everything; /healthz always open;
+// /metrics open to viewers (or to anyone, `auth.metrics: "open"`). Without accounts —
+// loopback, or `"auth": "none"` — everyone is an operator, as before.
+
+import Auth
+import CameraCore
+import Foundation
+import HTTPServer
+import Logging
+
+final class AccessControl: Sendable {
+    let settings: AuthSettings
+    private let authenticator: Authenticator
+    private let limiter: FailureLimiter
+    private let logger: Logger
+
+    init(_ settings: AuthSettings, logger: Logger) {
+        self.settings = settings
+        authenticator = Authenticator(settings)
+        limiter = FailureLimiter(perMinute: settings.failuresPerMinute)
+        self.logger = logger
+    }
+
+    /// The role a request needs, or nil when it is open to anyone.
+    func required(_ r: Request) -> Role? {
+        if r.path == "/healthz" { return nil }
+        if r.path == "/metrics" && settings.metricsOpen { return nil }
+        return r.method == "GET" || r.method == "HEAD" ? .viewer : .operator
+    }
+
+    func gate(_ request: inout Request, _ digest: DigestAuthorization) -> Response? {
+        guard settings.mode == .accounts else {
+            request.principal = Principal(name: "", role: Role.operator.rawValue)
+            return nil
+        }
+        guard let needed = required(request) else { return nil }
+        let now = CameraCore.Clock.monotonic()
+        let address = request.remoteAddress
+        if let wait = limiter.retryAfter(address, now: now) {
+            let seconds = Int(wait.rounded(.up))
+            var r = HTTPError(429, "too_many_requests", "Too many failed sign-ins from \(address); try again in \(seconds) s.").response
+            r.headers.append(("Retry-After", String(seconds)))
+            return r
+        }
+        let realm = settings.realm
+        let verifier = DigestVerifier(username: digest.username) { user, ha1, sha256 in
+            switch digest.check(realm: realm, username: user, ha1: ha1, algorithm: sha256 ? .sha256 : .md5) {
+            case .valid: .valid
+            case .stale: .stale
+            case .invalid: .invalid
+            }
+        }
+        let credentials = Credentials.parse(authorization: request.headers["authorization"], queryToken: request.query["token"])
+        switch authenticator.authenticate(credentials, digest: verifier, now: now) {
+        case .authenticated(let name, let role):
+            guard role.allows(needed) else {
+                return HTTPError(403, "forbidden", "'\(name)' is a \(role.rawValue); \(request.method) \(request.path) needs an operator.").response
+            }
+            request.principal = Principal(name: name, role: role.rawValue)
+            request.query["token"] = nil  // never passed on
+            return nil
+        case .missing:
+            return challenge(stale: false, "Sign in: this camera needs a user (Basic or Digest) or a token.")
+        case .stale:
+            return challenge(stale: true, "The sign-in nonce expired; retry with the new one.")
+        case .failed(let reason):
+            limiter.record(address, now: now)
+            logger.warning("sign-in failed from \(address): \(reason)")  // never the password or token
+            return challenge(stale: false, "Those credentials are not valid here.")
+        }
+    }
+
+    private func challenge(stale: Bool, _ message: String) -> Response {
+        var r = HTTPError(401, "unauthorized", message).response
+        r.challenge = AuthChallenge(realm: settings.realm, basic: true,
+                                    digest: settings.digestChallenge == "SHA-256" ? .sha256 : .md5, stale: stale)
+        return r
+    }
+}

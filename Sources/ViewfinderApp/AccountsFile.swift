@@ -1,0 +1,126 @@
+// `viewfinder user add|remove` and `token add|remove`: the accounts written into
+// config.json, the rest of the file kept. Only hashes are written; the password is read
+// from standard input (never from the command line), without echo on a terminal.
+
+import Auth
+import Foundation
+import HTTPServer
+
+public enum AccountsFile {
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func addUser(_ name: String, role: String, password: String, config path: String) throws(Failure) {
+        guard let role = Role(rawValue: role) else { throw Failure(description: "--role: '\(role)' is not viewer or operator") }
+        guard !password.isEmpty else { throw Failure(description: "an empty password") }
+        try edit(path) { auth throws(Failure) in
+            try check(name)
+            let record: UserRecord
+            do { record = try UserRecord.make(name: name, role: role, password: password, realm: auth.realm) } catch {
+                throw Failure(description: "hashing the password: \(error)")
+            }
+            auth.users.removeAll { $0.name == name }  // adding again changes the password
+            auth.users.append(record)
+        }
+    }
+
+    public static func removeUser(_ name: String, config path: String) throws(Failure) {
+        try edit(path) { auth throws(Failure) in
+            guard auth.users.contains(where: { $0.name == name }) else { throw Failure(description: "no user '\(name)'") }
+            auth.users.removeAll { $0.name == name }
+        }
+    }
+
+    /// Adds a token and answers it: it is shown once and only its SHA-256 is kept.
+    public static func addToken(_ name: String, role: String, config path: String) throws(Failure) -> String {
+        guard let role = Role(rawValue: role) else { throw Failure(description: "--role: '\(role)' is not viewer or operator") }
+        var token = ""
+        try edit(path) { auth throws(Failure) in
+            try check(name)
+            guard !auth.tokens.contains(where: { $0.name == name }) else { throw Failure(description: "a token '\(name)' exists; remove it first") }
+            do {
+                let made = try TokenRecord.make(name: name, role: role)
+                token = made.token
+                auth.tokens.append(made.record)
+            } catch { throw Failure(description: "making a token: \(error)") }
+        }
+        return token
+    }
+
+    public static func removeToken(_ name: String, config path: String) throws(Failure) {
+        try edit(path) { auth throws(Failure) in
+            guard auth.tokens.contains(where: { $0.name == name }) else { throw Failure(description: "no token '\(name)'") }
+            auth.tokens.removeAll { $0.name == name }
+        }
+    }
+
+    static func check(_ name: String) throws(Failure) {
+        guard !name.isEmpty, !name.contains(":"), !name.contains("\""), name.unicodeScalars.allSatisfy({ $0.value >= 0x20 }) else {
+            throw Failure(description: "'\(name)' is not a name (no ':', quotes or control characters)")
+        }
+    }
+
+    /// Reads the file (or starts one), lets `change` edit its `auth`, checks the result as a
+    /// whole configuration, and replaces the file atomically with the same permissions.
+    static func edit(_ path: String, _ change: (inout AuthSettings) throws(Failure) -> Void) throws(Failure) {
+        var root: [String: JSONValue] = [:]
+        if let data = FileManager.default.contents(atPath: path) {
+            guard case .object(let o)? = try? JSONValue.parse([UInt8](data)) else {
+                throw Failure(description: "\(path): not a JSON object")
+            }
+            root = o
+        }
+        var auth = AuthSettings()
+        if let a = root["auth"] {
+            do throws(JSONFieldError) { auth = try AuthConfiguration.decode(a) } catch { throw Failure(description: "\(path): \(error)") }
+        }
+        if auth.mode == .none { auth.mode = .accounts }
+        try change(&auth)
+        auth.mode = auth.users.isEmpty && auth.tokens.isEmpty ? .unconfigured : .accounts
+        root["auth"] = AuthConfiguration.encode(auth)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard var bytes = try? [UInt8](encoder.encode(JSONValue.object(root))) else { throw Failure(description: "encoding the file") }
+        bytes.append(0x0A)
+        do throws(Configuration.Error) { _ = try Configuration.parse(bytes) } catch {
+            throw Failure(description: "the result would not load: \(error)")
+        }
+        try replace(path, with: bytes)
+    }
+
+    static func replace(_ path: String, with bytes: [UInt8]) throws(Failure) {
+        var st = stat()
+        let mode = stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0o600
+        let temp = path + ".tmp-\(getpid())"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw Failure(description: "open \(temp): \(String(cString: strerror(errno)))") }
+        let ok = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(temp, path) == 0 else {
+            let e = errno
+            unlink(temp)
+            throw Failure(description: "writing \(path): \(String(cString: strerror(e)))")
+        }
+    }
+
+    /// One line from standard input; on a terminal, prompted on standard error and not echoed.
+    public static func readPassword(prompt: String) -> String? {
+        let terminal = isatty(0) == 1
+        var saved = termios()
+        if terminal {
+            FileHandle.standardError.write(Data(prompt.utf8))
+            tcgetattr(0, &saved)
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(0, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if terminal {
+                tcsetattr(0, TCSAFLUSH, &saved)
+                FileHandle.standardError.write(Data("\n".utf8))
+            }
+        }
+        return readLine(strippingNewline: true)
+    }
+}

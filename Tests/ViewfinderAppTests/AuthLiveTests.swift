@@ -1,0 +1,173 @@
+// Authentication with real clients on loopback: curl (Basic, Digest MD5 and SHA-256,
+// Bearer, ?token=), Python's requests doing Home Assistant's Digest flow, ffprobe with
+// credentials in the URL; roles, brute force per address, hostile headers, the accounts
+// file and secure-by-default start-up.
+
+import Auth
+import Foundation
+import HTTPServer
+import Testing
+@testable import ViewfinderApp
+
+@Suite(.serialized) struct AuthLiveTests {
+    static let token = "vf_test_token_0123456789"
+
+    static func accounts(digest: String = "MD5") throws -> AuthSettings {
+        var a = AuthSettings()
+        a.mode = .accounts
+        a.digestChallenge = digest
+        a.users = [try UserRecord.make(name: "ann", role: .operator, password: "pass word", realm: a.realm),
+                   try UserRecord.make(name: "vic", role: .viewer, password: "viewer pw", realm: a.realm),
+                   try UserRecord.make(name: "cam", role: .viewer, password: "ffmpeg1", realm: a.realm)]
+        a.tokens = [TokenRecord(name: "octoprint", role: .viewer, sha256: Hashes.sha256Hex(token))]
+        return a
+    }
+
+    /// Runs a client to completion (bounded), answering its exit status and standard output.
+    func run(_ tool: String, _ args: [String], timeout: Double = 30) -> (status: Int32, out: String) {
+        do { return try runThrowing(tool, args, timeout: timeout) } catch { return (-1, "\(error)") }
+    }
+
+    func runThrowing(_ tool: String, _ args: [String], timeout: Double) throws -> (status: Int32, out: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = args
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(20_000) }
+        if p.isRunning { p.terminate(); p.waitUntilExit() }
+        return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
+    /// curl's status code for a request.
+    func status(_ port: Int, _ path: String, _ extra: [String] = []) -> Int {
+        Int(run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10"] + extra
+                    + ["http://127.0.0.1:\(port)\(path)"]).out) ?? 0
+    }
+
+    @Test func withoutCredentialsA401OffersBasicAndDigest() async throws {
+        let a = try Self.accounts()
+        try await withServer({ $0.auth = a }) { _, port in
+            let head = run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "http://127.0.0.1:\(port)/api/session"]).out
+            #expect(head.hasPrefix("HTTP/1.1 401"))
+            #expect(head.contains("WWW-Authenticate: Basic realm=\"Viewfinder\""))
+            #expect(head.range(of: "WWW-Authenticate: Digest realm=\"Viewfinder\".*algorithm=\"?MD5", options: .regularExpression) != nil, "\(head)")
+            #expect(status(port, "/healthz") == 200, "always open")
+            #expect(status(port, "/metrics") == 401, "viewers only by default")
+            #expect(status(port, "/") == 401, "the page too")
+        }
+    }
+
+    @Test func curlSignsInEveryWay() async throws {
+        let a = try Self.accounts()
+        try await withServer({ $0.auth = a }) { _, port in
+            #expect(status(port, "/api/session", ["--basic", "-u", "ann:pass word"]) == 200)
+            #expect(status(port, "/api/session", ["--digest", "-u", "ann:pass word"]) == 200)
+            #expect(status(port, "/api/session", ["--digest", "-u", "ann:wrong"]) == 401)
+            #expect(status(port, "/api/session", ["-H", "Authorization: Bearer \(Self.token)"]) == 200)
+            #expect(status(port, "/snapshot?token=\(Self.token)") == 200, "an <img> URL")
+            #expect(status(port, "/snapshot?token=nope") == 401)
+            #expect(status(port, "/api/session/zoom", ["--digest", "-u", "ann:pass word", "-X", "POST", "-d", "{\"factor\": 2}"]) == 200)
+        }
+        var sha = try Self.accounts(digest: "SHA-256")
+        sha.failuresPerMinute = 100
+        try await withServer({ $0.auth = sha }) { _, port in
+            let head = run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "http://127.0.0.1:\(port)/api/session"]).out
+            #expect(head.contains("algorithm=SHA-256"), "\(head)")
+            #expect(status(port, "/api/session", ["--digest", "-u", "ann:pass word"]) == 200, "RFC 7616 SHA-256")
+        }
+    }
+
+    @Test func aViewerWatchesButDoesNotSteer() async throws {
+        let a = try Self.accounts()
+        try await withServer({ $0.auth = a }) { _, port in
+            let vic = ["--basic", "-u", "vic:viewer pw"]
+            #expect(status(port, "/api/session", vic) == 200)
+            #expect(status(port, "/snapshot", vic) == 200)
+            #expect(status(port, "/metrics", vic) == 200)
+            let me = run("/usr/bin/curl", ["-s", "-m", "10"] + vic + ["http://127.0.0.1:\(port)/api/me"]).out
+            #expect(me.contains("\"role\":\"viewer\"") && me.contains("\"name\":\"vic\""), "\(me)")
+            let refused = run("/usr/bin/curl", ["-s", "-m", "10", "-X", "POST", "-d", "{\"factor\": 2}"] + vic
+                                  + ["http://127.0.0.1:\(port)/api/session/zoom"]).out
+            #expect(refused.contains("\"forbidden\""), "\(refused)")
+            #expect(status(port, "/api/session/zoom?token=\(Self.token)", ["-X", "POST", "-d", "{\"factor\": 2}"]) == 403)
+        }
+    }
+
+    @Test func bruteForceIsLimitedPerAddress() async throws {
+        var a = try Self.accounts()
+        a.failuresPerMinute = 5
+        try await withServer({ $0.auth = a }) { _, port in
+            for _ in 0..<5 {
+                #expect(status(port, "/api/session", ["--interface", "127.0.0.3", "--basic", "-u", "ann:guess"]) == 401)
+            }
+            let head = run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "--interface", "127.0.0.3",
+                                                 "--basic", "-u", "ann:pass word", "http://127.0.0.1:\(port)/api/session"]).out
+            #expect(head.hasPrefix("HTTP/1.1 429") && head.contains("Retry-After: "), "\(head)")
+            #expect(status(port, "/api/session", ["--interface", "127.0.0.4", "--basic", "-u", "ann:pass word"]) == 200,
+                    "another address is not locked out, nor is the user")
+        }
+    }
+
+    @Test(arguments: ["Basic", "Basic !!!", "Basic Zm9v", "Digest", "Digest username=", "Digest username=\"ann\", response=\"x\"",
+                      "Bearer", "NTLM abc", "Basic " + String(repeating: "A", count: 4000), "Digest username=\"ann\", algorithm=SHA-512"])
+    func hostileAuthorizationHeadersAre401(_ header: String) async throws {
+        var a = try Self.accounts()
+        a.failuresPerMinute = 1000
+        try await withServer({ $0.auth = a }) { _, port in
+            #expect(status(port, "/api/session", ["-H", "Authorization: \(header)"]) == 401)
+            #expect(status(port, "/healthz") == 200, "still serving")
+        }
+    }
+
+    @Test func homeAssistantsDigestFlowAndFFprobeWithCredentialsInTheURL() async throws {
+        let a = try Self.accounts()
+        try await withServer({ $0.auth = a }) { _, port in
+            let script = """
+            import requests, sys
+            from requests.auth import HTTPDigestAuth
+            url = "http://127.0.0.1:\(port)/snapshot"
+            first = requests.get(url, timeout=10)
+            r = requests.get(url, auth=HTTPDigestAuth("ann", "pass word"), timeout=10)
+            sys.exit(0 if first.status_code == 401 and r.status_code == 200 and r.content[:2] == b"\\xff\\xd8" else 1)
+            """
+            #expect(run("/usr/bin/python3", ["-c", script]).status == 0, "GET, 401, retry with HTTPDigestAuth")
+            let probe = run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
+                                                     "-of", "csv=p=0", "-f", "mjpeg", "http://cam:ffmpeg1@127.0.0.1:\(port)/stream"])
+            #expect(probe.out.contains("mjpeg"), "ffprobe: \(probe.status) \(probe.out)")
+        }
+    }
+
+    @Test func userAddWritesHashesOnlyAndKeepsTheRestOfTheFile() throws {
+        let path = NSTemporaryDirectory() + "vf-config-\(UUID().uuidString).json"
+        defer { unlink(path) }
+        try Data(#"{"server": {"port": 9090}, "stream": {"quality": 70}}"#.utf8).write(to: URL(fileURLWithPath: path))
+        try AccountsFile.addUser("ann", role: "operator", password: "correct horse", config: path)
+        let token = try AccountsFile.addToken("ha", role: "viewer", config: path)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(!text.contains("correct horse") && !text.contains(token), "no plaintext password or token")
+        let c = try Configuration.load(path: path, required: true)
+        #expect(c.server.port == 9090 && c.stream.quality == 70, "the rest kept")
+        #expect(c.auth.users.map(\.name) == ["ann"] && c.auth.tokens.map(\.name) == ["ha"])
+        #expect(Hashes.verify("correct horse", against: c.auth.users[0].passwordHash))
+        #expect(throws: AccountsFile.Failure.self) { try AccountsFile.addUser("x", role: "admin", password: "p", config: path) }
+        try AccountsFile.removeUser("ann", config: path)
+        try AccountsFile.removeToken("ha", config: path)
+        #expect(try Configuration.load(path: path, required: true).auth.mode == .unconfigured)
+    }
+
+    @Test func secureByDefault() throws {
+        #expect(throws: Configuration.Error.self) { try Configuration.parse(Array(#"{"server": {"host": "0.0.0.0"}}"#.utf8)) }
+        do { _ = try Configuration.parse(Array(#"{"server": {"host": "0.0.0.0"}}"#.utf8)) } catch {
+            #expect(error.description.hasPrefix("auth:"), "\(error)")
+        }
+        #expect(try Configuration.parse(Array(#"{"server": {"host": "0.0.0.0"}, "auth": "none"}"#.utf8)).auth.mode == AuthSettings.Mode.none)
+        #expect(try Configuration.parse(Array(#"{"server": {"host": "127.0.0.1"}}"#.utf8)).auth.mode == .unconfigured, "loopback as today")
+        #expect(throws: Configuration.Error.self, "a plaintext password is refused") {
+            try Configuration.parse(Array(#"{"auth": {"users": [{"name": "a", "role": "viewer", "password": "hunter2", "digestMD5": "00000000000000000000000000000000", "digestSHA256": "0000000000000000000000000000000000000000000000000000000000000000"}]}}"#.utf8))
+        }
+    }
+}
