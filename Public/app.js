@@ -3,6 +3,12 @@
 // /api/events. No build step, no dependencies.
 "use strict";
 
+// Opened as http://user:password@host/ the page would carry the credentials into every
+// relative URL, which fetch refuses; the browser has signed in by now, so drop them.
+if (new URL(document.URL).username) {
+  location.replace(location.origin + location.pathname + location.search + location.hash);
+}
+
 const $ = (id) => document.getElementById(id);
 const PRESETS = ["photo", "high", "medium", "low", "352x288", "640x480", "1280x720", "1920x1080", "3840x2160"];
 const DURATION_POWER = 5; // AVCamManual's curve: fine control over short exposures
@@ -212,6 +218,7 @@ function zoomTo(factor) {
 }
 $("zoom").addEventListener("input", (e) => zoomTo(Number(e.target.value)));
 $("stage").addEventListener("wheel", (e) => {
+  if (viewOnly) return;
   e.preventDefault();
   zoomTo(Number($("zoom").value) * Math.pow(1.0015, -e.deltaY));
 }, { passive: false });
@@ -281,7 +288,7 @@ function devicePoint(u, v) {
 }
 
 async function focusAt(clientX, clientY) {
-  if (!state || !caps) return;
+  if (!state || !caps || viewOnly) return;
   const r = contentRect();
   const u = (clientX - r.left) / r.width, v = (clientY - r.top) / r.height;
   if (u < 0 || u > 1 || v < 0 || v > 1) return;
@@ -386,6 +393,7 @@ async function loadPhotos() {
     download.href = p.url; download.download = `viewfinder-${p.id}.jpg`; download.textContent = "Download";
     const del = document.createElement("button");
     del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete photo taken ${when}`);
+    del.hidden = viewOnly;
     del.addEventListener("click", async () => {
       const r = await fetch(p.url, { method: "DELETE" }).catch(() => null);
       if (!r || !r.ok) toast(`The photo could not be deleted${r ? ` (HTTP ${r.status})` : ""}.`);
@@ -416,4 +424,23 @@ setInterval(async () => {
   try { const r = await fetch("/api/session"); if (r.ok) render(await r.json()); } catch (_) { /* the event stream shows we're offline */ }
 }, 2000);
 
-loadCameras().then(() => { connectEvents(); startPreview(); loadPhotos(); });
+// Who we are: a viewer watches; the controls are shown but cannot be used. The browser
+// signs every same-origin request in (its own Basic/Digest prompt); the page keeps no password.
+let viewOnly = false;
+async function loadMe() {
+  try {
+    const r = await fetch("/api/me");
+    if (!r.ok) return;
+    const me = await r.json();
+    viewOnly = me.role === "viewer";
+    document.body.classList.toggle("view-only", viewOnly);
+    $("view-only").hidden = !viewOnly;
+    $("view-only").title = me.name ? `Signed in as ${me.name} (viewer)` : "Viewer";
+    for (const el of [document.querySelector(".controls"), $("shutter"), $("switch"), $("camera")]) {
+      el.inert = viewOnly;
+      if ("disabled" in el) el.disabled = viewOnly;
+    }
+  } catch (_) { /* offline: the event stream shows it */ }
+}
+
+loadMe().then(loadCameras).then(() => { connectEvents(); startPreview(); loadPhotos(); });

@@ -35,13 +35,25 @@ OUT = ROOT / "Tests/browser/out"
 BINARY = Path(os.environ.get("VIEWFINDER_BINARY", ROOT / ".build/debug/viewfinder"))
 
 
+def account(name, role, password, realm="Viewfinder"):
+    """An auth.users entry as `viewfinder user add` writes it: hashes only."""
+    import crypt  # sha512-crypt here; the server verifies any scheme libcrypt knows
+    import hashlib
+    ha1 = f"{name}:{realm}:{password}".encode()
+    return {"name": name, "role": role, "password": crypt.crypt(password, crypt.mksalt(crypt.METHOD_SHA512)),
+            "digestMD5": hashlib.md5(ha1).hexdigest(), "digestSHA256": hashlib.sha256(ha1).hexdigest()}
+
+
 class Server:
     """viewfinder on 127.0.0.1, a free port, synthetic cameras, photos in a temp dir."""
 
-    def __init__(self):
+    def __init__(self, auth=None):
         self.dir = tempfile.mkdtemp(prefix="vf-browser-")
         config = Path(self.dir) / "config.json"
-        config.write_text(json.dumps({"capture": {"directory": str(Path(self.dir) / "photos")}}))
+        settings = {"capture": {"directory": str(Path(self.dir) / "photos")}}
+        if auth:
+            settings["auth"] = auth
+        config.write_text(json.dumps(settings))
         self.proc = subprocess.Popen(
             [str(BINARY), "--config", str(config), "--port", "0", "--cameras", "synthetic",
              "--preset", "640x480", "--public-directory", str(ROOT / "Public"), "--log-level", "warning"],
@@ -216,6 +228,46 @@ class PageTest(unittest.TestCase):
             d.save_screenshot(str(OUT / "page-phone.png"))
         finally:
             d.set_window_size(1280, 1000)
+
+
+class SignedInTest(unittest.TestCase):
+    """The page behind the browser's own sign-in: a viewer watches, an operator steers."""
+
+    def test_a_viewer_watches_and_an_operator_steers(self):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            users = [account("vic", "viewer", "viewer1"), account("ann", "operator", "operator1")]
+        server = Server(auth={"users": users})
+        driver = browser()
+        try:
+            for user, password, viewer in (("vic", "viewer1", True), ("ann", "operator1", False)):
+                driver.delete_all_cookies()
+                driver.get(f"http://{user}:{password}@127.0.0.1:{server.port}/")
+                WebDriverWait(driver, 15, 0.05).until(
+                    lambda d: d.execute_script("return document.getElementById('preview').naturalWidth") > 0,
+                    f"{user}: preview frames behind the sign-in")
+                WebDriverWait(driver, 10, 0.05).until(
+                    lambda d: d.execute_script("return document.body.classList.contains('view-only')") == viewer,
+                    f"{user}: view-only mark is {viewer}")
+                self.assertEqual(driver.find_element(By.ID, "view-only").is_displayed(), viewer)
+                self.assertEqual(not driver.find_element(By.ID, "shutter").is_enabled(), viewer)
+                self.assertEqual(driver.execute_script("return document.querySelector('.controls').inert"), viewer)
+                if viewer:
+                    driver.save_screenshot(str(OUT / "viewer.png"))
+                    # the page cannot steer; the server would refuse anyway
+                    code = driver.execute_script(
+                        "return fetch('/api/session/zoom', {method: 'POST', body: JSON.stringify({factor: 2})}).then(r => r.status)")
+                    self.assertEqual(code, 403)
+                else:
+                    code = driver.execute_script(
+                        "return fetch('/api/session/zoom', {method: 'POST', body: JSON.stringify({factor: 2})}).then(r => r.status)")
+                    self.assertEqual(code, 200)
+                self.assertNotIn(password, driver.execute_script(
+                    "return JSON.stringify(localStorage) + JSON.stringify(sessionStorage) + document.cookie"))
+        finally:
+            driver.quit()
+            server.stop()
 
 
 class OfflineTest(unittest.TestCase):
