@@ -62,7 +62,9 @@ func bootstrapLogging(_ level: Logger.Level) {
     }
 }
 
-/// `viewfinder serve` (the default): serve until SIGINT or SIGTERM.
+/// `viewfinder serve` (the default): serve until SIGINT or SIGTERM. Under systemd
+/// (Type=notify) it says READY=1 once the server listens, STOPPING=1 when it stops, and
+/// WATCHDOG=1 at half of WatchdogSec.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the cameras over HTTP (the default).")
 
@@ -80,6 +82,10 @@ struct Serve: AsyncParsableCommand {
         // mean a graceful stop, not the default action.
         let termination = TerminationSignal()
         let settings = try options.load()
+        let systemd = SystemdNotifier()
+        func tell(_ state: String) {
+            do { try systemd?.notify(state) } catch { logger.error("sd_notify \(state.prefix { $0 != "\n" }): \(error)") }
+        }
 
         let app: Application
         do {
@@ -87,14 +93,23 @@ struct Serve: AsyncParsableCommand {
             try await app.start()
         } catch {
             FileHandle.standardError.write(Data("viewfinder: \(error)\n".utf8))
+            tell("STATUS=\(error)")
             throw ExitCode(1)
         }
         let url = "http://\(settings.server.host):\(app.port)/"
         // Unbuffered, so scripts and tests reading stdout learn the port at once.
         FileHandle.standardOutput.write(Data("Viewfinder listening on \(url)\n".utf8))
+        tell("READY=1\nSTATUS=Listening on \(url)\nMAINPID=\(getpid())")
+        let watchdog = SystemdNotifier.watchdogInterval().flatMap { interval in
+            systemd?.watchdog(every: interval,
+                              alive: { _ = await app.session.state() },  // the session actor answers
+                              failed: { logger.error("sd_notify WATCHDOG=1: \($0)") })
+        }
 
         let signal = await termination.wait()
         logger.info("signal \(signal): stopping")
+        tell("STOPPING=1\nSTATUS=Stopping (\(signal))")
+        watchdog?.cancel()
         await app.stop()
         logger.info("stopped")
     }
