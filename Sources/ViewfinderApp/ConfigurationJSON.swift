@@ -1,0 +1,71 @@
+// The effective configuration written back in config.json's shape and key order, for
+// `viewfinder check-config`: what it prints parses to the same configuration.
+
+import Foundation
+
+extension Configuration {
+    public var jsonText: String {
+        func str(_ s: String?) -> String {
+            guard let s else { return "null" }
+            var out = "\""
+            for u in s.unicodeScalars {
+                switch u {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\t": out += "\\t"
+                case "\r": out += "\\r"
+                case _ where u.value < 0x20: out += String(format: "\\u%04x", u.value)
+                default: out.unicodeScalars.append(u)
+                }
+            }
+            return out + "\""
+        }
+        func object(_ fields: [(String, String)]) -> String {
+            "{" + fields.map { "\(str($0.0)): \($0.1)" }.joined(separator: ", ") + "}"
+        }
+        let cams: String
+        switch cameras {
+        case .auto: cams = str("auto")
+        case .synthetic: cams = str("synthetic")
+        case .list(let entries):
+            cams = "[\n" + entries.map { e in
+                var f: [(String, String)] = [("id", str(e.id)), ("source", str(e.source.rawValue))]
+                if let d = e.device { f.append(("device", str(d))) }
+                if let p = e.path { f.append(("path", str(p))) }
+                if let p = e.position { f.append(("position", str(p))) }
+                if let t = e.torchLED { f.append(("torchLED", str(t))) }
+                return "    " + object(f)
+            }.joined(separator: ",\n") + "\n  ]"
+        }
+        let sections: [(String, String)] = [
+            ("server", object([("host", str(server.host)), ("port", "\(server.port)"),
+                               ("publicDirectory", str(server.publicDirectory)),
+                               ("allowOrigin", server.allowOrigins.isEmpty ? "null"
+                                    : "[" + server.allowOrigins.map { str($0) }.joined(separator: ", ") + "]"),
+                               ("maxConnections", "\(server.maxConnections)")])),
+            ("cameras", cams),
+            ("session", object([("camera", str(session.camera)), ("preset", str(session.preset)),
+                                ("fps", "\(session.fps)"), ("autostart", "\(session.autostart)")])),
+            ("stream", object([("quality", "\(stream.quality)"), ("maxFps", "\(stream.maxFps)")])),
+            ("capture", object([("quality", "\(capture.quality)"), ("directory", str(capture.directory))])),
+        ] + authSection
+        
+        return "{\n" + sections.map { "  \(str($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}\n"
+    }
+}
+
+extension Configuration {
+    /// The accounts as the file holds them (hashes only), when there are any.
+    var authSection: [(String, String)] {
+        switch auth.mode {
+        case .unconfigured: return []
+        case .none: return [("auth", "\"none\"")]
+        case .accounts:
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let data = (try? encoder.encode(AuthConfiguration.encode(auth))) ?? Data("null".utf8)
+            return [("auth", String(decoding: data, as: UTF8.self))]
+        }
+    }
+}

@@ -1,0 +1,206 @@
+// viewfinder: parse flags, load config.json, build the application, serve until SIGINT or
+// SIGTERM, then stop gracefully (streams end, camera released) and exit 0. Operators'
+// subcommands beside it: `cameras`, `check-config`, and `--version`.
+
+import ArgumentParser
+import CMalloc
+import Dispatch
+import Foundation
+import HTTPServer
+import Logging
+import ViewfinderApp
+
+@main
+struct Viewfinder: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "viewfinder",
+        abstract: "An HTTP camera server with AVFoundation's capture-session model.",
+        discussion: "Without a subcommand viewfinder serves: `viewfinder --port 9000` is `viewfinder serve --port 9000`.",
+        version: viewfinderVersion,
+        subcommands: [Serve.self, Cameras.self, CheckConfig.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// config.json and the flags over it, shared by `serve` and `check-config`.
+struct ConfigOptions: ParsableArguments {
+    @Option(help: "Configuration file (default ./config.json if present).")
+    var config: String?
+    @Option(help: "Address to bind (server.host).") var host: String?
+    @Option(help: "Port to listen on; 0 picks a free one (server.port).") var port: Int?
+    @Option(help: "Directory of static files (server.publicDirectory).") var publicDirectory: String?
+    @Option(help: "CORS origin to allow (server.allowOrigin).") var allowOrigin: String?
+    @Option(help: "Connection limit; beyond it 503 (server.maxConnections).") var maxConnections: Int?
+    @Option(help: "\"auto\" or \"synthetic\" (cameras).") var cameras: String?
+    @Option(help: "Camera to start with (session.camera).") var camera: String?
+    @Option(help: "Preset: photo, high, medium, low or WIDTHxHEIGHT (session.preset).") var preset: String?
+    @Option(help: "Frames per second (session.fps).") var fps: Int?
+    @Option(help: "Preview JPEG quality 1–100 (stream.quality).") var quality: Int?
+    @Flag(help: "Do not start the session at launch (session.autostart = false).") var noAutostart = false
+
+    /// The configuration to serve; a bad file or flag is reported naming the key and exits 2.
+    func load() throws -> Configuration {
+        var o = ConfigurationOverrides()
+        o.host = host; o.port = port; o.publicDirectory = publicDirectory; o.allowOrigin = allowOrigin
+        o.maxConnections = maxConnections; o.cameras = cameras; o.camera = camera; o.preset = preset
+        o.fps = fps; o.quality = quality; o.noAutostart = noAutostart
+        return try effective(o, path: config)
+    }
+}
+
+func effective(_ overrides: ConfigurationOverrides, path: String?) throws -> Configuration {
+    do { return try overrides.effectiveConfiguration(path: path) } catch {
+        FileHandle.standardError.write(Data("viewfinder: configuration error: \(error)\n".utf8))
+        throw ExitCode(2)
+    }
+}
+
+func bootstrapLogging(_ level: Logger.Level) {
+    LoggingSystem.bootstrap { label in
+        var h = StreamLogHandler.standardError(label: label)
+        h.logLevel = level
+        return h
+    }
+}
+
+/// `viewfinder serve` (the default): serve until SIGINT or SIGTERM. Under systemd
+/// (Type=notify) it says READY=1 once the server listens, STOPPING=1 when it stops, and
+/// WATCHDOG=1 at half of WatchdogSec.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the cameras over HTTP (the default).")
+
+    @OptionGroup var options: ConfigOptions
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String = "info"
+
+    func run() async throws {
+        // glibc trims and unmaps freed heap eagerly; on the frame path that turned every
+        // tjTransform's large buffers into fresh page faults (2.4× slower here). Keep them.
+        mallopt(M_MMAP_THRESHOLD, 64 << 20)
+        mallopt(M_TRIM_THRESHOLD, 256 << 20)
+        bootstrapLogging(Logger.Level(rawValue: logLevel) ?? .info)
+        let logger = Logger(label: "viewfinder")
+        // Before anything can announce readiness: a signal that arrives early must still
+        // mean a graceful stop, not the default action.
+        let termination = TerminationSignal()
+        let settings = try options.load()
+        let systemd = SystemdNotifier()
+        func tell(_ state: String) {
+            do { try systemd?.notify(state) } catch { logger.error("sd_notify \(state.prefix { $0 != "\n" }): \(error)") }
+        }
+
+        let app: Application
+        do {
+            app = try Application(configuration: settings, logger: logger)
+            try await app.start()
+        } catch {
+            FileHandle.standardError.write(Data("viewfinder: \(error)\n".utf8))
+            tell("STATUS=\(error)")
+            throw ExitCode(1)
+        }
+        let url = "http://\(settings.server.host):\(app.port)/"
+        // Unbuffered, so scripts and tests reading stdout learn the port at once.
+        FileHandle.standardOutput.write(Data("Viewfinder listening on \(url)\n".utf8))
+        tell("READY=1\nSTATUS=Listening on \(url)\nMAINPID=\(getpid())")
+        let watchdog = SystemdNotifier.watchdogInterval().flatMap { interval in
+            systemd?.watchdog(every: interval,
+                              alive: { _ = await app.session.state() },  // the session actor answers
+                              failed: { logger.error("sd_notify WATCHDOG=1: \($0)") })
+        }
+
+        let signal = await termination.wait()
+        logger.info("signal \(signal): stopping")
+        tell("STOPPING=1\nSTATUS=Stopping (\(signal))")
+        watchdog?.cancel()
+        await app.stop()
+        logger.info("stopped")
+    }
+}
+
+/// `viewfinder cameras`: what the server would see.
+struct Cameras: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the cameras with their formats and capabilities, as the server would see them.")
+
+    @Option(help: "Configuration file (default ./config.json if present).") var config: String?
+    @Option(help: "\"auto\" or \"synthetic\", over the file's cameras.") var cameras: String?
+    @Flag(help: "Print /api/cameras' JSON instead of text.") var json = false
+
+    func run() async throws {
+        bootstrapLogging(.warning)
+        var o = ConfigurationOverrides()
+        o.cameras = cameras
+        let listing = CameraListing(try effective(o, path: config))
+        guard !listing.isEmpty else {
+            FileHandle.standardError.write(Data("viewfinder: no usable camera\n".utf8))
+            throw ExitCode(1)
+        }
+        FileHandle.standardOutput.write(Data((json ? listing.json : listing.text).utf8))
+    }
+}
+
+/// `viewfinder check-config`: validate, then print the configuration `serve` would use.
+struct CheckConfig: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate the configuration and print the effective one (file, then flags) as JSON.",
+        discussion: "Exits 2 with a message naming the key when the file or a flag is bad.")
+
+    @OptionGroup var options: ConfigOptions
+
+    func run() async throws {
+        let c = try options.load()
+        var notes: [String] = []
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: c.server.publicDirectory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            notes.append("warning: server.publicDirectory: '\(c.server.publicDirectory)' is not a directory; the page will not be served")
+        }
+        if case .list(let entries) = c.cameras {
+            for (i, e) in entries.enumerated() {
+                if let p = e.path, !FileManager.default.fileExists(atPath: p) { notes.append("warning: cameras[\(i)].path: '\(p)' does not exist") }
+                if let d = e.device, !FileManager.default.fileExists(atPath: d) { notes.append("warning: cameras[\(i)].device: '\(d)' does not exist (yet)") }
+            }
+        }
+        let source = options.config ?? (FileManager.default.fileExists(atPath: "config.json") ? "config.json" : "built-in defaults")
+        FileHandle.standardError.write(Data((notes + ["viewfinder: \(source): valid"]).map { $0 + "\n" }.joined().utf8))
+        FileHandle.standardOutput.write(Data(c.jsonText.utf8))
+    }
+}
+
+/// Catches SIGINT and SIGTERM from the moment it is made; `wait()` returns the first one's
+/// name, whether it came before or after the call.
+private final class TerminationSignal: @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: String?
+    private var waiter: CheckedContinuation<String, Never>?
+    private var sources: [DispatchSourceSignal] = []
+
+    init() {
+        for (sig, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [weak self] in self?.deliver(name) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    private func deliver(_ name: String) {
+        let w = lock.withLock { () -> CheckedContinuation<String, Never>? in
+            guard received == nil else { return nil }
+            received = name
+            defer { waiter = nil }
+            return waiter
+        }
+        w?.resume(returning: name)
+    }
+
+    func wait() async -> String {
+        await withCheckedContinuation { c in
+            let early = lock.withLock { () -> String? in
+                if let received { return received }
+                waiter = c
+                return nil
+            }
+            if let early { c.resume(returning: early) }
+        }
+    }
+}
