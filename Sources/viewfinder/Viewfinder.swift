@@ -1,6 +1,6 @@
 // viewfinder: parse flags, load config.json, build the application, serve until SIGINT or
 // SIGTERM, then stop gracefully (streams end, camera released) and exit 0. Operators'
-// subcommands beside it: `cameras`, `check-config`, and `--version`.
+// subcommands beside it: `cameras`, `check-config`, `user`, `token`, and `--version`.
 
 import ArgumentParser
 import CMalloc
@@ -17,7 +17,7 @@ struct Viewfinder: AsyncParsableCommand {
         abstract: "An HTTP camera server with AVFoundation's capture-session model.",
         discussion: "Without a subcommand viewfinder serves: `viewfinder --port 9000` is `viewfinder serve --port 9000`.",
         version: viewfinderVersion,
-        subcommands: [Serve.self, Cameras.self, CheckConfig.self],
+        subcommands: [Serve.self, Cameras.self, CheckConfig.self, User.self, Token.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -162,6 +162,85 @@ struct CheckConfig: AsyncParsableCommand {
         let source = options.config ?? (FileManager.default.fileExists(atPath: "config.json") ? "config.json" : "built-in defaults")
         FileHandle.standardError.write(Data((notes + ["viewfinder: \(source): valid"]).map { $0 + "\n" }.joined().utf8))
         FileHandle.standardOutput.write(Data(c.jsonText.utf8))
+    }
+}
+
+/// `viewfinder user add|remove`: accounts in config.json, hashed; the password from stdin.
+struct User: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add or remove a user in config.json (the password is read from standard input, never the command line).",
+        subcommands: [Add.self, Remove.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a user, or give an existing one a new password or role.",
+            discussion: "Reads the password from standard input (not echoed on a terminal) and stores only its yescrypt hash and Digest's HA1 for the realm.")
+        @Argument(help: "The user's name.") var name: String
+        @Option(help: "viewer (watches) or operator (steers).") var role: String
+        @Option(help: "Configuration file to edit.") var config = "config.json"
+
+        func run() throws {
+            guard let password = AccountsFile.readPassword(prompt: "Password for \(name): "), !password.isEmpty else {
+                FileHandle.standardError.write(Data("viewfinder: no password on standard input\n".utf8))
+                throw ExitCode(2)
+            }
+            do { try AccountsFile.addUser(name, role: role, password: password, config: config) } catch {
+                FileHandle.standardError.write(Data("viewfinder: \(error.description)\n".utf8))
+                throw ExitCode(2)
+            }
+            FileHandle.standardError.write(Data("viewfinder: \(config): user '\(name)' (\(role)) saved\n".utf8))
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a user.")
+        @Argument(help: "The user's name.") var name: String
+        @Option(help: "Configuration file to edit.") var config = "config.json"
+
+        func run() throws {
+            do { try AccountsFile.removeUser(name, config: config) } catch {
+                FileHandle.standardError.write(Data("viewfinder: \(error.description)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+    }
+}
+
+/// `viewfinder token add|remove`: tokens for clients that cannot sign in (an <img> URL).
+struct Token: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add or remove an access token in config.json (shown once; only its SHA-256 is kept).",
+        subcommands: [Add.self, Remove.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a token and print it once: use it as `Authorization: Bearer TOKEN` or `?token=TOKEN`.")
+        @Argument(help: "What the token is for (e.g. octoprint).") var name: String
+        @Option(help: "viewer (watches) or operator (steers).") var role: String
+        @Option(help: "Configuration file to edit.") var config = "config.json"
+
+        func run() throws {
+            do {
+                let token = try AccountsFile.addToken(name, role: role, config: config)
+                print(token)
+            } catch {
+                FileHandle.standardError.write(Data("viewfinder: \(error.description)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a token.")
+        @Argument(help: "The token's name.") var name: String
+        @Option(help: "Configuration file to edit.") var config = "config.json"
+
+        func run() throws {
+            do { try AccountsFile.removeToken(name, config: config) } catch {
+                FileHandle.standardError.write(Data("viewfinder: \(error.description)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
     }
 }
 
