@@ -74,7 +74,10 @@ public final class Authenticator: Sendable {
     private let basicCache = Mutex([String: (name: String, role: Role, until: Double)]())
     static let cacheSeconds = 300.0
 
-    public init(_ settings: AuthSettings) { self.settings = settings }
+    public init(_ settings: AuthSettings) {
+        self.settings = settings
+        _ = Self.decoyHash  // made at start-up, not during the first failed sign-in
+    }
 
     public func authenticate(_ credentials: Credentials, digest: DigestVerifier, now: Double) -> AuthOutcome {
         switch credentials {
