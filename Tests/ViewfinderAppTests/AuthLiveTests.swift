@@ -159,6 +159,30 @@ import Testing
         #expect(try Configuration.load(path: path, required: true).auth.mode == .unconfigured)
     }
 
+    @Test func theCommandLineReadsThePasswordFromStandardInput() throws {
+        let path = NSTemporaryDirectory() + "vf-cli-\(UUID().uuidString).json"
+        defer { unlink(path) }
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: path))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: packageRoot + "/.build/debug/viewfinder")
+        p.arguments = ["user", "add", "ann", "--role", "operator", "--config", path]
+        let input = Pipe()
+        p.standardInput = input
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        input.fileHandleForWriting.write(Data("tr0ub4dor &3\n".utf8))
+        try input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(30)
+        while p.isRunning && Date() < deadline { usleep(20_000) }
+        #expect(!p.isRunning && p.terminationStatus == 0)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(!text.contains("tr0ub4dor") && text.contains("$y$"), "hashes only")
+        let token = run(packageRoot + "/.build/debug/viewfinder", ["token", "add", "ha", "--role", "viewer", "--config", path]).out
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let after = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(token.hasPrefix("vf_") && !after.contains(token), "the token is shown once, only its hash kept")
+    }
+
     @Test func secureByDefault() throws {
         #expect(throws: Configuration.Error.self) { try Configuration.parse(Array(#"{"server": {"host": "0.0.0.0"}}"#.utf8)) }
         do { _ = try Configuration.parse(Array(#"{"server": {"host": "0.0.0.0"}}"#.utf8)) } catch {
