@@ -7,7 +7,7 @@
 
 FROM swift:6.1-bookworm AS build
 RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends pkg-config libmicrohttpd-dev libturbojpeg0-dev \
+ && apt-get install -y -qq --no-install-recommends pkg-config libmicrohttpd-dev libgnutls28-dev libturbojpeg0-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -19,7 +19,7 @@ RUN swift build -c release --static-swift-stdlib --product viewfinder \
 
 FROM debian:bookworm-slim
 RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends libmicrohttpd12 libturbojpeg0 ca-certificates \
+ && apt-get install -y -qq --no-install-recommends libmicrohttpd12 libgnutls30 libturbojpeg0 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --gid video --home-dir /app viewfinder
 WORKDIR /app

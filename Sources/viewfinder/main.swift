@@ -59,7 +59,8 @@ struct Viewfinder: AsyncParsableCommand {
             throw ExitCode(1)
         }
         // Unbuffered, so scripts and tests reading stdout learn the port at once.
-        FileHandle.standardOutput.write(Data("Viewfinder listening on http://\(settings.server.host):\(app.port)/\n".utf8))
+        FileHandle.standardOutput.write(Data("Viewfinder listening on \(settings.server.tls == nil ? "http" : "https")://\(settings.server.host):\(app.port)/\n".utf8))
+        termination.onHangup { app.reloadCertificate() }
 
         let signal = await termination.wait()
         logger.info("signal \(signal): stopping")
@@ -119,7 +120,16 @@ private final class TerminationSignal: @unchecked Sendable {
             source.resume()
             sources.append(source)
         }
+        // SIGHUP reloads the TLS certificate (ignored until a handler is set).
+        signal(SIGHUP, SIG_IGN)
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        hup.setEventHandler { [weak self] in self?.lock.withLock { self?.hangup }?() }
+        hup.resume()
+        sources.append(hup)
     }
+
+    private var hangup: (@Sendable () -> Void)?
+    func onHangup(_ handler: @escaping @Sendable () -> Void) { lock.withLock { hangup = handler } }
 
     private func deliver(_ name: String) {
         let w = lock.withLock { () -> CheckedContinuation<String, Never>? in
