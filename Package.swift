@@ -15,9 +15,9 @@ let package = Package(
     ],
     targets: [
         // C interop: each C module is imported by exactly one Swift module.
-        .systemLibrary(
-            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
-            providers: [.apt(["libmicrohttpd-dev"])]),
+        // libmicrohttpd, and GnuTLS for the certificate store that SIGHUP reloads (shim.c):
+        // GnuTLS's headers stay in the C file; HTTPServer sees an opaque store.
+        .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]),
         .systemLibrary(
             name: "CTurboJPEG", pkgConfig: "libturbojpeg",
             providers: [.apt(["libturbojpeg0-dev"])]),

@@ -6,6 +6,7 @@ its reference measured in the same run:
   - encode: Viewfinder's YUYV -> JPEG step vs libjpeg-turbo's own tjbench on the same
     image, size, quality and 4:2:2 subsampling (fast DCT on both sides);
   - start-up: process start to the first JPEG served (no external reference here);
+  - TLS: server CPU for 10 viewers over plain HTTP vs HTTPS (bench/tls.py);
   - fan-out: server CPU and per-viewer fps at 720p30 with 0, 1, 10 and 100 viewers;
     the reference is the one-viewer cost (ratio = how much more N viewers cost).
     An external reference (µStreamer) needs a V4L2 device: that comparison runs in the
@@ -24,6 +25,9 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tls  # noqa: E402  (bench/tls.py: plain HTTP vs TLS)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".build/release/viewfinder"
@@ -125,7 +129,10 @@ def bench_startup():
 # ---------------------------------------------------------------- fan-out
 
 def bench_fanout(counts=(0, 1, 10, 100), seconds=5):
-    p, port, _ = start_server("--preset", "1280x720", "--fps", "30")
+    # 100 viewers from one address: above the default server.maxConnectionsPerAddress (32).
+    config = OUT / "fanout.json"
+    config.write_text('{"server": {"maxConnectionsPerAddress": 1000}}')
+    p, port, _ = start_server("--preset", "1280x720", "--fps", "30", "--config", str(config))
     rows = []
     try:
         get(port, "/snapshot")
@@ -252,6 +259,8 @@ def main():
     fan = bench_fanout()
     print("effect latency…", file=sys.stderr)
     eff_median, eff_p90, eff_n = bench_effect_latency()
+    print("plain HTTP vs TLS…", file=sys.stderr)
+    tls_section = tls.markdown(tls.bench_tls())
     one = next(r for r in fan if r["n"] == 1)["cpu"]
 
     lines = [
@@ -317,7 +326,7 @@ def main():
         "|---|---|---|",
         f"| {eff_median:.1f} | {eff_p90:.1f} | {eff_median / (1000 / 30):.2f} |",
         "",
-    ]
+    ] + tls_section
     (ROOT / "bench/RESULTS.md").write_text("\n".join(lines))
     print("\n".join(lines))
 

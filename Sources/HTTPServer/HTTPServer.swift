@@ -25,6 +25,11 @@ public final class HTTPServer: @unchecked Sendable {
     private var suspendedRequests: [ObjectIdentifier: ConnectionContext] = [:]
     private var streams: [ObjectIdentifier: StreamConnection] = [:]
     public private(set) var port: Int = 0
+    // Limits and TLS (AddressLimits.swift, TLS.swift).
+    private let addressLimits = AddressLimits()
+    private var certificates: CertificateStore?
+    /// Idle timeout of a connection streaming a response (the header timeout is the default).
+    static let streamIdleTimeout: UInt32 = 60
     /// Oversized bodies up to this size are read and dropped before the 413 (see above).
     static let drainLimit = 1 << 20
 
@@ -54,15 +59,26 @@ public final class HTTPServer: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         // MHD's own limit sits above ours so that connections past ours can still be told 503.
         let mhdLimit = UInt32(configuration.maxConnections + 32)
+        if let files = configuration.tls {
+            let store = CertificateStore()
+            try store.load(files)
+            certificates = store
+        }
         // Digest nonces are signed with these bytes: fresh for every start.
         var nonceKey = [UInt8](repeating: 0, count: 32)
         let random = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
         if random >= 0 { _ = read(random, &nonceKey, nonceKey.count); close(random) }
         digestKey = nonceKey
+        // MHD's timeout is the header timeout: it runs from accept (TLS handshake included)
+        // and between requests; suspended connections (streams and handlers waiting) have none,
+        // and a connection streaming a response gets `streamIdleTimeout` (see queue()).
         guard let d = digestKey.withUnsafeBytes({ key in
             cmhd_start(UInt32(flags), &addr, Self.accessHandler, me, Self.completedHandler, me,
-                       Self.connectionHandler, me, mhdLimit, 60, key.baseAddress, key.count)
+                       Self.connectionHandler, me, Self.acceptPolicy, me, mhdLimit,
+                       UInt32(configuration.headerTimeout), certificates?.raw, ServerConfiguration.tlsPriorities,
+                       key.baseAddress, key.count)
         }) else {
+            certificates = nil
             throw ServerError.startFailed(host: configuration.host, port: configuration.port, errno: errno)
         }
         daemon = d
@@ -96,8 +112,25 @@ public final class HTTPServer: @unchecked Sendable {
         }
         MHD_stop_daemon(d)
         if listenSocket >= 0 { close(listenSocket) }
-        lock.withLock { daemon = nil }
+        lock.withLock { daemon = nil; certificates = nil }
     }
+
+    // MARK: - TLS
+
+    /// Reads the configured certificate and key again: new handshakes get the new pair,
+    /// open connections (running streams) keep theirs. On error the old pair stays in use.
+    /// Returns the new certificate's SHA-256 fingerprint.
+    @discardableResult
+    public func reloadCertificate() throws -> String {
+        guard let files = configuration.tls, let store = lock.withLock({ certificates }) else {
+            throw ServerError.notTLS
+        }
+        try store.load(files)
+        return store.fingerprint
+    }
+
+    /// SHA-256 fingerprint of the certificate new handshakes get ("" without TLS).
+    public var certificateFingerprint: String { lock.withLock { certificates }?.fingerprint ?? "" }
 
     // MARK: - C callbacks (no await in here: they run on MHD's polling thread)
 
@@ -115,11 +148,25 @@ public final class HTTPServer: @unchecked Sendable {
         server.requestEnded()
     }
 
-    private static let connectionHandler: MHD_NotifyConnectionCallback = { cls, _, _, event in
+    private static let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketContext, event in
         let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+        let started = event == CMHD_CONNECTION_NOTIFY_STARTED
         server.lock.withLock {
-            server.openConnections += event == CMHD_CONNECTION_NOTIFY_STARTED ? 1 : -1
+            server.openConnections += started ? 1 : -1
         }
+        // Per-address counts and the certificate a TLS connection may hold.
+        let address = cmhd_client_ipv4(connection)
+        if started { server.addressLimits.opened(address) } else { server.addressLimits.closed(address) }
+        if let tls = server.certificates, let socketContext {
+            if started { cmhd_tls_connection_started(tls.raw, socketContext) } else { cmhd_tls_connection_closed(tls.raw, socketContext) }
+        }
+    }
+
+    /// Before a connection is set up: an address far over its limit is closed at once.
+    private static let acceptPolicy: MHD_AcceptPolicyCallback = { cls, addr, len in
+        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
+        return server.addressLimits.admits(cmhd_sockaddr_ipv4(addr, len), limit: server.configuration.maxConnectionsPerAddress)
+            ? .YES : .NO
     }
 
     private static let streamReader: MHD_ContentReaderCallback = { cls, _, buf, max in
@@ -158,6 +205,12 @@ public final class HTTPServer: @unchecked Sendable {
             if overLimit {
                 return queue(HTTPError(503, configuration.unavailableCode,
                                        "Too many connections (limit \(configuration.maxConnections)); try again later.").response, ctx)
+            }
+            if addressLimits.count(cmhd_client_ipv4(connection)) > configuration.maxConnectionsPerAddress {
+                var busy = HTTPError(503, configuration.unavailableCode,
+                                     "Too many connections from this address (limit \(configuration.maxConnectionsPerAddress)); close some and try again.").response
+                busy.headers.append(("Connection", "close"))
+                return queue(busy, ctx)
             }
             if let length = ctx.headers["content-length"].flatMap({ Int($0) }), length > configuration.maxBodyBytes {
                 // Answering before the body is read makes the kernel reset the connection
@@ -275,6 +328,7 @@ public final class HTTPServer: @unchecked Sendable {
                                                             Unmanaged.passRetained(stream).toOpaque(), Self.streamFree)
             streamBody.attach { [weak stream] in stream?.wake() }
             headers.append(("Connection", "close"))
+            cmhd_set_connection_timeout(ctx.connection, Self.streamIdleTimeout)  // not the header timeout
         }
         guard let mhdResponse else { return .NO }
         if let c = response.challenge, c.basic {
@@ -343,11 +397,13 @@ public final class HTTPServer: @unchecked Sendable {
 public enum ServerError: Error, CustomStringConvertible {
     case badAddress(String)
     case startFailed(host: String, port: Int, errno: Int32)
+    case notTLS
 
     public var description: String {
         switch self {
         case .badAddress(let h): "server.host: '\(h)' is not an IPv4 address"
         case .startFailed(let h, let p, let e): "cannot listen on \(h):\(p): \(String(cString: strerror(e)))"
+        case .notTLS: "the server does not use TLS (server.tls is not set)"
         }
     }
 }

@@ -22,9 +22,31 @@ public struct ServerConfiguration: Sendable {
     /// Decides each request before routing (authentication); nil lets every request through.
     public var gate: RequestGate?
 
+    /// HTTPS with these PEM files when set; `HTTPServer.reloadCertificate()` reads them again.
+    public var tls: TLSFiles?
+    /// Requests from an address with more open connections than this are answered 503; a
+    /// few more are accepted to be told so, beyond that they are closed at once.
+    public var maxConnectionsPerAddress: Int
+    /// Seconds a connection may stay silent before its request headers are complete (and
+    /// between requests, and during the TLS handshake). Streams and waiting handlers are exempt.
+    public var headerTimeout: Int
+
+    public struct TLSFiles: Sendable, Equatable {
+        public var certificate: String
+        public var key: String
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
+
+    /// TLS 1.2 and 1.3 only (GnuTLS priority string).
+    public static let tlsPriorities = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
     public init(host: String = "127.0.0.1", port: Int = 8080, maxConnections: Int = 256,
                 maxBodyBytes: Int = 64 * 1024, allowOrigins: [String] = [], exposedHeaders: [String] = ["Location"],
-                staticFiles: StaticFiles? = nil, unavailableCode: String = "unavailable", gate: RequestGate? = nil) {
+                staticFiles: StaticFiles? = nil, unavailableCode: String = "unavailable", gate: RequestGate? = nil,
+                tls: TLSFiles? = nil, maxConnectionsPerAddress: Int = 32, headerTimeout: Int = 10) {
         self.host = host
         self.port = port
         self.maxConnections = maxConnections
@@ -34,5 +56,8 @@ public struct ServerConfiguration: Sendable {
         self.staticFiles = staticFiles
         self.unavailableCode = unavailableCode
         self.gate = gate
+        self.tls = tls
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
+        self.headerTimeout = headerTimeout
     }
 }

@@ -57,16 +57,50 @@ public final class Application: Sendable {
             allowOrigins: configuration.server.allowOrigins,
             exposedHeaders: ["X-Frame-Sequence", "X-Capture-Timestamp", "X-Viewfinder-Online", "Location"],
             staticFiles: staticFiles, unavailableCode: "camera_unavailable",
-            gate: { [access] request, digest in access.gate(&request, digest) }),
+            gate: { [access] request, digest in access.gate(&request, digest) },
+            tls: configuration.server.tls.map { .init(certificate: $0.certificate, key: $0.key) },
+            maxConnectionsPerAddress: configuration.server.maxConnectionsPerAddress,
+            headerTimeout: configuration.server.headerTimeout),
             router: makeRouter(), logger: logger)
         running.withLock { $0 = s }
-        try s.start()
+        do { try s.start() } catch let e as TLSError {
+            // Named by config key: "server.tls.key /etc/x.pem: open failed: Permission denied".
+            throw Configuration.Error(description: "\(Self.configKey(e)): \(e)")
+        }
         if configuration.session.autostart {
             do { try await session.start() } catch {
                 logger.error("autostart failed: \(error.http.message)")
             }
         }
         await session.ensurePreviewFrame()
+    }
+
+    /// SIGHUP: reads server.tls's files again. New connections get the new certificate,
+    /// open ones (running streams) keep theirs; a bad file keeps the old one. Logs either way.
+    @discardableResult
+    public func reloadCertificate() -> Bool {
+        guard let server, configuration.server.tls != nil else {
+            logger.notice("SIGHUP: no server.tls configured; nothing to reload")
+            return false
+        }
+        do {
+            let fingerprint = try server.reloadCertificate()
+            logger.notice("TLS certificate reloaded (SHA-256 \(fingerprint))")
+            return true
+        } catch {
+            let named = (error as? TLSError).map { "\(Self.configKey($0)): \($0)" } ?? "\(error)"
+            logger.error("TLS certificate reload failed, keeping the previous one: \(named)")
+            return false
+        }
+    }
+
+    /// The config key a TLS error is about.
+    static func configKey(_ e: TLSError) -> String {
+        switch e.file {
+        case .certificate: "server.tls.certificate"
+        case .key: "server.tls.key"
+        case .pair: "server.tls"
+        }
     }
 
     /// Graceful: streams end, the server stops, the camera is released.

@@ -13,6 +13,16 @@ public struct Configuration: Sendable, Equatable {
         /// CORS origins: `["*"]`, a list, or none.
         public var allowOrigins: [String] = []
         public var maxConnections = 256
+        /// HTTPS from these PEM files; SIGHUP reads them again.
+        public var tls: TLS?
+        public var maxConnectionsPerAddress = 32
+        /// Seconds to finish the request headers (and the TLS handshake).
+        public var headerTimeout = 10
+    }
+
+    public struct TLS: Sendable, Equatable {
+        public var certificate: String
+        public var key: String
     }
 
     public struct CameraEntry: Sendable, Equatable {
@@ -94,6 +104,18 @@ public struct Configuration: Sendable, Equatable {
             c.server.publicDirectory = try s.string("publicDirectory") ?? c.server.publicDirectory
             c.server.allowOrigins = try origins(s.value("allowOrigin"))
             c.server.maxConnections = try s.int("maxConnections", in: 1...100_000) ?? c.server.maxConnections
+            if let t = try s.object("tls") {
+                guard let certificate = try t.string("certificate"), !certificate.isEmpty else {
+                    throw JSONFieldError(path: "server.tls.certificate", problem: "required (a PEM file)")
+                }
+                guard let key = try t.string("key"), !key.isEmpty else {
+                    throw JSONFieldError(path: "server.tls.key", problem: "required (a PEM file)")
+                }
+                try t.finish()
+                c.server.tls = TLS(certificate: certificate, key: key)
+            }
+            c.server.maxConnectionsPerAddress = try s.int("maxConnectionsPerAddress", in: 1...100_000) ?? c.server.maxConnectionsPerAddress
+            c.server.headerTimeout = try s.int("headerTimeout", in: 1...3600) ?? c.server.headerTimeout
             try s.finish()
         }
         if let cams = root.value("cameras") {

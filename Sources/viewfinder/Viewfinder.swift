@@ -96,7 +96,7 @@ struct Serve: AsyncParsableCommand {
             tell("STATUS=\(error)")
             throw ExitCode(1)
         }
-        let url = "http://\(settings.server.host):\(app.port)/"
+        let url = "\(settings.server.tls == nil ? "http" : "https")://\(settings.server.host):\(app.port)/"
         // Unbuffered, so scripts and tests reading stdout learn the port at once.
         FileHandle.standardOutput.write(Data("Viewfinder listening on \(url)\n".utf8))
         tell("READY=1\nSTATUS=Listening on \(url)\nMAINPID=\(getpid())")
@@ -105,6 +105,8 @@ struct Serve: AsyncParsableCommand {
                               alive: { _ = await app.session.state() },  // the session actor answers
                               failed: { logger.error("sd_notify WATCHDOG=1: \($0)") })
         }
+
+        termination.onHangup { app.reloadCertificate() }
 
         let signal = await termination.wait()
         logger.info("signal \(signal): stopping")
@@ -260,7 +262,16 @@ private final class TerminationSignal: @unchecked Sendable {
             source.resume()
             sources.append(source)
         }
+        // SIGHUP reloads the TLS certificate (ignored until a handler is set).
+        signal(SIGHUP, SIG_IGN)
+        let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        hup.setEventHandler { [weak self] in self?.lock.withLock { self?.hangup }?() }
+        hup.resume()
+        sources.append(hup)
     }
+
+    private var hangup: (@Sendable () -> Void)?
+    func onHangup(_ handler: @escaping @Sendable () -> Void) { lock.withLock { hangup = handler } }
 
     private func deliver(_ name: String) {
         let w = lock.withLock { () -> CheckedContinuation<String, Never>? in

@@ -216,7 +216,8 @@ import Testing
     }
 
     @Test func fiftyParallelZoomsEndInOneOfThem() async throws {
-        try await withServer { _, port in
+        // 50 connections at once from one address: above the default per-address limit (32).
+        try await withServer({ $0.server.maxConnectionsPerAddress = 64 }) { _, port in
             let factors = (0..<50).map { 1 + Double($0) * 0.125 }
             let answers = try await withThrowingTaskGroup(of: Double?.self) { group in
                 for f in factors {

@@ -1,0 +1,122 @@
+import Foundation
+import HTTPServer
+import Testing
+@testable import ViewfinderApp
+
+/// One client cannot starve the others: the per-address limit and the header timeout,
+/// with clients on loopback aliases (127.0.0.0/8 is all loopback on Linux).
+@Suite struct ConnectionLimitTests {
+    /// 300 half-open connections (a partial request line, never finished) from 127.0.0.3
+    /// do not delay a snapshot from 127.0.0.4, and the server closes every one of them
+    /// within the header timeout (plus slack).
+    @Test func slowlorisDoesNotStarveOthers() async throws {
+        let headerTimeout = 2
+        try await withServer({ $0.server.headerTimeout = headerTimeout }) { app, port in
+            #expect(try await fetch(port, "/snapshot").status == 200)  // warm: a frame is there
+            var idle: [TestConnection] = []
+            for _ in 0..<300 {
+                let c = try TestConnection(port: port, from: "127.0.0.3")
+                try? c.send("GET /snapshot HT")  // may fail: beyond the limit the server closes at once
+                idle.append(c)
+            }
+            let opened = Date()
+            let start = Date()
+            let snap = try await offload { () -> TestConnection in
+                let c = try TestConnection(port: port, from: "127.0.0.4")
+                try c.request("GET", "/snapshot", headers: ["Connection": "close"])
+                try c.readAllSync(timeout: 5)
+                return c
+            }
+            let elapsed = Date().timeIntervalSince(start)
+            #expect(snap.status == 200 && snap.headers["content-type"] == "image/jpeg")
+            #expect(elapsed < 1, "snapshot took \(elapsed) s")
+            #expect(app.server!.connectionCount <= 32 + 8 + 1, "at most the limit plus the answered few held")
+
+            // Every half-open connection is closed by the server, none later than the timeout + slack.
+            let all = idle
+            let closed = try await offload { () -> Int in
+                let deadline = opened.addingTimeInterval(Double(headerTimeout) + 3)
+                var n = 0
+                for c in all where try c.closedByPeerSync(timeout: max(0, deadline.timeIntervalSinceNow)) { n += 1 }
+                return n
+            }
+            #expect(closed == 300, "\(closed) of 300 closed by the server")
+            #expect(Date().timeIntervalSince(opened) < Double(headerTimeout) + 3)
+            #expect(await eventually(timeout: 5) { app.server?.connectionCount == 0 })
+        }
+    }
+
+    @Test func configReadsTheLimits() throws {
+        let c = try ViewfinderApp.Configuration.parse(Array(#"{"server": {"maxConnectionsPerAddress": 4, "headerTimeout": 3}}"#.utf8))
+        #expect(c.server.maxConnectionsPerAddress == 4 && c.server.headerTimeout == 3)
+        #expect(ViewfinderApp.Configuration().server.maxConnectionsPerAddress == 32)
+        #expect(ViewfinderApp.Configuration().server.headerTimeout == 10)
+        for (json, message) in [(#"{"server": {"headerTimeout": 0}}"#, "server.headerTimeout: 0 is outside 1…3600"),
+                                (#"{"server": {"maxConnectionsPerAddress": "many"}}"#, "server.maxConnectionsPerAddress: expected a number, found a string")] {
+            #expect(throws: ViewfinderApp.Configuration.Error(description: message)) { try ViewfinderApp.Configuration.parse(Array(json.utf8)) }
+        }
+    }
+
+    /// With 32 connections open from one address, its 33rd gets 503 (JSON, and the
+    /// connection closes) while another address is served; far beyond the limit
+    /// connections are closed at accept without an answer.
+    @Test func perAddressLimitAnswers503() async throws {
+        try await withServer { app, port in
+            #expect(app.configuration.server.maxConnectionsPerAddress == 32)
+            var held: [TestConnection] = []
+            for _ in 0..<32 { held.append(try TestConnection(port: port, from: "127.0.0.5")) }
+            #expect(await eventually { app.server?.connectionCount == 32 })
+
+            let over = try await offload { () -> TestConnection in
+                let c = try TestConnection(port: port, from: "127.0.0.5")
+                try c.request("GET", "/healthz")
+                try c.readAllSync()
+                return c
+            }
+            #expect(over.status == 503)
+            let error = (over.json as? [String: [String: String]])?["error"]
+            #expect(error?["code"] == "camera_unavailable")
+            #expect(error?["message"]?.contains("from this address (limit 32)") == true, "\(error ?? [:])")
+            #expect(try await over.closedByPeer(timeout: 5), "the 503 closes its connection")
+
+            let other = try await offload { () -> TestConnection in
+                let c = try TestConnection(port: port, from: "127.0.0.6")
+                try c.request("GET", "/healthz", headers: ["Connection": "close"])
+                try c.readAllSync()
+                return c
+            }
+            #expect(other.status == 200, "another address is served")
+
+            // 32 held + 8 answered; the next from the same address is closed at accept.
+            for _ in 0..<8 { held.append(try TestConnection(port: port, from: "127.0.0.5")) }
+            #expect(await eventually { app.server?.connectionCount == 40 })
+            let refused = try TestConnection(port: port, from: "127.0.0.5")
+            try? refused.request("GET", "/healthz")
+            #expect(try await refused.closedByPeer(timeout: 5) && refused.status == 0, "closed without an answer")
+            held.removeAll()
+            #expect(await eventually { app.server?.connectionCount == 0 })
+        }
+    }
+
+    /// Running streams and SSE are suspended connections, which have no timeout: they
+    /// outlive the header timeout, and so does a stream whose client reads.
+    @Test func streamsOutliveTheHeaderTimeout() async throws {
+        try await withServer({ $0.server.headerTimeout = 1 }) { _, port in
+            let stream = try TestConnection(port: port), events = try TestConnection(port: port)
+            try stream.request("GET", "/stream")
+            try events.request("GET", "/api/events")
+            try await stream.read { Multipart.parse($0).parts.count >= 1 }
+            try await events.read { String(decoding: $0, as: UTF8.self).contains("\n\n") }
+            _ = try await fetch(port, "POST", "/api/session/stop")  // nothing changes now: 1 frame/s
+            try await Task.sleep(nanoseconds: 3_000_000_000)
+            let parts = Multipart.parse(stream.body).parts.count
+            try await stream.read(timeout: 5) { Multipart.parse($0).parts.count >= parts + 2 }
+            #expect(!stream.eof && Multipart.parse(stream.body).parts.count >= parts + 2, "the stream runs past 3 header timeouts")
+            let seen = events.text.components(separatedBy: "event: state").count
+            _ = try await fetch(port, "POST", "/api/session/start")
+            try await events.read(timeout: 5) { String(decoding: $0, as: UTF8.self).components(separatedBy: "event: state").count > seen }
+            #expect(!events.eof && events.text.components(separatedBy: "event: state").count > seen,
+                    "the idle event stream still delivers")
+        }
+    }
+}
