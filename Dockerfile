@@ -1,9 +1,18 @@
 # Viewfinder in a container. Mirrors scripts/install-deps: build with the -dev packages,
 # run with only the runtime libraries, as a non-root user in group video.
 #
-#   docker build -t viewfinder .
-#   docker run --rm -p 8080:8080 --device /dev/video0 viewfinder
-#   docker run --rm -p 8080:8080 viewfinder          # synthetic cameras
+#   docker build --build-arg VERSION="$(scripts/version)" -t viewfinder .
+#   docker run --rm -i -v "$PWD/viewfinder.json:/app/config.json" viewfinder \
+#       viewfinder user add ann --role operator <password.txt
+#   docker run --rm -v "$PWD/viewfinder.json:/app/config.json" --device /dev/video0 \
+#       --group-add video -p 8080:8080 viewfinder
+#
+# It listens on 0.0.0.0 inside the container, so it is secure by default: it refuses to start
+# until the configuration has users (or says "auth": "none" on purpose). Without --device it
+# serves the synthetic cameras.
+#
+# The build image: Package.swift is swift-tools-version 6.0 and the code uses
+# Synchronization.Mutex and typed throws (Swift 6.0+), so 6.1 builds it; development uses 6.3.
 
 FROM swift:6.1-bookworm AS build
 RUN apt-get update -qq \
@@ -14,6 +23,10 @@ COPY Package.swift ./
 RUN swift package resolve
 COPY Sources ./Sources
 COPY Tests ./Tests
+# viewfinder --version: the .git directory is not in the context, so the version comes in
+# as an argument (empty: the committed fallback).
+ARG VERSION=""
+RUN if [ -n "$VERSION" ]; then printf 'let viewfinderVersion = "%s"\n' "$VERSION" >Sources/viewfinder/Version.swift; fi
 RUN swift build -c release --static-swift-stdlib --product viewfinder \
  && cp "$(swift build -c release --show-bin-path)/viewfinder" /viewfinder
 

@@ -53,3 +53,48 @@ bench-v4l2: release
 
 clean:
 	rm -rf .build
+
+## Install as a systemd service (README: "Install as a service"). DESTDIR stages, PREFIX moves
+## the binary, Public and the unit; the config is always $(DESTDIR)/etc/viewfinder/config.json
+## and an existing one is never overwritten. VIEWFINDER_BIN installs a given binary instead.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+DOCDIR ?= $(DATADIR)/doc/viewfinder
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(if $(filter /usr,$(PREFIX)),/lib/systemd/system,$(PREFIX)/lib/systemd/system)
+# The installed binary links the Swift runtime statically; its own build directory, so it
+# does not invalidate `make release`'s.
+STATIC_BUILD ?= .build-static
+VIEWFINDER_BIN ?= $(STATIC_BUILD)/release/viewfinder
+DEB_OUT ?= .build-deb
+INSTALL_VARS = DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BINDIR="$(BINDIR)" DATADIR="$(DATADIR)" \
+	DOCDIR="$(DOCDIR)" SYSCONFDIR="$(SYSCONFDIR)" UNITDIR="$(UNITDIR)" VIEWFINDER_BIN="$(VIEWFINDER_BIN)"
+
+.PHONY: version release-static install uninstall deb test-packaging
+
+## Sources/viewfinder/Version.swift from git (not committed; plain swift build uses 0.1.0).
+version:
+	@scripts/version --swift Sources/viewfinder/Version.swift
+
+release-static: deps version
+	$(SWIFT) build -c release --static-swift-stdlib --product viewfinder --scratch-path $(STATIC_BUILD)
+
+install: $(if $(filter $(STATIC_BUILD)/release/viewfinder,$(VIEWFINDER_BIN)),release-static)
+	$(INSTALL_VARS) packaging/install
+
+## Removes what install put there, except the config (yours) and /var/lib/viewfinder (photos).
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/viewfinder" "$(DESTDIR)$(UNITDIR)/viewfinder.service" "$(DESTDIR)$(DATADIR)/man/man1/viewfinder.1.gz"
+	rm -rf "$(DESTDIR)$(DATADIR)/viewfinder" "$(DESTDIR)$(DOCDIR)"
+	@echo "uninstall: kept $(DESTDIR)$(SYSCONFDIR)/viewfinder/config.json and /var/lib/viewfinder"
+
+## viewfinder_VERSION_ARCH.deb in $(DEB_OUT)/, built with dpkg-deb.
+deb: $(if $(filter $(STATIC_BUILD)/release/viewfinder,$(VIEWFINDER_BIN)),release-static)
+	VIEWFINDER_BIN="$(VIEWFINDER_BIN)" VERSION="$$(scripts/version)" packaging/build-deb $(DEB_OUT)
+
+## make install into a temp DESTDIR (twice), systemd-analyze verify, make deb + lintian.
+test-packaging: test-deps release-static
+	Tests/packaging/test-packaging
+test: test-packaging
