@@ -65,6 +65,8 @@ public struct AuthSettings: Sendable, Equatable {
     public var metricsOpen = false
     /// Failed attempts a client address may make per minute before it gets 429.
     public var failuresPerMinute = 10
+    /// How long a Digest nonce stays good, in seconds; an answer on an older one is stale.
+    public var nonceLifetime = 300
     public var users: [UserRecord] = []
     public var tokens: [TokenRecord] = []
 

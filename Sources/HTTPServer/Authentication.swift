@@ -32,9 +32,6 @@ public struct AuthChallenge: Sendable, Equatable {
 /// gate call: it refers to the live connection).
 public struct DigestAuthorization {
     let connection: OpaquePointer
-    /// How long a nonce stays good.
-    static let nonceTimeout: UInt32 = 300
-
     /// The username of a Digest Authorization header, if there is one.
     public var username: String? {
         guard let p = MHD_digest_auth_get_username(connection) else { return nil }
@@ -42,10 +39,11 @@ public struct DigestAuthorization {
         return String(cString: p)
     }
 
-    /// Checks the request's Digest response against the user's HA1 (H(user:realm:password)).
-    public func check(realm: String, username: String, ha1: [UInt8], algorithm: DigestAlgorithm) -> DigestCheck {
+    /// Checks the request's Digest response against the user's HA1 (H(user:realm:password));
+    /// a nonce older than `nonceLifetime` seconds is stale.
+    public func check(realm: String, username: String, ha1: [UInt8], algorithm: DigestAlgorithm, nonceLifetime: UInt32) -> DigestCheck {
         let rc = ha1.withUnsafeBufferPointer { h in
-            MHD_digest_auth_check_digest2(connection, realm, username, h.baseAddress, h.count, Self.nonceTimeout, algorithm.mhd)
+            MHD_digest_auth_check_digest2(connection, realm, username, h.baseAddress, h.count, nonceLifetime, algorithm.mhd)
         }
         switch rc {
         case Int32(MHD_Result.YES.rawValue): return .valid

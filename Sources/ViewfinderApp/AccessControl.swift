@@ -44,8 +44,9 @@ final class AccessControl: Sendable {
             return r
         }
         let realm = settings.realm
+        let lifetime = UInt32(settings.nonceLifetime)
         let verifier = DigestVerifier(username: digest.username) { user, ha1, sha256 in
-            switch digest.check(realm: realm, username: user, ha1: ha1, algorithm: sha256 ? .sha256 : .md5) {
+            switch digest.check(realm: realm, username: user, ha1: ha1, algorithm: sha256 ? .sha256 : .md5, nonceLifetime: lifetime) {
             case .valid: .valid
             case .stale: .stale
             case .invalid: .invalid

@@ -18,6 +18,7 @@ enum AuthConfiguration {
         a.digestChallenge = try r.string("digest", allowed: ["MD5", "SHA-256"]) ?? a.digestChallenge
         a.metricsOpen = (try r.string("metrics", allowed: ["viewer", "open"]) ?? "viewer") == "open"
         a.failuresPerMinute = try r.int("failuresPerMinute", in: 1...10_000) ?? a.failuresPerMinute
+        a.nonceLifetime = try r.int("nonceLifetime", in: 1...86_400) ?? a.nonceLifetime
         if let users = r.value("users") {
             guard case .array(let items) = users else { throw JSONFieldError(path: "auth.users", problem: "expected a list") }
             for (i, item) in items.enumerated() {
@@ -76,7 +77,8 @@ enum AuthConfiguration {
         guard a.mode != .none else { return .string("none") }
         var o: [String: JSONValue] = ["realm": .string(a.realm), "digest": .string(a.digestChallenge),
                                       "metrics": .string(a.metricsOpen ? "open" : "viewer"),
-                                      "failuresPerMinute": .number(Double(a.failuresPerMinute))]
+                                      "failuresPerMinute": .number(Double(a.failuresPerMinute)),
+                                      "nonceLifetime": .number(Double(a.nonceLifetime))]
         o["users"] = .array(a.users.map { u in
             .object(["name": .string(u.name), "role": .string(u.role.rawValue), "password": .string(u.passwordHash),
                      "digestMD5": .string(u.digestMD5), "digestSHA256": .string(u.digestSHA256)])

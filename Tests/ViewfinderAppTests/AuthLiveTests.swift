@@ -113,12 +113,55 @@ import Testing
     }
 
     @Test(arguments: ["Basic", "Basic !!!", "Basic Zm9v", "Digest", "Digest username=", "Digest username=\"ann\", response=\"x\"",
-                      "Bearer", "NTLM abc", "Basic " + String(repeating: "A", count: 4000), "Digest username=\"ann\", algorithm=SHA-512"])
+                      "Bearer", "NTLM abc", "Basic " + String(repeating: "A", count: 4000), "Digest username=\"ann\", algorithm=SHA-512",
+                      "Digest username=\"nobody\", realm=\"Viewfinder\", nonce=\"00\", uri=\"/api/session\", response=\"0123456789abcdef0123456789abcdef\"",
+                      "Digest username=\"ann\", realm=\"Elsewhere\", nonce=\"00\", uri=\"/api/session\", response=\"0123456789abcdef0123456789abcdef\""])
     func hostileAuthorizationHeadersAre401(_ header: String) async throws {
         var a = try Self.accounts()
         a.failuresPerMinute = 1000
         try await withServer({ $0.auth = a }) { _, port in
             #expect(status(port, "/api/session", ["-H", "Authorization: \(header)"]) == 401)
+            #expect(status(port, "/healthz") == 200, "still serving")
+        }
+    }
+
+    /// A Digest answer computed by hand on the server's own nonce: right credentials pass; the
+    /// same answer for another realm, or for a user who does not exist, is 401; once the nonce
+    /// is older than `auth.nonceLifetime` the right answer is 401 with `stale=true` (the client
+    /// retries with the new nonce, without asking its user again).
+    @Test func digestNoncesExpireAndOtherRealmsOrUsersAreRefused() async throws {
+        var a = try Self.accounts()
+        a.nonceLifetime = 2
+        a.failuresPerMinute = 100
+        try await withServer({ $0.auth = a }) { _, port in
+            let script = """
+            import hashlib, sys, time, requests
+            from requests.utils import parse_dict_header
+            url, path = "http://127.0.0.1:\(port)/api/session", "/api/session"
+            h = lambda s: hashlib.md5(s.encode()).hexdigest()
+            challenge = requests.get(url, timeout=10).headers["WWW-Authenticate"]
+            digest = [c for c in challenge.split(", Basic") if c.startswith("Digest")] or [challenge[challenge.index("Digest"):]]
+            params = parse_dict_header(digest[0][len("Digest "):].split(", Basic")[0])
+            nonce = params["nonce"]
+            def answer(user, password, realm, nc):
+                ha1, ha2, cnonce = h(f"{user}:{realm}:{password}"), h(f"GET:{path}"), "0a4f113b"
+                response = h(f"{ha1}:{nonce}:{nc}:{cnonce}:auth:{ha2}")
+                header = (f'Digest username="{user}", realm="{realm}", nonce="{nonce}", uri="{path}", algorithm=MD5, '
+                          f'response="{response}", qop=auth, nc={nc}, cnonce="{cnonce}"')
+                if "opaque" in params: header += f', opaque="{params["opaque"]}"'
+                return requests.get(url, headers={"Authorization": header}, timeout=10)
+            results = {"fresh": answer("ann", "pass word", "Viewfinder", "00000001").status_code,
+                       "other realm": answer("ann", "pass word", "Elsewhere", "00000002").status_code,
+                       "unknown user": answer("nobody", "pass word", "Viewfinder", "00000003").status_code}
+            time.sleep(4)  # the nonce's age is the point: 2 s past its 2 s lifetime
+            late = answer("ann", "pass word", "Viewfinder", "00000004")
+            results["expired"] = late.status_code
+            results["stale flag"] = "stale=true" in late.headers.get("WWW-Authenticate", "").lower().replace('"', "")
+            print(results)
+            sys.exit(0 if results == {"fresh": 200, "other realm": 401, "unknown user": 401, "expired": 401, "stale flag": True} else 1)
+            """
+            let r = run("/usr/bin/python3", ["-c", script])
+            #expect(r.status == 0, "\(r.out)")
             #expect(status(port, "/healthz") == 200, "still serving")
         }
     }

@@ -7,10 +7,11 @@ import Testing
 /// HTTPS in-process (server.tls), driven by real clients: curl, openssl s_client, ffprobe.
 @Suite struct TLSTests {
     /// Runs the application with server.tls set to a fresh certificate.
-    func withTLSServer(_ body: (Application, Int, TestCertificate) async throws -> Void) async throws {
+    func withTLSServer(_ edit: (inout Configuration) -> Void = { _ in },
+                       _ body: (Application, Int, TestCertificate) async throws -> Void) async throws {
         let cert = try await offload { try TestCertificate.make() }
         defer { cert.remove() }
-        try await withServer({ $0.server.tls = .init(certificate: cert.certificate, key: cert.key) }) { app, port in
+        try await withServer({ $0.server.tls = .init(certificate: cert.certificate, key: cert.key); edit(&$0) }) { app, port in
             try await body(app, port, cert)
         }
     }
@@ -64,16 +65,23 @@ import Testing
         }
     }
 
-    /// A real client: ffprobe (built with GnuTLS) verifies the certificate and reads the stream.
-    @Test func ffprobeReadsTheStreamOverHTTPS() async throws {
-        try await withTLSServer { _, port, cert in
-            let r = try await offload {
-                try runTool("/usr/bin/ffprobe", ["-v", "error", "-rw_timeout", "10000000", "-tls_verify", "1", "-ca_file", cert.certificate,
-                                                 "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height",
-                                                 "-of", "csv=p=0", "https://127.0.0.1:\(port)/stream"], timeout: 60)
+    /// A real client: ffprobe (built with GnuTLS) verifies the certificate and reads the stream,
+    /// signing in with the credentials in its URL as an ffmpeg user would; without them, 401.
+    @Test func ffprobeReadsTheStreamOverHTTPSWithCredentials() async throws {
+        let accounts = try AuthLiveTests.accounts()
+        try await withTLSServer({ $0.auth = accounts }) { _, port, cert in
+            func probe(_ userinfo: String) async throws -> ToolResult {
+                try await offload {
+                    try runTool("/usr/bin/ffprobe", ["-v", "error", "-rw_timeout", "10000000", "-tls_verify", "1", "-ca_file", cert.certificate,
+                                                     "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height",
+                                                     "-of", "csv=p=0", "https://\(userinfo)127.0.0.1:\(port)/stream"], timeout: 60)
+                }
             }
+            let r = try await probe("cam:ffmpeg1@")
             #expect(r.status == 0, "\(r.stderr)")
             #expect(r.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg,352,288")
+            let anonymous = try await probe("")
+            #expect(anonymous.status != 0 && anonymous.stderr.contains("401"), "\(anonymous.stderr)")
         }
     }
 

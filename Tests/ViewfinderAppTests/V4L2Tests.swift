@@ -29,6 +29,29 @@ struct V4L2Tests {
         }
     }
 
+    /// An operator's first diagnostic, the built binary's `viewfinder cameras`, sees vivid
+    /// with the ids and formats the server uses.
+    @Test func theCamerasSubcommandListsVivid() async throws {
+        let out = try await offload { () throws -> String in
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: ProcessTests.binary)
+            p.arguments = ["cameras", "--cameras", "auto", "--json"]
+            p.currentDirectoryURL = URL(fileURLWithPath: NSTemporaryDirectory())
+            let pipe = Pipe()
+            p.standardOutput = pipe
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return p.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : "exit \(p.terminationStatus)"
+        }
+        let cams = (try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any])?["cameras"] as? [[String: Any]]
+        #expect(cams?.map { $0["device"] as? String } == Self.devices, "\(out)")
+        #expect(cams?.first?["id"] as? String == "platform-vivid-000", "\(out)")
+        let formats = cams?.first?["formats"] as? [[String: Any]] ?? []
+        #expect(formats.contains { $0["pixelFormat"] as? String == "YUYV" && $0["width"] as? Int == 640 }, "\(out)")
+    }
+
     @Test(arguments: PixelFormat.allCases.filter { $0 != .mjpeg })
     func streamsFramesOfTheRequestedFormat(_ pf: PixelFormat) throws {
         let path = try #require(Self.devices.first)
