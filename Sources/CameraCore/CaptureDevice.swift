@@ -54,6 +54,10 @@ public protocol CaptureDevice: AnyObject, Sendable {
     func controls() throws(CameraError) -> [DeviceControl]
     /// Sets controls by key (`brightness`, `zoom_absolute`…), clamped to their ranges.
     func setControls(_ values: [String: Int]) throws(CameraError)
+    /// The writes the device refused when it put every setting back by itself (after its
+    /// stream-on, or when a replugged camera came up at its defaults), oldest first; taking
+    /// them empties the list. The settings read back show what the device kept instead.
+    func takeRestoreRefusals() -> [CameraError]
 }
 
 extension CaptureDevice {
@@ -67,6 +71,7 @@ extension CaptureDevice {
     /// A camera without controls accepts what the session validated against its capabilities.
     public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings { change.new }
     public func readBack(_ settings: DeviceSettings) -> DeviceSettings? { nil }
+    public func takeRestoreRefusals() -> [CameraError] { [] }
 }
 
 public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -5,28 +5,27 @@
 // request (slowloris) would never be answered, so the accept policy also closes connections
 // at once beyond the limit plus `answeredBeyondLimit`: those are never set up at all.
 
-import Foundation
+import Synchronization
 
-final class AddressLimits: @unchecked Sendable {
+final class AddressLimits: Sendable {
     /// Connections beyond an address's limit still accepted, to be told 503.
     static let answeredBeyondLimit = 8
 
-    private let lock = NSLock()
-    private var open: [UInt32: Int] = [:]
+    private let open = Mutex<[UInt32: Int]>([:])
 
     /// The accept policy: false closes the connection before MHD sets it up.
     func admits(_ address: UInt32, limit: Int) -> Bool {
-        lock.withLock { open[address, default: 0] < limit + Self.answeredBeyondLimit }
+        open.withLock { $0[address, default: 0] < limit + Self.answeredBeyondLimit }
     }
 
-    func opened(_ address: UInt32) { lock.withLock { open[address, default: 0] += 1 } }
+    func opened(_ address: UInt32) { open.withLock { $0[address, default: 0] += 1 } }
 
     func closed(_ address: UInt32) {
-        lock.withLock {
+        open.withLock { open in
             let n = open[address, default: 0] - 1
             open[address] = n > 0 ? n : nil
         }
     }
 
-    func count(_ address: UInt32) -> Int { lock.withLock { open[address, default: 0] } }
+    func count(_ address: UInt32) -> Int { open.withLock { $0[address, default: 0] } }
 }

@@ -6,7 +6,10 @@
 import CMicroHTTPD
 import Foundation
 import Logging
+import Synchronization
 
+// @unchecked: `digestKey` and `listenSocket` are written only by start() and stop(), which
+// the owner calls in order, never concurrently; everything the callbacks share is `shared`.
 public final class HTTPServer: @unchecked Sendable {
     public let configuration: ServerConfiguration
     private let router: Router
@@ -15,19 +18,25 @@ public final class HTTPServer: @unchecked Sendable {
     private var digestKey: [UInt8] = []
     private let logger: Logger
 
-    private let lock = NSLock()
+    /// What MHD's polling thread, handler tasks and the owner share. Suspending and resuming
+    /// a connection happen under it, so a resume can never overtake its suspend.
+    private struct Shared {
+        var daemon: Daemon?
+        var stopping = false
+        var openConnections = 0
+        var activeRequests = 0
+        var suspendedRequests: [ObjectIdentifier: ConnectionContext] = [:]
+        var streams: [ObjectIdentifier: StreamConnection] = [:]
+        var certificates: CertificateStore?
+    }
+    private struct Daemon: @unchecked Sendable { let raw: OpaquePointer }
+    private let shared = Mutex(Shared())
+    /// stop() waits on it for running handlers to answer (signalled when a request ends).
     private let drained = NSCondition()
-    private var daemon: OpaquePointer?
     private var listenSocket: Int32 = -1
-    private var stopping = false
-    private var openConnections = 0
-    private var activeRequests = 0
-    private var suspendedRequests: [ObjectIdentifier: ConnectionContext] = [:]
-    private var streams: [ObjectIdentifier: StreamConnection] = [:]
     public private(set) var port: Int = 0
     // Limits and TLS (AddressLimits.swift, TLS.swift).
     private let addressLimits = AddressLimits()
-    private var certificates: CertificateStore?
     /// Idle timeout of a connection streaming a response (the header timeout is the default).
     static let streamIdleTimeout: UInt32 = 60
     /// Oversized bodies up to this size are read and dropped before the 413 (see above).
@@ -40,10 +49,10 @@ public final class HTTPServer: @unchecked Sendable {
         staticFiles = configuration.staticFiles
     }
 
-    deinit { assert(daemon == nil, "HTTPServer released while running: call stop()") }
+    deinit { assert(shared.withLock { $0.daemon == nil }, "HTTPServer released while running: call stop()") }
 
     /// Open connections right now (streams included).
-    public var connectionCount: Int { lock.withLock { openConnections } }
+    public var connectionCount: Int { shared.withLock { $0.openConnections } }
 
     // MARK: - Start and stop
 
@@ -59,11 +68,13 @@ public final class HTTPServer: @unchecked Sendable {
         let me = Unmanaged.passUnretained(self).toOpaque()
         // MHD's own limit sits above ours so that connections past ours can still be told 503.
         let mhdLimit = UInt32(configuration.maxConnections + 32)
+        var certificates: CertificateStore?
         if let files = configuration.tls {
             let store = CertificateStore()
             try store.load(files)
             certificates = store
         }
+        shared.withLock { $0.certificates = certificates }
         // Digest nonces are signed with these bytes: fresh for every start.
         var nonceKey = [UInt8](repeating: 0, count: 32)
         let random = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
@@ -78,10 +89,11 @@ public final class HTTPServer: @unchecked Sendable {
                        UInt32(configuration.headerTimeout), certificates?.raw, ServerConfiguration.tlsPriorities,
                        key.baseAddress, key.count)
         }) else {
-            certificates = nil
-            throw ServerError.startFailed(host: configuration.host, port: configuration.port, errno: errno)
+            let e = errno
+            shared.withLock { $0.certificates = nil }
+            throw ServerError.startFailed(host: configuration.host, port: configuration.port, errno: e)
         }
-        daemon = d
+        shared.withLock { $0.daemon = Daemon(raw: d) }
         port = Int(cmhd_bound_port(d))
     }
 
@@ -89,30 +101,32 @@ public final class HTTPServer: @unchecked Sendable {
     /// answer, then every suspended connection is resumed (MHD requires it) and the daemon
     /// stops. Safe to call twice.
     public func stop(grace: Double = 3) {
-        let (d, toFinish) = lock.withLock { () -> (OpaquePointer?, [StreamConnection]) in
-            guard let daemon, !stopping else { return (nil, []) }
-            stopping = true
-            return (daemon, Array(streams.values))
+        let (daemon, toFinish) = shared.withLock { s -> (Daemon?, [StreamConnection]) in
+            guard let daemon = s.daemon, !s.stopping else { return (nil, []) }
+            s.stopping = true
+            return (daemon, Array(s.streams.values))
         }
-        guard let d else { return }
+        guard let d = daemon?.raw else { return }
         listenSocket = MHD_quiesce_daemon(d)
         for s in toFinish { s.finish() }
         let deadline = Date().addingTimeInterval(grace)
         drained.lock()
-        while lock.withLock({ activeRequests }) > 0 && drained.wait(until: deadline) {}
+        while shared.withLock({ $0.activeRequests }) > 0 && drained.wait(until: deadline) {}
         drained.unlock()
-        lock.withLock {
-            for s in streams.values { s.finish() }
-            for ctx in suspendedRequests.values {
-                if ctx.pendingResponse == nil { ctx.pendingResponse = HTTPError(503, configuration.unavailableCode, "The server is stopping.").response }
+        let streams = shared.withLock { Array($0.streams.values) }
+        for s in streams { s.finish() }
+        let stopping = HTTPError(503, configuration.unavailableCode, "The server is stopping.").response
+        shared.withLock { s in
+            for ctx in s.suspendedRequests.values {
+                if ctx.pendingResponse == nil { ctx.pendingResponse = stopping }
                 ctx.suspended = false
                 MHD_resume_connection(ctx.connection)
             }
-            suspendedRequests.removeAll()
+            s.suspendedRequests.removeAll()
         }
         MHD_stop_daemon(d)
         if listenSocket >= 0 { close(listenSocket) }
-        lock.withLock { daemon = nil; certificates = nil }
+        shared.withLock { $0.daemon = nil; $0.certificates = nil }
     }
 
     // MARK: - TLS
@@ -122,7 +136,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Returns the new certificate's SHA-256 fingerprint.
     @discardableResult
     public func reloadCertificate() throws -> String {
-        guard let files = configuration.tls, let store = lock.withLock({ certificates }) else {
+        guard let files = configuration.tls, let store = shared.withLock({ $0.certificates }) else {
             throw ServerError.notTLS
         }
         try store.load(files)
@@ -130,7 +144,7 @@ public final class HTTPServer: @unchecked Sendable {
     }
 
     /// SHA-256 fingerprint of the certificate new handshakes get ("" without TLS).
-    public var certificateFingerprint: String { lock.withLock { certificates }?.fingerprint ?? "" }
+    public var certificateFingerprint: String { shared.withLock { $0.certificates }?.fingerprint ?? "" }
 
     // MARK: - C callbacks (no await in here: they run on MHD's polling thread)
 
@@ -151,13 +165,14 @@ public final class HTTPServer: @unchecked Sendable {
     private static let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketContext, event in
         let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
         let started = event == CMHD_CONNECTION_NOTIFY_STARTED
-        server.lock.withLock {
-            server.openConnections += started ? 1 : -1
+        let certificates = server.shared.withLock { s in
+            s.openConnections += started ? 1 : -1
+            return s.certificates
         }
         // Per-address counts and the certificate a TLS connection may hold.
         let address = cmhd_client_ipv4(connection)
         if started { server.addressLimits.opened(address) } else { server.addressLimits.closed(address) }
-        if let tls = server.certificates, let socketContext {
+        if let tls = certificates, let socketContext {
             if started { cmhd_tls_connection_started(tls.raw, socketContext) } else { cmhd_tls_connection_closed(tls.raw, socketContext) }
         }
     }
@@ -177,12 +192,12 @@ public final class HTTPServer: @unchecked Sendable {
         let stream = Unmanaged<StreamConnection>.fromOpaque(cls!).takeRetainedValue()
         stream.didClose()
         // The server outlives every response (stop() waits for MHD_stop_daemon).
-        if let server = stream.server { server.lock.withLock { _ = server.streams.removeValue(forKey: ObjectIdentifier(stream)) } }
+        if let server = stream.server { server.shared.withLock { _ = $0.streams.removeValue(forKey: ObjectIdentifier(stream)) } }
     }
 
     private func requestEnded() {
         drained.lock()
-        lock.withLock { activeRequests -= 1 }
+        shared.withLock { $0.activeRequests -= 1 }
         drained.broadcast()
         drained.unlock()
     }
@@ -197,9 +212,10 @@ public final class HTTPServer: @unchecked Sendable {
             let ctx = ConnectionContext(connection: connection, method: method.map { String(cString: $0) } ?? "GET",
                                         rawURL: url.map { String(cString: $0) } ?? "/")
             conCls.pointee = Unmanaged.passRetained(ctx).toOpaque()
-            let overLimit = lock.withLock { () -> Bool in
-                activeRequests += 1
-                return openConnections > configuration.maxConnections || stopping
+            let limit = configuration.maxConnections
+            let overLimit = shared.withLock { s -> Bool in
+                s.activeRequests += 1
+                return s.openConnections > limit || s.stopping
             }
             ctx.collectValues()
             if overLimit {
@@ -239,7 +255,7 @@ public final class HTTPServer: @unchecked Sendable {
             uploadSize.pointee = 0
             return .YES
         }
-        if let ready = lock.withLock({ () -> Response? in
+        if let ready = shared.withLock({ _ -> Response? in
             defer { ctx.pendingResponse = nil }
             return ctx.pendingResponse
         }) {
@@ -262,9 +278,9 @@ public final class HTTPServer: @unchecked Sendable {
             request.parameters = parameters
             if request.method == "OPTIONS" { return queue(options(ctx.rawPath), ctx) }
             ctx.dispatched = true
-            lock.withLock {
+            shared.withLock { s in
                 ctx.suspended = true
-                suspendedRequests[ObjectIdentifier(ctx)] = ctx
+                s.suspendedRequests[ObjectIdentifier(ctx)] = ctx
                 MHD_suspend_connection(ctx.connection)
             }
             Task { [self] in
@@ -289,11 +305,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// A handler finished on some task thread: hand its response to the parked connection.
     private func complete(_ ctx: ConnectionContext, _ response: Response) {
-        lock.withLock {
+        shared.withLock { s in
             ctx.pendingResponse = response
-            guard ctx.suspended, daemon != nil else { return }
+            guard ctx.suspended, s.daemon != nil else { return }
             ctx.suspended = false
-            suspendedRequests.removeValue(forKey: ObjectIdentifier(ctx))
+            s.suspendedRequests.removeValue(forKey: ObjectIdentifier(ctx))
             MHD_resume_connection(ctx.connection)
         }
     }
@@ -323,7 +339,7 @@ public final class HTTPServer: @unchecked Sendable {
         case .stream(let streamBody):
             let stream = StreamConnection(body: streamBody, connection: ctx.connection)
             stream.server = self
-            lock.withLock { streams[ObjectIdentifier(stream)] = stream }
+            shared.withLock { $0.streams[ObjectIdentifier(stream)] = stream }
             mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 32 * 1024, Self.streamReader,
                                                             Unmanaged.passRetained(stream).toOpaque(), Self.streamFree)
             streamBody.attach { [weak stream] in stream?.wake() }

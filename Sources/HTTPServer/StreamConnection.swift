@@ -4,19 +4,27 @@
 // is remembered (`wakePending`), so none is lost.
 
 import CMicroHTTPD
-import Foundation
+import Synchronization
 
+// @unchecked: `pending` and `offset` are touched only by `read`, on MHD's polling thread;
+// everything another thread sees is in `flags`.
 final class StreamConnection: @unchecked Sendable {
     let body: any StreamBody
+    /// Set once when the stream is registered, before MHD can call back.
     weak var server: HTTPServer?
     private let connection: OpaquePointer
-    private let lock = NSLock()
     private var pending: [UInt8] = []
     private var offset = 0
-    private var suspended = false
-    private var wakePending = false
-    private var finishing = false
-    private var closed = false
+
+    private struct Flags {
+        var suspended = false
+        var wakePending = false
+        var finishing = false
+        var closed = false
+    }
+    /// Suspending and resuming happen under this lock: a wake can then never resume a
+    /// connection that is not suspended yet, nor one MHD has closed.
+    private let flags = Mutex(Flags())
 
     init(body: any StreamBody, connection: OpaquePointer) {
         self.body = body
@@ -34,7 +42,7 @@ final class StreamConnection: @unchecked Sendable {
                 offset += n
                 return n
             }
-            if lock.withLock({ finishing }) { return CMHD_CONTENT_READER_END_OF_STREAM }
+            if flags.withLock({ $0.finishing }) { return CMHD_CONTENT_READER_END_OF_STREAM }
             switch body.next() {
             case .data(let bytes):
                 pending = bytes
@@ -42,9 +50,10 @@ final class StreamConnection: @unchecked Sendable {
             case .end:
                 return CMHD_CONTENT_READER_END_OF_STREAM
             case .wait:
-                let park = lock.withLock { () -> Bool in
-                    if wakePending || finishing { wakePending = false; return false }
-                    suspended = true
+                let connection = connection
+                let park = flags.withLock { f -> Bool in
+                    if f.wakePending || f.finishing { f.wakePending = false; return false }
+                    f.suspended = true
                     MHD_suspend_connection(connection)
                     return true
                 }
@@ -55,26 +64,27 @@ final class StreamConnection: @unchecked Sendable {
 
     /// Called by the body (any thread) when there may be more to send.
     func wake() {
-        lock.withLock {
-            guard !closed else { return }
-            if suspended {
-                suspended = false
+        let connection = connection
+        flags.withLock { f in
+            guard !f.closed else { return }
+            if f.suspended {
+                f.suspended = false
                 MHD_resume_connection(connection)
             } else {
-                wakePending = true
+                f.wakePending = true
             }
         }
     }
 
     /// Ends the stream at the next read (server stopping); resumes it if parked.
     func finish() {
-        lock.withLock { finishing = true }
+        flags.withLock { $0.finishing = true }
         wake()
     }
 
     /// The response is gone: never touch the connection again.
     func didClose() {
-        lock.withLock { closed = true }
+        flags.withLock { $0.closed = true }
         body.close()
     }
 }

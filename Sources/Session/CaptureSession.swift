@@ -195,7 +195,7 @@ public actor CaptureSession {
                 settings = oldSettings
                 pipelineSettings.ramp = .fixed(settings.zoom.factor)
                 pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
-                throw .camera(.unavailable("\(target.descriptor.id): \(error.description)"))
+                throw .switchFailed(id: target.descriptor.id, cause: error)
             }
             pipeline?.deactivate()
             camera.stop()
@@ -235,8 +235,15 @@ public actor CaptureSession {
         }
         // `settings` is already the new camera's when switching (reset before the launch).
         let wanted = settings
-        _ = try? device.apply(SettingsChange(old: nil, new: wanted))
+        let id = device.descriptor.id
+        // Not running yet: a V4L2 camera keeps these for after its stream-on.
+        do throws(CameraError) { _ = try device.apply(SettingsChange(old: nil, new: wanted)) } catch {
+            logger.warning("camera \(id) before its start: \(error.description)")
+        }
         try device.start(format: format) { frame in p.handle(frame) }
+        for refusal in device.takeRestoreRefusals() {
+            logger.warning("camera \(id) kept its own value after stream-on: \(refusal.description); the state shows what it has")
+        }
         settings = Self.keepingSessionParts(device.readBack(wanted) ?? wanted, of: wanted)
         logger.info("camera \(device.descriptor.id) running at \(format.width)x\(format.height)@\(format.fps)")
         startReadBack(generation: launched)

@@ -11,6 +11,8 @@ public enum SessionError: Error, Sendable, Equatable {
     case notRunning
     /// The device failed, refused a control or went away.
     case camera(CameraError)
+    /// Switching to camera `id` failed (the session stayed on the old one); `cause` is why.
+    case switchFailed(id: String, cause: CameraError)
     case captureTimeout
     /// The camera has no torch (`hasTorch` false).
     case torchUnavailable

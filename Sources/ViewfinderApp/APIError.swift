@@ -26,6 +26,9 @@ extension SessionError {
                       extra: ["control": .string(control), "value": .number(Double(value))])
         case .camera(let cause):
             HTTPError(503, "camera_unavailable", "The camera could not be used: \(cause.description)")
+        case .switchFailed(let id, let cause):
+            HTTPError(503, "camera_unavailable", "Camera '\(id)' could not be started (still on the previous one): \(cause.description)",
+                      extra: ["camera": .string(id)])
         case .captureTimeout:
             HTTPError(504, "capture_timeout", "No frame arrived in time.")
         case .torchUnavailable:

@@ -65,14 +65,15 @@ final class MJPEGStream: StreamBody, Sendable {
 final class PartCache: Sendable {
     private let cached = Mutex((sequence: UInt64(0), bytes: [UInt8]()))
 
+    /// Viewers all read on MHD's one polling thread, so a miss is built once in practice; it
+    /// is built outside the lock all the same (nothing is copied while a lock is held).
     func part(for frame: EncodedFrame) -> [UInt8] {
+        if let hit = cached.withLock({ c in frame.sequence == c.sequence && !c.bytes.isEmpty ? c.bytes : nil }) { return hit }
+        let bytes = Multipart.part(jpeg: frame.jpeg, timestamp: frame.timestampString)
         cached.withLock { c in
-            if frame.sequence != c.sequence || c.bytes.isEmpty {
-                c.bytes = Multipart.part(jpeg: frame.jpeg, timestamp: frame.timestampString)
-                c.sequence = frame.sequence
-            }
-            return c.bytes
+            if frame.sequence >= c.sequence { c = (frame.sequence, bytes) }
         }
+        return bytes
     }
 }
 

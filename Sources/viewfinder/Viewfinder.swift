@@ -6,6 +6,7 @@ import ArgumentParser
 import CMalloc
 import Dispatch
 import Foundation
+import Synchronization
 import HTTPServer
 import Logging
 import ViewfinderApp
@@ -248,11 +249,15 @@ struct Token: ParsableCommand {
 
 /// Catches SIGINT and SIGTERM from the moment it is made; `wait()` returns the first one's
 /// name, whether it came before or after the call.
-private final class TerminationSignal: @unchecked Sendable {
-    private let lock = NSLock()
-    private var received: String?
-    private var waiter: CheckedContinuation<String, Never>?
-    private var sources: [DispatchSourceSignal] = []
+private final class TerminationSignal: Sendable {
+    private struct Received {
+        var name: String?
+        var waiter: CheckedContinuation<String, Never>?
+        var hangup: (@Sendable () -> Void)?
+    }
+    private let received = Mutex(Received())
+    /// The signal sources, kept alive with the object; never touched after init.
+    nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
 
     init() {
         for (sig, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
@@ -265,29 +270,28 @@ private final class TerminationSignal: @unchecked Sendable {
         // SIGHUP reloads the TLS certificate (ignored until a handler is set).
         signal(SIGHUP, SIG_IGN)
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-        hup.setEventHandler { [weak self] in self?.lock.withLock { self?.hangup }?() }
+        hup.setEventHandler { [weak self] in self?.received.withLock { $0.hangup }?() }
         hup.resume()
         sources.append(hup)
     }
 
-    private var hangup: (@Sendable () -> Void)?
-    func onHangup(_ handler: @escaping @Sendable () -> Void) { lock.withLock { hangup = handler } }
+    func onHangup(_ handler: @escaping @Sendable () -> Void) { received.withLock { $0.hangup = handler } }
 
     private func deliver(_ name: String) {
-        let w = lock.withLock { () -> CheckedContinuation<String, Never>? in
-            guard received == nil else { return nil }
-            received = name
-            defer { waiter = nil }
-            return waiter
+        let w = received.withLock { r -> CheckedContinuation<String, Never>? in
+            guard r.name == nil else { return nil }
+            r.name = name
+            defer { r.waiter = nil }
+            return r.waiter
         }
         w?.resume(returning: name)
     }
 
     func wait() async -> String {
         await withCheckedContinuation { c in
-            let early = lock.withLock { () -> String? in
-                if let received { return received }
-                waiter = c
+            let early = received.withLock { r -> String? in
+                if let name = r.name { return name }
+                r.waiter = c
                 return nil
             }
             if let early { c.resume(returning: early) }

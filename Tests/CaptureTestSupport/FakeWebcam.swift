@@ -149,6 +149,23 @@ public final class FakeWebcam: Sendable {
         return FakeWebcam(Model(controls: controls, locks: [], resetAtStreamOn: false, formats: [(640, 480)]))
     }
 
+    /// A phone-style camera module with a one-shot autofocus (AUTO_FOCUS_START, as Samsung's
+    /// s5c73m3 and m5mols drivers have), continuous AF, a lens, exposure in lines and a torch.
+    public static func autofocusModule() -> FakeWebcam {
+        let controls = [
+            DeviceControl(id: cid(V4L2_CID_FOCUS_AUTO), name: "Focus, Automatic Continuous", kind: .boolean, minimum: 0, maximum: 1, defaultValue: 0),
+            DeviceControl(id: cid(V4L2_CID_AUTO_FOCUS_START), name: "Auto Focus, Start", kind: .button, minimum: 0, maximum: 0, defaultValue: 0),
+            DeviceControl(id: cid(V4L2_CID_FOCUS_ABSOLUTE), name: "Focus, Absolute", kind: .integer, minimum: 0, maximum: 1023, defaultValue: 0),
+            DeviceControl(id: cid(V4L2_CID_EXPOSURE), name: "Exposure", kind: .integer, minimum: 4, maximum: 3000, defaultValue: 1000),
+            DeviceControl(id: cid(V4L2_CID_ANALOGUE_GAIN), name: "Analogue Gain", kind: .integer, minimum: 16, maximum: 256, defaultValue: 16),
+            DeviceControl(id: cid(V4L2_CID_FLASH_LED_MODE), name: "LED Mode", kind: .menu, minimum: 0, maximum: 2, defaultValue: 0,
+                          menu: [0: "Off", 1: "Flash", 2: "Torch"]),
+            DeviceControl(id: cid(V4L2_CID_FLASH_TORCH_INTENSITY), name: "Torch Intensity", kind: .integer, minimum: 0, maximum: 100, defaultValue: 0),
+        ]
+        return FakeWebcam(Model(controls: controls, locks: [(cid(V4L2_CID_FOCUS_ABSOLUTE), cid(V4L2_CID_FOCUS_AUTO), 0)],
+                                resetAtStreamOn: false, formats: [(640, 480)]))
+    }
+
     /// vivid's shape (and ov5640's): automatic gain and gain, no exposure controls.
     public static func gainOnly() -> FakeWebcam {
         let controls = [

@@ -93,6 +93,42 @@ import Testing
         await s.stop()
     }
 
+    /// A one-shot autofocus (AUTO_FOCUS_START) runs once per `auto` request — a scan the user
+    /// asked for — and never because the torch, exposure or white balance changed.
+    @Test func aOneShotAutofocusRunsPerRequestAndNeverForTheTorch() async throws {
+        let fake = FakeWebcam.autofocusModule()
+        let s = try await session(fake)
+        #expect(s.cameras[0].capabilities.focusModes.contains(.auto))
+        _ = try await s.focus(FocusRequest(mode: "auto"))
+        fake.clearWrites()
+        _ = try await s.focus(FocusRequest(mode: "auto"))
+        _ = try await s.focus(FocusRequest(mode: "auto"))
+        #expect(fake.writes.map(\.key) == ["auto_focus_start", "auto_focus_start"], "one scan per request: \(fake.writes)")
+        fake.clearWrites()
+        _ = try await s.torch(TorchRequest(mode: "on", level: 0.5))
+        _ = try await s.exposure(ExposureRequest(mode: "custom", duration: 0.01, iso: 200))
+        _ = try await s.torch(TorchRequest(mode: "off"))
+        #expect(!fake.writes.isEmpty, "the torch and exposure were written: \(fake.writes)")
+        #expect(!fake.writes.contains { $0.key.contains("focus") }, "no focus write for the torch or exposure: \(fake.writes)")
+        #expect(fake.value("led_mode") == 0)
+        await s.stop()
+    }
+
+    /// The same refusal as a user meets it on a C920: a lens position while continuous
+    /// autofocus holds the lens is EACCES from uvcvideo. Writing it through the raw controls
+    /// call (which does not switch autofocus off) is refused naming the control, nothing moves.
+    @Test func aLockedControlIsRefusedNamingItAndNothingMoves() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        let before = await s.state()
+        await #expect(throws: SessionError.camera(.refused(control: "focus_absolute", value: 120, errno: EACCES))) {
+            try await s.setControls(["focus_absolute": 120])
+        }
+        #expect(fake.value("focus_absolute") == 0 && fake.value("focus_automatic_continuous") == 1)
+        #expect(await s.state().focus == before.focus)
+        await s.stop()
+    }
+
     @Test func aRefusedWriteAnswersAnErrorAndLeavesTheStateAsItWas() async throws {
         let fake = FakeWebcam.c920()
         let s = try await session(fake)
@@ -107,12 +143,32 @@ import Testing
         await s.stop()
     }
 
+    /// After a stream-on (the C920 resets its controls there) every setting is written again;
+    /// one the camera now refuses does not undo the others, and the state shows what the
+    /// camera kept for it (its default), not what was asked.
+    @Test func aRefusalAtStreamOnLeavesTheOtherSettingsOnAndTheStateTrue() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        _ = try await s.zoom(ZoomRequest(factor: 2))
+        _ = try await s.whiteBalance(WhiteBalanceRequest(mode: "locked", temperature: 3000))
+        _ = try await s.focus(FocusRequest(mode: "locked", lensPosition: 0.4))
+        await s.stop()
+        fake.stall("white_balance_temperature")
+        try await s.start()
+        #expect(fake.value("zoom_absolute") == 200 && fake.value("focus_absolute") == 100, "the rest written again")
+        #expect(fake.value("white_balance_temperature") == 4000, "the camera kept its default")
+        let state = await s.state()
+        #expect(state.zoom.optical == 2 && state.focus.mode == .locked)
+        #expect(state.whiteBalance.temperature == 4000, "the state tells the truth: \(state.whiteBalance)")
+        await s.stop()
+    }
+
     @Test func theStateIsReadBackAfterClampingAndStepping() async throws {
         let fake = FakeWebcam.c920()
         let s = try await session(fake)
-        let state = try await s.focus(FocusRequest(mode: "locked", lensPosition: 0.41))
-        #expect(fake.value("focus_absolute") == 105)
-        #expect(state.focus.lensPosition == 0.412, "105 of 255, not the 0.41 asked")
+        let state = try await s.focus(FocusRequest(mode: "locked", lensPosition: 0.4))
+        #expect(fake.value("focus_absolute") == 100, "0.4 of 255 is 102, stepped by the camera to 100")
+        #expect(state.focus.lensPosition == 0.392, "100 of 255, not the 0.4 asked")
         await s.stop()
     }
 

@@ -245,6 +245,7 @@ import Testing
             let r = try await fetch(port, "POST", "/api/session/switch")
             #expect(r.status == 503)
             #expect((r.json as? [String: [String: Any]])?["error"]?["code"] as? String == "camera_unavailable")
+            #expect((r.json as? [String: [String: Any]])?["error"]?["camera"] as? String == "broken", "names the camera")
             let s = try #require(try await fetch(port, "/api/session").json as? [String: Any])
             #expect((s["camera"] as? [String: Any])?["id"] as? String == "rear" && s["state"] as? String == "running")
             let before = Multipart.parse(viewer.body).parts.count

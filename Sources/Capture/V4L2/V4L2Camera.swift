@@ -30,6 +30,8 @@ public final class V4L2Camera: CaptureDevice, Sendable {
         var interrupted: (@Sendable (CameraError) -> Void)?
         /// What the device was last told and read back: written in full after stream-on.
         var settings: DeviceSettings?
+        /// Writes refused while restoring `settings` after stream-on, for the session to report.
+        var restoreRefusals: [CameraError] = []
         var mapping: V4L2ControlMapping
     }
 
@@ -53,6 +55,10 @@ public final class V4L2Camera: CaptureDevice, Sendable {
 
     /// The node the camera was last opened at.
     public var path: String { state.withLock { $0.path } }
+
+    public func takeRestoreRefusals() -> [CameraError] {
+        state.withLock { s in defer { s.restoreRefusals = [] }; return s.restoreRefusals }
+    }
 
     public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {
         state.withLock { $0.interrupted = handler }
@@ -158,8 +164,9 @@ public final class V4L2Camera: CaptureDevice, Sendable {
             // Settings after stream-on, all of them: cameras reset controls there (the
             // C920's focus), and a replugged camera powered up at its defaults.
             if let control, let settings = s.settings {
-                s.settings = (try? s.mapping.apply(SettingsChange(old: nil, new: settings), to: control))
-                    ?? s.mapping.read(settings, from: control)
+                let (read, refused) = s.mapping.restore(settings, to: control)
+                s.settings = read
+                s.restoreRefusals += refused
             }
             return s.interrupted
         }

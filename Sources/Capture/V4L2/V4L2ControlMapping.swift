@@ -206,6 +206,20 @@ public struct V4L2ControlMapping: Sendable {
         return read(change.new, from: io)
     }
 
+    /// Puts every setting of `settings` on the device, as after stream-on or a replug: a
+    /// refused write does not stop the others (nothing is undone — there is no earlier state
+    /// to go back to); answers what the device has then and each refusal.
+    public func restore(_ settings: DeviceSettings, to io: ControlIO) -> (DeviceSettings, refused: [CameraError]) {
+        var refused: [CameraError] = []
+        for w in writes(for: SettingsChange(old: nil, new: settings)) {
+            do throws(CameraError) { try io.set(w.id, w.value) } catch {
+                let key = byID[w.id]?.key ?? String(w.id)
+                if case .system(let e) = error { refused.append(.refused(control: key, value: w.value, errno: e.errno)) } else { refused.append(error) }
+            }
+        }
+        return (read(settings, from: io), refused)
+    }
+
     /// `requested` as the device has it now: values read back, modes as its controls say.
     public func read(_ requested: DeviceSettings, from io: ControlIO) -> DeviceSettings {
         func value(_ id: Int32) -> (Int, DeviceControl)? {
