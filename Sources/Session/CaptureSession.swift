@@ -16,7 +16,8 @@ public actor CaptureSession {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     public nonisolated let hub = FrameHub()
-    public nonisolated let events = EventHub()
+    /// Where state and photo events go: shared by every camera's session of an application.
+    public nonisolated let events: EventHub
     public nonisolated let cameras: [any CaptureDevice]
     public nonisolated let pipelineSettings: PipelineSettings
     let configuration: SessionConfiguration
@@ -36,10 +37,11 @@ public actor CaptureSession {
     var generation = 0
     var recovery = Backoff()
 
-    public init(cameras: [any CaptureDevice], configuration: SessionConfiguration,
+    public init(cameras: [any CaptureDevice], configuration: SessionConfiguration, events: EventHub = EventHub(),
                 logger: Logger = Logger(label: "session")) throws(SessionError) {
         precondition(!cameras.isEmpty, "a session needs at least one camera")
         executor = DispatchQueueExecutor(label: "viewfinder.session")
+        self.events = events
         self.cameras = cameras
         self.logger = logger
         self.configuration = configuration

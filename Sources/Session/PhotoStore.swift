@@ -14,6 +14,8 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
     public var height: Int
     /// ISO 8601, UTC, milliseconds.
     public var capturedAt: String
+    /// The camera that took it (nil for photos stored before cameras were recorded).
+    public var camera: String?
 }
 
 
@@ -27,13 +29,32 @@ public final class PhotoStore: Sendable {
     }
 
     /// Digits, a dash, digits: nothing that can climb out of the directory.
-    public static func isValid(id: String) -> Bool {
-        let parts = id.split(separator: "-", omittingEmptySubsequences: false)
-        return parts.count == 2 && parts.allSatisfy { (1...20).contains($0.count) && $0.allSatisfy(\.isASCIIDigit) }
+    /// `MICROS-SEQUENCE` or `MICROS-SEQUENCE-CAMERA`: the time taken, the frame, and the camera
+    /// that took it (letters, digits, `_`, `.` and `-`, not starting with a dot), so the file
+    /// name alone tells all three and nothing in it can leave the directory.
+    public static func isValid(id: String) -> Bool { parse(id) != nil }
+
+    static func parse(_ id: String) -> (micros: Int64, camera: String?)? {
+        let parts = id.split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts.prefix(2).allSatisfy({ (1...20).contains($0.count) && $0.allSatisfy(\.isASCIIDigit) }),
+              let micros = Int64(parts[0]) else { return nil }
+        guard parts.count == 3 else { return (micros, nil) }
+        let camera = String(parts[2])
+        guard isValid(camera: camera) else { return nil }
+        return (micros, camera)
     }
 
-    public func save(_ frame: EncodedFrame) throws(SystemError) -> PhotoInfo {
-        let id = "\(Int64((frame.timestamp * 1_000_000).rounded()))-\(frame.sequence)"
+    /// A camera id that can be part of a photo id as it is.
+    public static func isValid(camera: String) -> Bool {
+        (1...96).contains(camera.count) && !camera.hasPrefix(".")
+            && camera.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-".unicodeScalars.contains($0)) }
+    }
+
+    /// Stores `frame`, taken by `camera` (recorded in the id when it is a plain name).
+    public func save(_ frame: EncodedFrame, camera: String? = nil) throws(SystemError) -> PhotoInfo {
+        var id = "\(Int64((frame.timestamp * 1_000_000).rounded()))-\(frame.sequence)"
+        let recorded = camera.flatMap { Self.isValid(camera: $0) ? $0 : nil }
+        if let recorded { id += "-" + recorded }
         try turn.withLock { _ throws(SystemError) in
             try ensureDirectory()
             let final = path(id), temp = directory + "/.tmp-" + id
@@ -57,13 +78,13 @@ public final class PhotoStore: Sendable {
             if dfd >= 0 { fsync(dfd); close(dfd) }  // the rename itself is durable
         }
         return PhotoInfo(id: id, bytes: frame.jpeg.count, width: frame.width,
-                         height: frame.height, capturedAt: Self.iso(frame.timestamp))
+                         height: frame.height, capturedAt: Self.iso(frame.timestamp), camera: recorded)
     }
 
     /// Newest first.
     public func list() -> [PhotoInfo] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        let ids = names.compactMap { $0.hasSuffix(".jpg") ? String($0.dropLast(4)) : nil }.filter(Self.isValid)
+        let ids = names.compactMap { $0.hasSuffix(".jpg") ? String($0.dropLast(4)) : nil }.filter { Self.isValid(id: $0) }
         return ids.compactMap(info).sorted { ($0.capturedAt, $0.id) > ($1.capturedAt, $1.id) }
     }
 
@@ -78,10 +99,9 @@ public final class PhotoStore: Sendable {
     }
 
     private func info(_ id: String) -> PhotoInfo? {
-        guard let bytes = read(id), let size = try? JPEGDecoder.size(of: bytes),
-              let micros = Int64(id.split(separator: "-")[0]) else { return nil }
+        guard let bytes = read(id), let size = try? JPEGDecoder.size(of: bytes), let parsed = Self.parse(id) else { return nil }
         return PhotoInfo(id: id, bytes: bytes.count, width: size.width,
-                         height: size.height, capturedAt: Self.iso(Double(micros) / 1_000_000))
+                         height: size.height, capturedAt: Self.iso(Double(parsed.micros) / 1_000_000), camera: parsed.camera)
     }
 
     private func path(_ id: String) -> String { directory + "/" + id + ".jpg" }

@@ -29,6 +29,9 @@ public struct SessionState: Sendable, Equatable, Codable {
     public var stream: StreamInfo
     public var frames: FrameInfo
     public var error: String?
+    /// This camera's session is the main one (the one /api/session, /stream and /snapshot
+    /// address); set by the multi-camera session, false for a session on its own.
+    public var main = false
 
     /// Encodes `error: null` and `camera: null` explicitly, as the contract shows them.
     public func encode(to encoder: Encoder) throws {
@@ -47,5 +50,6 @@ public struct SessionState: Sendable, Equatable, Codable {
         try c.encode(stream, forKey: .stream)
         try c.encode(frames, forKey: .frames)
         try c.encode(error, forKey: .error)
+        try c.encode(main, forKey: .main)
     }
 }

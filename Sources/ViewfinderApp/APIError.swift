@@ -24,6 +24,12 @@ extension SessionError {
             HTTPError([EACCES, EBUSY, EILSEQ, EPERM].contains(errno) ? 409 : 422, "control_refused",
                       "The camera refused \(control)=\(value): \(String(cString: strerror(errno))).",
                       extra: ["control": .string(control), "value": .number(Double(value))])
+        case .camera(let cause) where cause.isOutOfBandwidth, .switchFailed(_, let cause) where cause.isOutOfBandwidth:
+            // Two webcams on one USB 2 bus: uvcvideo reserves isochronous bandwidth at
+            // STREAMON and the host controller has none left.
+            HTTPError(503, "camera_unavailable",
+                      "The USB bus has no bandwidth left for this camera (\(cause.description)): another camera on the same bus holds it. Choose a smaller size or a lower frame rate, MJPEG instead of YUYV, or plug the camera into another USB controller.",
+                      extra: ["reason": .string("usb_bandwidth")])
         case .camera(let cause):
             HTTPError(503, "camera_unavailable", "The camera could not be used: \(cause.description)")
         case .switchFailed(let id, let cause):
@@ -51,5 +57,14 @@ func bodyObject(_ request: Request) throws(HTTPError) -> JSONObjectReader {
     }
     do throws(JSONFieldError) { return try JSONObjectReader(value) } catch {
         throw HTTPError(400, "invalid_json", "The body must be a JSON object.")
+    }
+}
+
+extension CameraError {
+    /// STREAMON answered ENOSPC: the USB host controller cannot give the camera the
+    /// bandwidth its format needs.
+    var isOutOfBandwidth: Bool {
+        if case .system(let e) = self { return e.errno == ENOSPC }
+        return false
     }
 }

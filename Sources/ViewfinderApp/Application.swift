@@ -1,5 +1,6 @@
-// Composition: configuration → cameras → session → router → server. Start and stop in
-// one place, so main.swift and the live tests run exactly the same thing.
+// Composition: configuration → cameras → one session per camera (MultiCamSession) → router
+// → server (and the extra one-camera listeners). Start and stop in one place, so main.swift
+// and the live tests run exactly the same thing.
 
 import Auth
 import CameraCore
@@ -12,33 +13,61 @@ import Synchronization
 
 public final class Application: Sendable {
     public let configuration: Configuration
-    public let session: CaptureSession
+    /// Every camera's session; `/api/session` addresses its main one.
+    public let cameras: MultiCamSession
+    /// The main session (what single-camera clients address).
+    public var session: CaptureSession { cameras.main }
     let staticFiles: StaticFiles
-    let parts = PartCache()
+    /// The multipart part of each session's newest frame, by camera.
+    let parts: [String: PartCache]
     let photos: PhotoStore
     let access: AccessControl
-    private let running = Mutex<HTTPServer?>(nil)
-    var server: HTTPServer? { running.withLock { $0 } }
-    private let logger: Logger
+    private let running = Mutex<[HTTPServer]>([])
+    /// The main listener (server.host:server.port).
+    var server: HTTPServer? { running.withLock { $0.first } }
+    /// The bound ports of `server.listen`, in its order.
+    public var listenerPorts: [Int] { running.withLock { $0.dropFirst().map(\.port) } }
+    let logger: Logger
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) throws {
         self.configuration = configuration
         self.logger = logger
-        let cameras = CameraFactory.make(configuration.cameras, logger: logger)
-        guard !cameras.isEmpty else { throw Configuration.Error(description: "cameras: no usable camera") }
-        do {
-            session = try CaptureSession(
-                cameras: cameras,
-                configuration: SessionConfiguration(camera: configuration.session.camera,
-                                                    preset: configuration.session.preset,
-                                                    fps: configuration.session.fps,
-                                                    streamQuality: configuration.stream.quality,
-                                                    captureQuality: configuration.capture.quality,
-                                                    placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) }),
-                logger: logger)
-        } catch {
-            throw Configuration.Error(description: "session: \(error.http.message)")
+        let devices = CameraFactory.make(configuration.cameras, logger: logger)
+        guard !devices.isEmpty else { throw Configuration.Error(description: "cameras: no usable camera") }
+        let entries: [String: Configuration.CameraEntry]
+        if case .list(let list) = configuration.cameras { entries = Dictionary(list.map { ($0.id, $0) }) { a, _ in a } } else { entries = [:] }
+        let events = EventHub()
+        var sessions: [CaptureSession] = []
+        for device in devices {
+            let entry = entries[device.descriptor.id]
+            do {
+                sessions.append(try CaptureSession(
+                    cameras: [device],
+                    configuration: SessionConfiguration(preset: entry?.preset ?? configuration.session.preset,
+                                                        fps: entry?.fps ?? configuration.session.fps,
+                                                        streamQuality: configuration.stream.quality,
+                                                        captureQuality: configuration.capture.quality,
+                                                        placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) }),
+                    events: events, logger: logger))
+            } catch {
+                throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")
+            }
         }
+        // The main session: session.camera, else the rear camera, else the first.
+        let main: Int
+        if let id = configuration.session.camera {
+            guard let i = devices.firstIndex(where: { $0.descriptor.id == id }) else {
+                throw Configuration.Error(description: "session: " + SessionError.unknownCamera(id, known: devices.map(\.descriptor.id)).http.message)
+            }
+            main = i
+        } else {
+            main = devices.firstIndex { $0.descriptor.position == .rear } ?? 0
+        }
+        for l in configuration.server.listen where !devices.contains(where: { $0.descriptor.id == l.camera }) {
+            throw Configuration.Error(description: "server.listen: no camera with id '\(l.camera)'")
+        }
+        cameras = MultiCamSession(sessions: sessions, main: main, events: events)
+        parts = Dictionary(uniqueKeysWithValues: sessions.map { ($0.id, PartCache()) })
         staticFiles = StaticFiles(directory: configuration.server.publicDirectory)
         access = AccessControl(configuration.auth, logger: logger)
         if configuration.auth.mode == .none && !configuration.server.host.hasPrefix("127.") {
@@ -51,8 +80,43 @@ public final class Application: Sendable {
     public var port: Int { server?.port ?? 0 }
 
     public func start() async throws {
-        let s = HTTPServer(configuration: ServerConfiguration(
-            host: configuration.server.host, port: configuration.server.port,
+        let s = HTTPServer(configuration: serverConfiguration(host: configuration.server.host, port: configuration.server.port),
+                           router: makeRouter(), logger: logger)
+        running.withLock { $0 = [s] }
+        try startListening(s)
+        for l in configuration.server.listen {
+            let extra = HTTPServer(configuration: serverConfiguration(host: l.host ?? configuration.server.host, port: l.port),
+                                   router: makeListenerRouter(camera: l.camera), logger: logger)
+            running.withLock { $0.append(extra) }
+            try startListening(extra)
+            logger.info("camera \(l.camera) also on http\(configuration.server.tls == nil ? "" : "s")://\(l.host ?? configuration.server.host):\(extra.port)/?action=stream")
+        }
+        if configuration.session.autostart {
+            do { try await session.start() } catch {
+                logger.error("autostart failed: \(error.http.message)")
+            }
+        }
+        if case .list(let entries) = configuration.cameras {
+            for e in entries where e.autostart == true {
+                guard let s = try? cameras.session(e.id) else { continue }
+                do { try await cameras.start(s) } catch {
+                    logger.error("camera \(e.id): autostart failed: \(error.http.message)")
+                }
+            }
+        }
+        for s in cameras.sessions { await s.ensurePreviewFrame() }
+    }
+
+    private func startListening(_ s: HTTPServer) throws {
+        do { try s.start() } catch let e as TLSError {
+            // Named by config key: "server.tls.key /etc/x.pem: open failed: Permission denied".
+            throw Configuration.Error(description: "\(Self.configKey(e)): \(e)")
+        }
+    }
+
+    private func serverConfiguration(host: String, port: Int) -> ServerConfiguration {
+        ServerConfiguration(
+            host: host, port: port,
             maxConnections: configuration.server.maxConnections,
             allowOrigins: configuration.server.allowOrigins,
             exposedHeaders: ["X-Frame-Sequence", "X-Capture-Timestamp", "X-Viewfinder-Online", "Location"],
@@ -60,31 +124,21 @@ public final class Application: Sendable {
             gate: { [access] request, digest in access.gate(&request, digest) },
             tls: configuration.server.tls.map { .init(certificate: $0.certificate, key: $0.key) },
             maxConnectionsPerAddress: configuration.server.maxConnectionsPerAddress,
-            headerTimeout: configuration.server.headerTimeout),
-            router: makeRouter(), logger: logger)
-        running.withLock { $0 = s }
-        do { try s.start() } catch let e as TLSError {
-            // Named by config key: "server.tls.key /etc/x.pem: open failed: Permission denied".
-            throw Configuration.Error(description: "\(Self.configKey(e)): \(e)")
-        }
-        if configuration.session.autostart {
-            do { try await session.start() } catch {
-                logger.error("autostart failed: \(error.http.message)")
-            }
-        }
-        await session.ensurePreviewFrame()
+            headerTimeout: configuration.server.headerTimeout)
     }
 
     /// SIGHUP: reads server.tls's files again. New connections get the new certificate,
     /// open ones (running streams) keep theirs; a bad file keeps the old one. Logs either way.
     @discardableResult
     public func reloadCertificate() -> Bool {
-        guard let server, configuration.server.tls != nil else {
+        let servers = running.withLock { $0 }
+        guard !servers.isEmpty, configuration.server.tls != nil else {
             logger.notice("SIGHUP: no server.tls configured; nothing to reload")
             return false
         }
         do {
-            let fingerprint = try server.reloadCertificate()
+            var fingerprint = ""
+            for server in servers { fingerprint = try server.reloadCertificate() }
             logger.notice("TLS certificate reloaded (SHA-256 \(fingerprint))")
             return true
         } catch {
@@ -103,10 +157,10 @@ public final class Application: Sendable {
         }
     }
 
-    /// Graceful: streams end, the server stops, the camera is released.
+    /// Graceful: streams end, the servers stop, every camera is released.
     public func stop() async {
-        session.hub.wakeAll()
-        server?.stop()
-        await session.stop()
+        for s in cameras.sessions { s.hub.wakeAll() }
+        for server in running.withLock({ $0 }) { server.stop() }
+        for s in cameras.sessions { await s.stop() }
     }
 }

@@ -10,10 +10,13 @@ public struct CameraListing {
 
     /// Opens nothing for streaming: V4L2 nodes are only queried (formats, controls).
     public init(_ configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) {
-        cameras = CameraFactory.make(configuration.cameras, logger: logger).map {
+        let devices = CameraFactory.make(configuration.cameras, logger: logger)
+        // The main camera as the server would choose it: session.camera, else the rear one.
+        let main = configuration.session.camera ?? (devices.first { $0.descriptor.position == .rear } ?? devices.first)?.descriptor.id
+        cameras = devices.map {
             CameraInfo(id: $0.descriptor.id, name: $0.descriptor.name, position: $0.descriptor.position.rawValue,
                        kind: $0.descriptor.kind.rawValue, device: $0.descriptor.device, available: true,
-                       formats: $0.formats, capabilities: $0.capabilities)
+                       formats: $0.formats, capabilities: $0.capabilities, state: "idle", main: $0.descriptor.id == main)
         }
     }
 

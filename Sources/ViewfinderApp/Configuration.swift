@@ -18,6 +18,16 @@ public struct Configuration: Sendable, Equatable {
         public var maxConnectionsPerAddress = 32
         /// Seconds to finish the request headers (and the TLS handshake).
         public var headerTimeout = 10
+        /// Extra ports, each serving one camera at `/?action=stream` (crowsnest's layout).
+        public var listen: [Listener] = []
+    }
+
+    /// `server.listen[]`: a port of its own for one camera, for clients hard-wired to
+    /// `http://host:PORT/?action=stream`.
+    public struct Listener: Sendable, Equatable {
+        public var port: Int
+        public var camera: String
+        public var host: String?
     }
 
     public struct TLS: Sendable, Equatable {
@@ -34,6 +44,11 @@ public struct Configuration: Sendable, Equatable {
         public var position: String?
         /// A Linux LED class device (/sys/class/leds/NAME) used as the torch.
         public var torchLED: String? = nil
+        /// Start this camera's own session at launch, with its own preset and fps (else
+        /// session.preset and session.fps).
+        public var autostart: Bool? = nil
+        public var preset: String? = nil
+        public var fps: Int? = nil
     }
 
     public enum Cameras: Sendable, Equatable {
@@ -116,6 +131,19 @@ public struct Configuration: Sendable, Equatable {
             }
             c.server.maxConnectionsPerAddress = try s.int("maxConnectionsPerAddress", in: 1...100_000) ?? c.server.maxConnectionsPerAddress
             c.server.headerTimeout = try s.int("headerTimeout", in: 1...3600) ?? c.server.headerTimeout
+            if let l = s.value("listen") {
+                guard case .array(let items) = l else { throw JSONFieldError(path: "server.listen", problem: "expected a list of {\"port\", \"camera\"}") }
+                for (i, item) in items.enumerated() {
+                    let r = try JSONObjectReader(item, path: "server.listen[\(i)]")
+                    guard let port = try r.int("port", in: 0...65535) else { throw JSONFieldError(path: "server.listen[\(i)].port", problem: "required") }
+                    guard let camera = try r.string("camera"), !camera.isEmpty else {
+                        throw JSONFieldError(path: "server.listen[\(i)].camera", problem: "required (a camera id)")
+                    }
+                    let host = try r.string("host")
+                    try r.finish()
+                    c.server.listen.append(Listener(port: port, camera: camera, host: host))
+                }
+            }
             try s.finish()
         }
         if let cams = root.value("cameras") {
@@ -164,7 +192,11 @@ public struct Configuration: Sendable, Equatable {
                 let entry = CameraEntry(id: id, source: .init(rawValue: source)!, device: try r.string("device"),
                                         path: try r.string("path"),
                                         position: try r.string("position", allowed: ["front", "rear", "external", "unspecified"]),
-                                        torchLED: try r.string("torchLED"))
+                                        torchLED: try r.string("torchLED"), autostart: try r.bool("autostart"),
+                                        preset: try r.string("preset"), fps: try r.int("fps", in: 1...240))
+                if let p = entry.preset, !Self.presets.contains(p) {
+                    throw JSONFieldError(path: "cameras[\(i)].preset", problem: "unknown preset '\(p)'")
+                }
                 if let led = entry.torchLED, led.isEmpty || led.contains("/") || led.hasPrefix(".") {
                     throw JSONFieldError(path: "cameras[\(i)].torchLED", problem: "'\(led)' is not an LED name under /sys/class/leds")
                 }
@@ -217,12 +249,28 @@ public struct Configuration: Sendable, Equatable {
         if server.allowOrigins.contains("*") && server.allowOrigins.count > 1 {
             throw JSONFieldError(path: "server.allowOrigin", problem: "\"*\" allows every origin; list origins or use \"*\" alone")
         }
-        guard ["photo", "high", "medium", "low", "352x288", "640x480", "1280x720", "1920x1080", "3840x2160"]
-            .contains(session.preset) else {
+        guard Self.presets.contains(session.preset) else {
             throw JSONFieldError(path: "session.preset", problem: "unknown preset '\(session.preset)'")
         }
         if let id = session.camera, case .list(let entries) = cameras, !entries.contains(where: { $0.id == id }) {
             throw JSONFieldError(path: "session.camera", problem: "no camera with id '\(id)'")
         }
+        for (i, l) in server.listen.enumerated() {
+            if case .list(let entries) = cameras, !entries.contains(where: { $0.id == l.camera }) {
+                throw JSONFieldError(path: "server.listen[\(i)].camera", problem: "no camera with id '\(l.camera)'")
+            }
+            if l.port != 0 && (l.port == server.port || server.listen.prefix(i).contains { $0.port == l.port }) {
+                throw JSONFieldError(path: "server.listen[\(i)].port", problem: "\(l.port) is already used")
+            }
+            let host = l.host ?? server.host
+            guard inet_pton(AF_INET, host, &addr) == 1 else {
+                throw JSONFieldError(path: "server.listen[\(i)].host", problem: "'\(host)' is not an IPv4 address")
+            }
+            if !host.hasPrefix("127.") && auth.mode == .unconfigured {
+                throw JSONFieldError(path: "auth", problem: "server.listen[\(i)] on \(host) is reachable from other machines and no users are configured; add one with `viewfinder user add NAME --role operator`, or write \"auth\": \"none\"")
+            }
+        }
     }
+
+    static let presets = ["photo", "high", "medium", "low", "352x288", "640x480", "1280x720", "1920x1080", "3840x2160"]
 }

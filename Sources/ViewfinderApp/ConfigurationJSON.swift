@@ -35,15 +35,27 @@ extension Configuration {
                 if let p = e.path { f.append(("path", str(p))) }
                 if let p = e.position { f.append(("position", str(p))) }
                 if let t = e.torchLED { f.append(("torchLED", str(t))) }
+                if let a = e.autostart { f.append(("autostart", "\(a)")) }
+                if let p = e.preset { f.append(("preset", str(p))) }
+                if let n = e.fps { f.append(("fps", "\(n)")) }
                 return "    " + object(f)
             }.joined(separator: ",\n") + "\n  ]"
+        }
+        var listen: [(String, String)] = []
+        if !server.listen.isEmpty {
+            let items: [String] = server.listen.map { l in
+                var f: [(String, String)] = [("port", "\(l.port)"), ("camera", str(l.camera))]
+                if let h = l.host { f.append(("host", str(h))) }
+                return object(f)
+            }
+            listen = [("listen", "[" + items.joined(separator: ", ") + "]")]
         }
         let sections: [(String, String)] = [
             ("server", object([("host", str(server.host)), ("port", "\(server.port)"),
                                ("publicDirectory", str(server.publicDirectory)),
                                ("allowOrigin", server.allowOrigins.isEmpty ? "null"
                                     : "[" + server.allowOrigins.map { str($0) }.joined(separator: ", ") + "]"),
-                               ("maxConnections", "\(server.maxConnections)")])),
+                               ("maxConnections", "\(server.maxConnections)")] + listen)),
             ("cameras", cams),
             ("session", object([("camera", str(session.camera)), ("preset", str(session.preset)),
                                 ("fps", "\(session.fps)"), ("autostart", "\(session.autostart)")])),

@@ -4,6 +4,8 @@
 // honours a per-client `?fps=N` cap. The cap is a schedule (GCRA), not a minimum gap:
 // a frame that arrives a little early against the schedule still goes out, so a cap equal
 // to the camera's rate loses no frames to jitter, while the long-run rate never exceeds it.
+// Its source is looked up at every frame: a viewer of the main session moves with it to the
+// camera it switches to, and counts as a viewer there (each camera encodes only while watched).
 
 import CameraCore
 import Foundation
@@ -11,11 +13,15 @@ import HTTPServer
 import Session
 import Synchronization
 
+/// Where a viewer's frames come from now: a camera's hub and its part cache.
+typealias FrameSource = @Sendable () -> (FrameHub, PartCache)
+
 final class MJPEGStream: StreamBody, Sendable {
-    private let hub: FrameHub
-    private let parts: PartCache
+    private let source: FrameSource
     private let minInterval: Double
     private struct Schedule {
+        /// The hub this viewer is counted on.
+        var hub: FrameHub
         var waker: (@Sendable () -> Void)?
         var lastSequence: UInt64?
         var lastSent = -Double.infinity
@@ -23,12 +29,13 @@ final class MJPEGStream: StreamBody, Sendable {
         var due = -Double.infinity
         var closed = false
     }
-    private let schedule = Mutex(Schedule())
+    private let schedule: Mutex<Schedule>
 
-    init(hub: FrameHub, parts: PartCache, maxFps: Double) {
-        self.hub = hub
-        self.parts = parts
+    init(source: @escaping FrameSource, maxFps: Double) {
+        self.source = source
         minInterval = maxFps > 0 ? 1 / maxFps : 0
+        let hub = source().0
+        schedule = Mutex(Schedule(hub: hub))
         hub.addViewer()
     }
 
@@ -36,6 +43,16 @@ final class MJPEGStream: StreamBody, Sendable {
 
     func next() -> StreamChunk {
         let now = Clock.monotonic()
+        let (hub, parts) = source()
+        let moved = schedule.withLock { s -> FrameHub? in
+            guard s.hub !== hub, !s.closed else { return nil }
+            defer { s.hub = hub; s.lastSequence = nil }
+            return s.hub
+        }
+        if let moved {  // the session moved to another camera: be counted there
+            moved.removeViewer(ObjectIdentifier(self))
+            hub.addViewer()
+        }
         let (last, sentAt, due, waker) = schedule.withLock { ($0.lastSequence, $0.lastSent, $0.due, $0.waker) }
         let allowedFrom = due - minInterval / 2
         if let frame = hub.latestFrame {
@@ -56,8 +73,8 @@ final class MJPEGStream: StreamBody, Sendable {
     }
 
     func close() {
-        let first = schedule.withLock { s -> Bool in defer { s.closed = true }; return !s.closed }
-        if first { hub.removeViewer(ObjectIdentifier(self)) }
+        let hub = schedule.withLock { s -> FrameHub? in defer { s.closed = true }; return s.closed ? nil : s.hub }
+        hub?.removeViewer(ObjectIdentifier(self))
     }
 }
 
@@ -80,18 +97,23 @@ final class PartCache: Sendable {
 /// One Server-Sent-Events client of `/api/events`.
 final class EventStream: StreamBody, Sendable {
     private let events: EventHub
+    private let mark: @Sendable (SessionEvent) -> SessionEvent
     private let waker = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(events: EventHub, initial: SessionEvent?) {
+    /// Every camera's events, or only `camera`'s; `mark` says in each state whether its
+    /// camera is the main one at the time it is sent.
+    init(events: EventHub, initial: SessionEvent?, camera: String? = nil,
+         mark: @escaping @Sendable (SessionEvent) -> SessionEvent = { $0 }) {
         self.events = events
-        events.subscribe(ObjectIdentifier(self), initial: initial)
+        self.mark = mark
+        events.subscribe(ObjectIdentifier(self), initial: initial.map { [$0] } ?? [], camera: camera)
     }
 
     func attach(waker: @escaping @Sendable () -> Void) { self.waker.withLock { $0 = waker } }
 
     func next() -> StreamChunk {
         guard let waker = self.waker.withLock({ $0 }) else { return .end }
-        if let e = events.next(ObjectIdentifier(self), wake: waker) {
+        if let e = events.next(ObjectIdentifier(self), wake: waker).map(mark) {
             return .data(ServerSentEvent.format(event: e.name, data: e.json))
         }
         return .wait

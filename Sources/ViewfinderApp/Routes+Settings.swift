@@ -7,10 +7,10 @@ import HTTPServer
 import Session
 
 extension Application {
-    func addSettingRoutes(_ r: inout Router) {
-        let session = self.session
-        r.post("/api/session/zoom") { request in
+    func addSettingRoutes(_ r: inout Router, _ prefix: String, _ lookup: @escaping SessionLookup) {
+        r.post(prefix + "/zoom") { [self] request in
             await sessionCall(request) { b throws(SessionError) in
+                let session = try lookup(request)
                 let z = try fields(b) { b throws(JSONFieldError) in
                     guard let factor = try b.double("factor") else {
                         throw JSONFieldError(path: "factor", problem: "required (the zoom factor, e.g. 2.0)")
@@ -20,16 +20,18 @@ extension Application {
                 return try await session.zoom(z)
             }
         }
-        r.post("/api/session/focus") { request in
+        r.post(prefix + "/focus") { [self] request in
             await sessionCall(request) { b throws(SessionError) in
+                let session = try lookup(request)
                 let f = try fields(b) { b throws(JSONFieldError) in
                     FocusRequest(mode: try b.string("mode"), lensPosition: try b.double("lensPosition"), point: try point(b))
                 }
                 return try await session.focus(f)
             }
         }
-        r.post("/api/session/exposure") { request in
+        r.post(prefix + "/exposure") { [self] request in
             await sessionCall(request) { b throws(SessionError) in
+                let session = try lookup(request)
                 let e = try fields(b) { b throws(JSONFieldError) in
                     ExposureRequest(mode: try b.string("mode"), duration: try b.double("duration"), iso: try b.double("iso"),
                                     bias: try b.double("bias"), point: try point(b))
@@ -37,16 +39,18 @@ extension Application {
                 return try await session.exposure(e)
             }
         }
-        r.post("/api/session/white-balance") { request in
+        r.post(prefix + "/white-balance") { [self] request in
             await sessionCall(request) { b throws(SessionError) in
+                let session = try lookup(request)
                 let w = try fields(b) { b throws(JSONFieldError) in
                     WhiteBalanceRequest(mode: try b.string("mode"), temperature: try b.double("temperature"))
                 }
                 return try await session.whiteBalance(w)
             }
         }
-        r.post("/api/session/torch") { request in
+        r.post(prefix + "/torch") { [self] request in
             await sessionCall(request) { b throws(SessionError) in
+                let session = try lookup(request)
                 let t = try fields(b) { b throws(JSONFieldError) in
                     guard let mode = try b.string("mode", allowed: ["on", "off", "auto"]) else {
                         throw JSONFieldError(path: "mode", problem: "required (on, off or auto)")
@@ -56,8 +60,9 @@ extension Application {
                 return try await session.torch(t)
             }
         }
-        r.post("/api/session/orientation") { request in
+        r.post(prefix + "/orientation") { [self] request in
             await sessionCall(request) { b throws(SessionError) in
+                let session = try lookup(request)
                 let o = try fields(b) { b throws(JSONFieldError) in
                     guard let rotation = try b.int("rotation") else {
                         throw JSONFieldError(path: "rotation", problem: "required (0, 90, 180 or 270)")
@@ -71,18 +76,22 @@ extension Application {
             }
         }
 
-        r.get("/api/session/controls") { _ in
-            do throws(SessionError) { return json(["controls": try await session.controls()]) } catch { return error.http.response }
+        r.get(prefix + "/controls") { request in
+            do throws(SessionError) { return json(["controls": try await lookup(request).controls()]) } catch { return error.http.response }
         }
-        r.post("/api/session/controls") { request in
+        r.post(prefix + "/controls") { request in
             let values: [String: Int]
             do throws(HTTPError) { values = try controlValues(request) } catch { return error.response }
             do throws(SessionError) {
-                return json(["controls": try await session.setControls(values)])
+                return json(["controls": try await lookup(request).setControls(values)])
             } catch { return error.http.response }
         }
 
-        r.post("/api/session/capture") { [self] request in await capture(request) }
+        r.post(prefix + "/capture") { [self] request in await capture(request, lookup) }
+    }
+
+    /// Photos from every camera, each recording the camera that took it.
+    func addPhotoRoutes(_ r: inout Router) {
         r.get("/api/photos") { [self] _ in json(["photos": photos.list().map(PhotoJSON.init)]) }
         r.get("/api/photos/:id") { [self] request in
             let id = request.parameters["id"] ?? ""
@@ -97,8 +106,10 @@ extension Application {
         }
     }
 
-    /// POST /api/session/capture: options in the body or the query (`quality`, `store`).
-    func capture(_ request: Request) async -> Response {
+    /// POST …/capture: options in the body or the query (`quality`, `store`).
+    func capture(_ request: Request, _ lookup: SessionLookup) async -> Response {
+        let session: CaptureSession
+        do throws(SessionError) { session = try lookup(request) } catch { return error.http.response }
         var quality: Int?, store = false
         do throws(HTTPError) {
             let b = try bodyObject(request)
@@ -128,7 +139,7 @@ extension Application {
             return Response(status: 200, contentType: "image/jpeg", bytes: frame.jpeg, headers: headers + Response.noCache)
         }
         do {
-            let info = try photos.save(frame)
+            let info = try photos.save(frame, camera: session.id)
             await session.announcePhoto(info)
             let photo = PhotoJSON(info)
             return json(photo, status: 201, headers: [("Location", photo.url)] + headers)
@@ -145,9 +156,20 @@ extension Application {
 /// A stored photo as the API shows it: the store's record plus where to fetch it.
 struct PhotoJSON: Encodable {
     var id: String, url: String, bytes: Int, width: Int, height: Int, capturedAt: String
+    var camera: String?
 
     init(_ p: PhotoInfo) {
         id = p.id; url = "/api/photos/\(p.id)"; bytes = p.bytes; width = p.width; height = p.height; capturedAt = p.capturedAt
+        camera = p.camera
+    }
+
+    func encode(to encoder: Encoder) throws {
+        enum K: String, CodingKey { case id, url, bytes, width, height, capturedAt, camera }
+        var c = encoder.container(keyedBy: K.self)
+        try c.encode(id, forKey: .id); try c.encode(url, forKey: .url); try c.encode(bytes, forKey: .bytes)
+        try c.encode(width, forKey: .width); try c.encode(height, forKey: .height)
+        try c.encode(capturedAt, forKey: .capturedAt)
+        try c.encode(camera, forKey: .camera)  // null for a photo from before cameras were recorded
     }
 }
 

@@ -32,6 +32,8 @@ public final class FakeWebcam: Sendable {
         var stall: Set<String> = []
         var drift = 0
         var open = 0
+        /// STREAMON answers this errno (ENOSPC: a USB 2 bus without bandwidth left).
+        var streamOnError: Int32?
     }
     private let state: Mutex<State>
 
@@ -59,6 +61,10 @@ public final class FakeWebcam: Sendable {
     /// Another program writes a control (v4l2-ctl -c).
     public func setFromOutside(_ key: String, _ v: Int) { let c = control(key)!; state.withLock { $0.values[c.id] = v } }
     public var openHandles: Int { state.withLock { $0.open } }
+    /// From now on STREAMON fails with `errno` (nil: it works again), as uvcvideo answers
+    /// ENOSPC when the host controller cannot reserve the bandwidth the format needs.
+    public func failStreamOn(_ errno: Int32?) { state.withLock { $0.streamOnError = errno } }
+    var streamOnError: Int32? { state.withLock { $0.streamOnError } }
 
     func control(_ key: String) -> DeviceControl? { model.controls.first { $0.key == key } }
 
@@ -205,6 +211,7 @@ final class FakePort: V4L2Port, @unchecked Sendable {  // one owner at a time, l
 
     func startStreaming() throws(CameraError) {
         guard format != nil else { throw .system(call: "VIDIOC_STREAMON", errno: EINVAL) }
+        if let e = camera.streamOnError { throw .system(call: "VIDIOC_STREAMON", errno: e) }
         streaming = true
         camera.streamOn()
     }
