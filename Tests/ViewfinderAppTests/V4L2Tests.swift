@@ -130,6 +130,41 @@ struct V4L2Tests {
             #expect(Multipart.parse(viewer.body).parts.count >= before + 3, "the viewer keeps getting frames")
         }
     }
+
+    /// Two vivid devices streaming at once, each in its own session at its own size; a
+    /// control on one is not written to the other; stopping one leaves the other streaming.
+    @Test func twoVividDevicesStreamAtOnce() async throws {
+        try #require(Self.devices.count >= 2, "needs --devices 2")
+        try await withVivid { _, port in
+            let ids = ["platform-vivid-000", "platform-vivid-001"]
+            #expect(try await fetch(port, "POST", "/api/cameras/\(ids[1])/session/prepare", body: #"{"width": 320, "height": 180}"#).status == 200)
+            #expect(try await fetch(port, "POST", "/api/cameras/\(ids[1])/session/start").status == 200)
+            let viewers = try ids.map { _ in try TestConnection(port: port) }
+            for (v, id) in zip(viewers, ids) { try v.request("GET", "/cameras/\(id)/stream") }
+            for v in viewers { try await v.read(timeout: 60) { Multipart.parse($0).parts.count >= 4 } }
+            let sizes = try viewers.map { try JPEGDecoder.size(of: Multipart.parse($0.body).parts.last!.body) }
+            #expect(sizes[0] == (640, 480) ? true : false, "\(sizes[0])")
+            #expect(sizes[1] == (320, 180) ? true : false, "\(sizes[1])")
+            let brightness = { (d: String) -> String in
+                let p = Process(), out = Pipe()
+                p.executableURL = URL(fileURLWithPath: "/usr/bin/v4l2-ctl")
+                p.arguments = ["-d", d, "-C", "brightness"]
+                p.standardOutput = out
+                try? p.run(); p.waitUntilExit()
+                return String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            }
+            let otherBefore = brightness(Self.devices[0])
+            #expect(try await fetch(port, "POST", "/api/cameras/\(ids[1])/session/controls", body: #"{"brightness": 200}"#).status == 200)
+            #expect(brightness(Self.devices[1]).contains("200"))
+            #expect(brightness(Self.devices[0]) == otherBefore, "the other device untouched")
+            #expect(try await fetch(port, "POST", "/api/cameras/\(ids[1])/session/stop").status == 200)
+            let before = Multipart.parse(viewers[0].body).parts.count
+            try await viewers[0].read(timeout: 60) { Multipart.parse($0).parts.count >= before + 3 }
+            #expect(Multipart.parse(viewers[0].body).parts.count >= before + 3, "the first keeps streaming")
+            let s0 = try await fetch(port, "/api/cameras/\(ids[0])/session").json as? [String: Any]
+            #expect(s0?["state"] as? String == "running" && s0?["main"] as? Bool == true)
+        }
+    }
 }
 
 /// Device loss on a real driver: vivid's `disconnect` control behaves like a USB unplug
