@@ -6,10 +6,13 @@ camera 1 a fixed-focus C270).
 Runs inside the VM of `scripts/vm --uvc c920,c270` (only loopback networking there):
 starts the built server (.build/debug/viewfinder, port 0, "cameras": "auto"), talks HTTP
 with urllib and raw sockets, and checks each answer against the camera itself
-(`v4l2-ctl -C`) and against what reached the device (the responder's request log).
-Python standard library only. Every wait polls against a deadline. Prints PASS/FAIL per
-check and a closing line `N passed, N failed`; exits 1 when anything failed.
+(`v4l2-ctl -C`), against what reached the device (the responder's request log) and,
+for zoom and orientation, against the camera's own picture in decoded pixels (PIL,
+python3-pil, which scripts/vm --uvc installs; otherwise the standard library only).
+Every wait polls against a deadline. Prints PASS/FAIL per check and a closing line
+`N passed, N failed`; exits 1 when anything failed.
 """
+import io
 import json
 import os
 import re
@@ -27,6 +30,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SERVER = os.path.join(REPO, ".build", "debug", "viewfinder")
 CTL = os.environ.get("UVC_CAMERA_CTL", "uvc-camera-ctl")
 LOG0 = os.environ.get("UVC_RESPONDER_LOG", "/tmp/uvc-responder.log")
+LOG1 = (os.environ.get("UVC_RESPONDER_LOGS", "").split() + [None, None])[1] or "/tmp/uvc-responder-1.log"
 C920 = "usb-046d_082d-UVCTB0001"
 C270 = "usb-046d_0825-UVCTB0002"
 T0 = time.monotonic()
@@ -61,26 +65,55 @@ def poll(fn, timeout, interval=0.1):
 
 
 # ---------------------------------------------------------------- the camera side
+_nodes = {}       # camera -> its capture node, as last found (forgotten on a replug or a failure)
+
+
 def node(cam=0):
     """Camera `cam`'s current capture node (it changes across a replug), or None."""
     r = subprocess.run([CTL, "device", str(cam)], capture_output=True, text=True, timeout=30)
-    return r.stdout.strip() or None if r.returncode == 0 else None
+    dev = r.stdout.strip() or None if r.returncode == 0 else None
+    _nodes[cam] = dev
+    return dev
+
+
+def forget_nodes():
+    _nodes.clear()
+
+
+def v4l2(args, cam=0):
+    """v4l2-ctl ARGS on camera `cam`'s node; the node is looked up again (uvc-camera-ctl
+    device is slow under TCG) only when the last one is unknown or fails."""
+    for attempt in (0, 1):
+        dev = _nodes.get(cam) if attempt == 0 else None
+        dev = dev or node(cam)
+        if not dev:
+            return None
+        r = subprocess.run(["v4l2-ctl", "-d", dev] + args, capture_output=True, text=True, timeout=30)
+        if r.returncode == 0:
+            return r
+        _nodes.pop(cam, None)
+    return r
+
+
+def ctrls(*names, cam=0):
+    """{name: value} read from the camera now in one v4l2-ctl call; None for a value it
+    did not give (no such control, no node)."""
+    r = v4l2(["-C", ",".join(names)], cam)
+    out = {}
+    for name in names:
+        m = re.search(r"^%s:\s*(-?\d+)" % re.escape(name), r.stdout if r else "", re.M)
+        out[name] = int(m.group(1)) if m else None
+    return out
 
 
 def ctrl(name, cam=0):
     """The control's value read from the camera now, or None (no such control / no node)."""
-    dev = node(cam)
-    if not dev:
-        return None
-    r = subprocess.run(["v4l2-ctl", "-d", dev, "-C", name], capture_output=True, text=True, timeout=30)
-    m = re.search(r"^%s:\s*(-?\d+)" % re.escape(name), r.stdout, re.M)
-    return int(m.group(1)) if m else None
+    return ctrls(name, cam=cam)[name]
 
 
 def set_ctrl(setting, cam=0):
-    r = subprocess.run(["v4l2-ctl", "-d", node(cam) or "/dev/null", "-c", setting],
-                       capture_output=True, text=True, timeout=30)
-    return r.returncode == 0
+    r = v4l2(["-c", setting], cam)
+    return r is not None and r.returncode == 0
 
 
 def log_lines(path=LOG0):
@@ -167,6 +200,55 @@ def jpeg_comments(data):
     return out
 
 
+# ---------------------------------------------------------------- pixels (PIL)
+_Image = []
+
+
+def pil():
+    """PIL's Image module, imported on first use (~5 s under TCG)."""
+    if not _Image:
+        from PIL import Image
+        _Image.append(Image)
+    return _Image[0]
+
+
+def picture(jpeg, crop2x=False, rot180=False):
+    """A JPEG decoded and reduced to 80x60 YCbCr (8x8-pixel box averages at 640x480):
+    small enough to compare in pure Python under TCG. crop2x: its centre half scaled back to
+    the full size (what a 2x digital zoom shows); rot180: turned half a turn."""
+    Image = pil()
+    im = Image.open(io.BytesIO(jpeg))
+    im.load()
+    w, h = im.size
+    if crop2x:
+        im = im.crop((w // 4, h // 4, w - w // 4, h - h // 4)).resize((w, h), Image.BILINEAR)
+    if rot180:
+        im = im.rotate(180)
+    return im.convert("YCbCr").resize((80, 60), Image.BOX)
+
+
+def distance(a, b):
+    """Median absolute difference of two pictures() over all samples (Y, Cb, Cr). The
+    model's pattern is a gradient (luma left to right, chroma top to bottom) with a white
+    bar at a position that changes every frame: the bar covers a few percent of the samples,
+    so the median ignores it where a mean would not. Measured: the same pattern 0-3, a 2x
+    centre crop of it ~20, half a turn ~85."""
+    d = sorted(abs(x - y) for pa, pb in zip(a.getdata(), b.getdata()) for x, y in zip(pa, pb))
+    return d[len(d) // 2]
+
+
+def model_jpeg(size, n=0):
+    """The camera model's own JPEG of frame n at WxH (uvc-camera-ctl jpeg): the pattern it
+    renders, the same whatever zoom_absolute is (its zoom is a lens: it changes no pixels
+    the model draws, so a server that crops for an optical zoom shows a different picture)."""
+    if (size, n) not in _model_jpegs:
+        _model_jpegs[(size, n)] = subprocess.run([CTL, "jpeg", size, str(n)], capture_output=True, timeout=60).stdout
+    return _model_jpegs[(size, n)]
+
+
+_model_jpegs = {}
+
+
 class Reader(threading.Thread):
     """A raw-socket client of a streaming endpoint (/stream or /api/events): keeps reading
     into `buf` until stopped."""
@@ -174,6 +256,7 @@ class Reader(threading.Thread):
     def __init__(self, path):
         super().__init__(daemon=True)
         self.buf = bytearray()
+        self.marks = []                 # (arrival time, len(buf) after that chunk)
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.sock = socket.create_connection(("127.0.0.1", PORT), timeout=5)
@@ -190,13 +273,27 @@ class Reader(threading.Thread):
                 break
             if not chunk:
                 break
+            t = time.monotonic()
             with self.lock:
                 self.buf += chunk
+                self.marks.append((t, len(self.buf)))
 
-    def data(self):
-        """The body received so far: after the response head, chunked coding removed."""
+    def arrival(self, pred):
+        """When the first chunk arrived after which pred(body so far) holds, or None: the
+        time the bytes came in, whenever the test thread gets to look."""
         with self.lock:
-            raw = bytes(self.buf)
+            raw, marks = bytes(self.buf), list(self.marks)
+        for t, end in marks:
+            if pred(self.data(raw[:end])):
+                return t
+        return None
+
+    def data(self, raw=None):
+        """The body received so far (or in `raw`): after the response head, chunked coding
+        removed."""
+        if raw is None:
+            with self.lock:
+                raw = bytes(self.buf)
         head, sep, body = raw.partition(b"\r\n\r\n")
         if not sep:
             return b""
@@ -315,6 +412,31 @@ def select(camera, **extra):
     check("session running on %s" % camera, bool(s), "state: %s" % json.dumps(state())[:400])
 
 
+PICTURES = {"full": ({}, "uncropped"), "crop": ({"crop2x": True}, "cropped 2x"),
+            "rot180": ({"rot180": True}, "turned 180"),
+            "crop+rot180": ({"crop2x": True, "rot180": True}, "cropped 2x and turned 180")}
+
+
+def photo_vs_model(label, want, reject):
+    """Captures a photo (a frame exposed after the request) and compares its picture with
+    the model's own frame: it must be close to `want` and far from `reject` (keys of
+    PICTURES: the model's frame as is, its 2x centre crop, turned half a turn)."""
+    s = state()
+    size = "%sx%s" % (dig(s, "format", "width"), dig(s, "format", "height"))
+    r = http("POST", "/api/session/capture", timeout=60)
+    if not check("%s: capture -> 200 JPEG" % label, r.status == 200 and jpeg_size(r.body) is not None,
+                 "status %s, %d bytes" % (r.status, len(r.body))):
+        return
+    ref = model_jpeg(size)
+    got = picture(r.body)
+    d_want = distance(got, picture(ref, **PICTURES[want][0]))
+    d_reject = distance(got, picture(ref, **PICTURES[reject][0]))
+    check("%s: the photo is the model's frame %s (median |diff| %d <= 6), not %s (%d >= 12)" % (
+              label, PICTURES[want][1], d_want, PICTURES[reject][1], d_reject),
+          d_want <= 6 and d_reject >= 12,
+          "%s photo, model frame %s (%d bytes)" % (jpeg_size(r.body), size, len(ref)))
+
+
 def zoom():
     r = http("POST", "/api/session/zoom", {"factor": 2})
     v = ctrl("zoom_absolute")
@@ -323,12 +445,17 @@ def zoom():
     z = dig(r.json, "zoom") or {}
     check("zoom 2: state zoom factor 2, optical 2, digital 1",
           z.get("factor") == 2 and z.get("optical") == 2 and z.get("digital") == 1, "zoom: %s" % z)
+    # optical only: the picture is the camera's (the model draws the same whatever its
+    # zoom_absolute), no crop on top
+    photo_vs_model("zoom 2 (optical)", "full", "crop")
     r = http("POST", "/api/session/zoom", {"factor": 10})
     v = ctrl("zoom_absolute")
     z = dig(r.json, "zoom") or {}
     check("zoom 10: zoom_absolute 500, state optical 5, digital 2",
           r.status == 200 and v == 500 and z.get("optical") == 5 and z.get("digital") == 2,
           "status %s, zoom_absolute %s, zoom: %s" % (r.status, v, z))
+    # and the other way round: beyond the lens the 2x crop shows (so the check above can fail)
+    photo_vs_model("zoom 10 (optical 5 x digital 2)", "crop", "full")
 
 
 def focus_locked():
@@ -352,15 +479,30 @@ def focus_locked():
 
 
 def automatic_modes():
-    r = http("POST", "/api/session/focus", {"mode": "continuous"})
-    v = ctrl("focus_automatic_continuous")
-    check("focus continuous: focus_automatic_continuous 1", r.status == 200 and v == 1, "status %s, value %s, %r" % (r.status, v, r))
-    r = http("POST", "/api/session/exposure", {"mode": "continuous"})
-    v = ctrl("auto_exposure")
-    check("exposure continuous: auto_exposure 3", r.status == 200 and v == 3, "status %s, value %s, %r" % (r.status, v, r))
-    r = http("POST", "/api/session/white-balance", {"mode": "continuous"})
-    v = ctrl("white_balance_automatic")
-    check("white balance continuous: white_balance_automatic 1", r.status == 200 and v == 1, "status %s, value %s, %r" % (r.status, v, r))
+    # First everything manual: the automatic controls off on the camera ...
+    AUTO = ("focus_automatic_continuous", "auto_exposure", "white_balance_automatic")
+    rf = http("POST", "/api/session/focus", {"mode": "locked", "lensPosition": 0.2})
+    re_ = http("POST", "/api/session/exposure", {"mode": "custom", "duration": 0.02})
+    rw = http("POST", "/api/session/white-balance", {"mode": "locked", "temperature": 5000})
+    v = ctrls(*AUTO)
+    check("manual first: focus locked 0.2, exposure custom 0.02 s, white balance locked 5000 K -> 200 each; "
+          "focus_automatic_continuous 0, auto_exposure 1, white_balance_automatic 0",
+          (rf.status, re_.status, rw.status) == (200, 200, 200)
+          and v == {"focus_automatic_continuous": 0, "auto_exposure": 1, "white_balance_automatic": 0},
+          "statuses %s %s %s, camera %s; %r %r %r" % (rf.status, re_.status, rw.status, v, rf, re_, rw))
+    # ... then each back to continuous: its own automatic control on, the others untouched
+    want = {"focus_automatic_continuous": 0, "auto_exposure": 1, "white_balance_automatic": 0}
+    for path, key, control, on in (("focus", "focus", "focus_automatic_continuous", 1),
+                                   ("exposure", "exposure", "auto_exposure", 3),
+                                   ("white-balance", "whiteBalance", "white_balance_automatic", 1)):
+        r = http("POST", "/api/session/" + path, {"mode": "continuous"})
+        want[control] = on
+        v = ctrls(*AUTO)
+        mode = dig(r.json, key, "mode")
+        check("%s continuous: 200, state mode continuous, %s %d (the other automatic controls as they were: %s)" % (
+                  path, control, on, ", ".join("%s %d" % (k, want[k]) for k in AUTO if k != control)),
+              r.status == 200 and mode == "continuous" and v == want,
+              "status %s, mode %s, camera %s, expected %s" % (r.status, mode, v, want))
 
 
 def exposure_custom():
@@ -378,12 +520,25 @@ def white_balance_locked():
 
 
 def unrelated_call():
+    rot = dig(state(), "orientation", "rotation")
+    other = 180 if rot != 180 else 0
     before = len(set_cur_lines(log_lines()))
-    r = http("POST", "/api/session/orientation", {"rotation": 0})
-    time.sleep(1.5)      # bounded: any write it caused would be in the log by now
+    r = http("POST", "/api/session/orientation", {"rotation": other})
+    got = dig(r.json, "orientation", "rotation")
+    check("orientation %s -> %s: 200, state rotation %s" % (rot, other, other), r.status == 200 and got == other,
+          "status %s, rotation %s, %r" % (r.status, got, r))
+    digital = dig(r.json, "zoom", "digital")
+    if other == 180 and digital in (1, 2):
+        # an actual change: the pictures turn (the model's frame is not symmetric); the
+        # zoom left by the steps before (10: a 2x crop) stays as it is
+        base = "crop" if digital == 2 else "full"
+        photo_vs_model("orientation 180 (zoom digital %s)" % digital, base + "+rot180", base)
+    r2 = http("POST", "/api/session/orientation", {"rotation": rot})
+    time.sleep(1.5)      # bounded: any write the calls caused would be in the log by now
     new = set_cur_lines(log_lines())[before:]
-    check("orientation 0: 200 and no control written to the camera", r.status == 200 and not new,
-          "status %s, new SET_CUR: %s" % (r.status, new))
+    check("orientation %s and back to %s: 200 and no control written to the camera" % (other, rot),
+          r.status == 200 and r2.status == 200 and dig(r2.json, "orientation", "rotation") == rot and not new,
+          "statuses %s %s, new SET_CUR: %s" % (r.status, r2.status, new))
 
 
 def outside_change():
@@ -391,16 +546,27 @@ def outside_change():
     try:
         poll(lambda: sse_states(events.data()), 10)          # the initial state event
         seen_before = len(sse_states(events.data()))
+        before = dig(state(), "zoom", "optical")
         ok = set_ctrl("zoom_absolute=300")
-        t = time.monotonic()
+        t = time.monotonic()                                  # v4l2-ctl has returned: the camera has it
         s = poll(lambda: (lambda s: s if dig(s, "zoom", "optical") == 3 else None)(state()), 1.0, 0.05)
-        check("outside change zoom_absolute=300: GET /api/session shows zoom optical 3 within 1 s",
-              ok and bool(s), "v4l2-ctl ok %s; zoom after 1 s: %s" % (ok, dig(state(), "zoom")))
-        ev = poll(lambda: [e for e in sse_states(events.data())[seen_before:] if dig(e, "zoom", "optical") == 3], 3.0, 0.05)
-        check("outside change: a state event on /api/events carries zoom optical 3", bool(ev),
-              "%d state event(s) after the change, zoom in them: %s (%.1f s)" % (
+        check("outside change zoom_absolute=300 (zoom optical was %s): GET /api/session shows zoom optical 3 within 1 s" % before,
+              ok and before != 3 and bool(s), "v4l2-ctl ok %s; zoom after 1 s: %s" % (ok, dig(state(), "zoom")))
+
+        def carries(body):
+            return any(dig(e, "zoom", "optical") == 3 for e in sse_states(body)[seen_before:])
+        # wait up to 3 s to tell "late" from "never"; the check is on when the bytes arrived
+        poll(lambda: events.arrival(carries), 3.0, 0.05)
+        at = events.arrival(carries)
+        late = None if at is None else max(0.0, at - t)
+        check("outside change: a state event on /api/events carries zoom optical 3 within 1 s of v4l2-ctl returning",
+              late is not None and late <= 1.0,
+              "%s; %d state event(s) after the change, zoom in them: %s" % (
+                  "no such event in 3 s" if late is None else "it came after %.2f s" % late,
                   len(sse_states(events.data())[seen_before:]),
-                  [dig(e, "zoom") for e in sse_states(events.data())[seen_before:]][:3], time.monotonic() - t))
+                  [dig(e, "zoom") for e in sse_states(events.data())[seen_before:]][:3]))
+        if late is not None:
+            note("outside change: the state event came %.2f s after v4l2-ctl returned" % late)
     finally:
         events.close()
 
@@ -431,10 +597,44 @@ def c270():
     z = dig(r.json, "zoom") or {}
     check("C270 zoom 2: digital only (state optical 1, digital 2)",
           r.status == 200 and z.get("optical") == 1 and z.get("digital") == 2, "status %s, zoom %s" % (r.status, z))
-    dev = node(1)
-    listed = subprocess.run(["v4l2-ctl", "-d", dev or "/dev/null", "-l"], capture_output=True, text=True, timeout=30).stdout
-    check("C270 has no zoom_absolute control", dev is not None and "zoom_absolute" not in listed and "brightness" in listed,
-          "node %s" % dev)
+    listed = (v4l2(["-l"], 1) or subprocess.CompletedProcess([], 1, "", "")).stdout
+    check("C270 has no zoom_absolute control", "zoom_absolute" not in listed and "brightness" in listed,
+          "node %s" % _nodes.get(1))
+
+    # What it lacks is refused, naming it, and nothing reaches the camera
+    keys = ("zoom", "focus", "exposure", "whiteBalance", "camera", "format", "state")
+    before, writes = {k: state().get(k) for k in keys}, len(set_cur_lines(log_lines(LOG1)))
+    r = http("POST", "/api/session/controls", {"zoom_absolute": 200})
+    e = error_of(r)
+    supported = e.get("supported", [])
+    check("C270 raw control zoom_absolute=200 -> 422 unsupported naming zoom_absolute, supported lists its "
+          "controls (brightness) and not zoom_absolute",
+          r.status == 422 and e.get("code") == "unsupported" and "zoom_absolute" in str(e.get("message", ""))
+          and isinstance(supported, list) and "brightness" in supported and "zoom_absolute" not in supported, repr(r))
+    r = http("POST", "/api/session/focus", {"mode": "locked", "lensPosition": 0.5})
+    e = error_of(r)
+    check("C270 focus locked lensPosition 0.5 -> 422 unsupported naming lensPosition (fixed focus: no lens to move)",
+          r.status == 422 and e.get("code") == "unsupported" and "lensPosition" in str(e.get("message", "")), repr(r))
+    after, new = {k: state().get(k) for k in keys}, set_cur_lines(log_lines(LOG1))[writes:]
+    check("C270 after the two refusals: state unchanged and no control written to the camera",
+          after == before and not new,
+          "changed: %s; new SET_CUR: %s" % ({k: (before[k], after[k]) for k in keys if before[k] != after[k]}, new))
+
+    # What it has is written and read back: its own ranges (white balance 2800-10000 in
+    # steps of 10: 5005 K is stepped to 5010; exposure 1-10000 x 100 us)
+    rw = http("POST", "/api/session/white-balance", {"mode": "locked", "temperature": 5005})
+    rx = http("POST", "/api/session/exposure", {"mode": "custom", "duration": 0.05})
+    v = ctrls("white_balance_automatic", "white_balance_temperature", "auto_exposure", "exposure_time_absolute", cam=1)
+    temp, dur = dig(rw.json, "whiteBalance", "temperature"), dig(rx.json, "exposure", "duration")
+    check("C270 white balance locked 5005 K: 200, white_balance_automatic 0, white_balance_temperature 5000 or "
+          "5010 (stepped), state temperature == the camera's",
+          rw.status == 200 and v["white_balance_automatic"] == 0 and v["white_balance_temperature"] in (5000, 5010)
+          and isinstance(temp, (int, float)) and abs(temp - v["white_balance_temperature"]) < 0.5,
+          "status %s, camera %s, state temperature %s, %r" % (rw.status, v, temp, rw))
+    check("C270 exposure custom 0.05 s: 200, auto_exposure 1, exposure_time_absolute 500, state duration 0.05",
+          rx.status == 200 and v["auto_exposure"] == 1 and v["exposure_time_absolute"] == 500
+          and isinstance(dur, (int, float)) and abs(dur - 0.05) < 1e-4,
+          "status %s, camera %s, state duration %s, %r" % (rx.status, v, dur, rx))
 
 
 def stream_and_photo():
@@ -449,30 +649,41 @@ def stream_and_photo():
           "status %s, type %s, %d bytes" % (r.status, r.headers.get("content-type"), len(r.body)))
 
 
-def mjpeg_passthrough():
-    r = http("POST", "/api/session/prepare", {"camera": C920, "pixelFormat": "MJPG", "preset": "1280x720"}, timeout=60)
-    check("prepare C920 MJPG 1280x720 -> 200", r.status == 200 and dig(r.json, "format", "pixelFormat") == "MJPG", repr(r))
+def mjpeg_frames(size):
+    """prepare + start the C920 in MJPEG at `size` (zoom 1, so nothing is decoded) and check
+    that a /stream part is the camera's own frame, byte for byte."""
+    w, h = (int(x) for x in size.split("x"))
+    r = http("POST", "/api/session/prepare", {"camera": C920, "pixelFormat": "MJPG", "preset": size}, timeout=60)
+    check("prepare C920 MJPG %s -> 200" % size,
+          r.status == 200 and dig(r.json, "format", "pixelFormat") == "MJPG"
+          and (dig(r.json, "format", "width"), dig(r.json, "format", "height")) == (w, h), repr(r))
     http("POST", "/api/session/start", timeout=60)
     http("POST", "/api/session/zoom", {"factor": 1})
     viewer = Reader("/stream")
     try:
         def framed():
             for part in stream_parts(viewer.data())[1:]:       # the first may predate the format
+                if jpeg_size(part) != (w, h):
+                    continue
                 for c in jpeg_comments(part):
                     m = re.match(rb"uvc-frame (\d+)", c)
                     if m:
                         return part, int(m.group(1))
             return None
         got = poll(framed, 30)
-        check("MJPEG: a /stream frame carries the camera's uvc-frame COM segment", bool(got),
+        check("MJPEG %s: a /stream frame of that size carries the camera's uvc-frame COM segment" % size, bool(got),
               "%d parts, sizes %s" % (len(stream_parts(viewer.data())), [jpeg_size(p) for p in stream_parts(viewer.data())[:3]]))
         if got:
             part, n = got
-            ref = subprocess.run([CTL, "jpeg", "1280x720", str(n)], capture_output=True, timeout=60).stdout
-            check("MJPEG: the frame equals uvc-camera-ctl jpeg 1280x720 %d byte for byte" % n,
+            ref = subprocess.run([CTL, "jpeg", size, str(n)], capture_output=True, timeout=60).stdout
+            check("MJPEG %s: the frame equals uvc-camera-ctl jpeg %s %d byte for byte" % (size, size, n),
                   part == ref, "%d bytes served, %d expected" % (len(part), len(ref)))
     finally:
         viewer.close()
+
+
+def mjpeg_passthrough():
+    mjpeg_frames("1280x720")
     # Transforms still work on MJPEG: rotation stays lossless (sizes swap); 10x is the lens
     # at 5x and a 2x crop that keeps the frame's size.
     http("POST", "/api/session/orientation", {"rotation": 90})
@@ -488,22 +699,104 @@ def mjpeg_passthrough():
           and jpeg_size(photo.body) == (1280, 720) and ctrl("zoom_absolute") == 500,
           "zoom %s, photo %s" % (zoom, jpeg_size(photo.body) if photo.status == 200 else photo.status))
     http("POST", "/api/session/zoom", {"factor": 1})
+    # the C920 model's largest MJPEG size passes through as well; then back to 720p for
+    # the replugs
+    mjpeg_frames("1920x1080")
+    r = http("POST", "/api/session/prepare", {"camera": C920, "pixelFormat": "MJPG", "preset": "1280x720"}, timeout=60)
+    check("prepare C920 MJPG 1280x720 again -> 200", r.status == 200 and dig(r.json, "format", "width") == 1280, repr(r))
+
+
+def two_cameras():
+    """Both webcams at once, each in its own session: the C920 as the main session (MJPEG
+    1280x720 from the step before), the C270 started in its own right at 640x480 MJPEG. A
+    control on one writes nothing to the other; one unplugged, the other streams on."""
+    c270 = "/api/cameras/%s/session" % C270
+    r = http("POST", c270 + "/prepare", {"pixelFormat": "MJPG", "preset": "640x480"}, timeout=60)
+    check("two cameras: prepare the C270's own session -> 200", r.status == 200, repr(r))
+    r = http("POST", c270 + "/start", timeout=60)
+    check("two cameras: start the C270's own session -> 200 (the C920 keeps running)",
+          r.status == 200 and dig(state(), "camera", "id") == C920 and state().get("state") == "running", repr(r))
+    cams = {c.get("id"): c for c in (http("GET", "/api/cameras").json or {}).get("cameras", [])}
+    check("two cameras: /api/cameras says both run, the C920 is main",
+          dig(cams, C920, "state") == "running" and dig(cams, C270, "state") == "running"
+          and dig(cams, C920, "main") is True and dig(cams, C270, "main") is False,
+          "%s" % {k: (c.get("state"), c.get("main")) for k, c in cams.items()})
+    a, b = Reader("/cameras/%s/stream" % C920), Reader("/cameras/%s/stream" % C270)
+    try:
+        both = poll(lambda: len(stream_parts(a.data())) >= 3 and len(stream_parts(b.data())) >= 3, 60, 0.25)
+        sizes = (jpeg_size(stream_parts(a.data())[-1]) if stream_parts(a.data()) else None,
+                 jpeg_size(stream_parts(b.data())[-1]) if stream_parts(b.data()) else None)
+        check("two cameras: both streams deliver frames at once, each at its own size (1280x720, 640x480)",
+              bool(both) and sizes == ((1280, 720), (640, 480)),
+              "parts %d / %d, sizes %s" % (len(stream_parts(a.data())), len(stream_parts(b.data())), sizes))
+
+        other_before = len(set_cur_lines(log_lines(LOG1)))
+        wb_before = ctrls("white_balance_automatic", "white_balance_temperature", cam=1)
+        r = http("POST", "/api/cameras/%s/session/white-balance" % C920, {"mode": "locked", "temperature": 4500})
+        mine = ctrls("white_balance_automatic", "white_balance_temperature", cam=0)
+        check("two cameras: white balance on the C920 -> the C920 has it (off, 4500)",
+              r.status == 200 and mine == {"white_balance_automatic": 0, "white_balance_temperature": 4500},
+              "%s; camera %s" % (r.status, mine))
+        check("two cameras: ... and nothing reached the C270",
+              len(set_cur_lines(log_lines(LOG1))) == other_before
+              and ctrls("white_balance_automatic", "white_balance_temperature", cam=1) == wb_before,
+              "C270 log: %s" % set_cur_lines(log_lines(LOG1))[other_before:])
+
+        u = subprocess.run([CTL, "unplug", "1"], capture_output=True, text=True, timeout=60)
+        forget_nodes()
+        s = poll(lambda: (lambda s: s if s.get("state") == "interrupted" else None)(http("GET", c270).json or {}), 10)
+        check("two cameras: the C270 unplugged -> its session interrupted", u.returncode == 0 and bool(s),
+              "unplug rc %s %s" % (u.returncode, u.stderr.strip()))
+        n0 = len(stream_parts(a.data()))
+        more = poll(lambda: len(stream_parts(a.data())) >= n0 + 3, 20, 0.25)
+        check("two cameras: ... while the C920 streams on, running",
+              bool(more) and state().get("state") == "running" and dig(state(), "camera", "id") == C920,
+              "%d parts before, %d after; state %s" % (n0, len(stream_parts(a.data())), state().get("state")))
+        p = subprocess.run([CTL, "plug", "1"], capture_output=True, text=True, timeout=90)
+        forget_nodes()
+        s = poll(lambda: (lambda s: s if s.get("state") == "running" else None)(http("GET", c270).json or {}), 30, 0.25)
+        check("two cameras: the C270 plugged back -> its own session running again", p.returncode == 0 and bool(s),
+              "plug rc %s %s; state %s" % (p.returncode, p.stderr.strip(), (http("GET", c270).json or {}).get("state")))
+    finally:
+        a.close()
+        b.close()
+        r = http("POST", c270 + "/stop", timeout=60)
+        check("two cameras: stop the C270's own session -> idle", r.status == 200 and (r.json or {}).get("state") == "idle", repr(r))
+        http("POST", "/api/cameras/%s/session/white-balance" % C920, {"mode": "continuous"})
 
 
 def replug(hold):
     label = "replug with the old node held open" if hold else "replug"
-    # the session's zoom: factor 2, i.e. zoom_absolute 200 on the C920 (its default is 100)
+    # the session's settings before the unplug, all away from the camera's power-on
+    # defaults (zoom_absolute 100, focus automatic at 0, exposure aperture priority 250,
+    # white balance automatic 4000): zoom 2 (zoom_absolute 200), focus locked 0.6
+    # (focus_absolute 153, on the 5-step: 150 or 155), exposure custom 0.02 s (200), white
+    # balance locked 3000 K
     r = http("POST", "/api/session/zoom", {"factor": 2})
-    want = 200
-    was = poll(lambda: ctrl("zoom_absolute") == want, 5)
+    rf = http("POST", "/api/session/focus", {"mode": "locked", "lensPosition": 0.6})
+    rx = http("POST", "/api/session/exposure", {"mode": "custom", "duration": 0.02})
+    rw = http("POST", "/api/session/white-balance", {"mode": "locked", "temperature": 3000})
+    NAMES = ("zoom_absolute", "focus_automatic_continuous", "focus_absolute", "auto_exposure",
+             "exposure_time_absolute", "white_balance_automatic", "white_balance_temperature")
+    want = {"zoom_absolute": 200, "focus_automatic_continuous": 0, "focus_absolute": (150, 155), "auto_exposure": 1,
+            "exposure_time_absolute": 200, "white_balance_automatic": 0, "white_balance_temperature": 3000}
+
+    def matches(v):
+        return all(v.get(n) in w if isinstance(w, tuple) else v.get(n) == w for n, w in want.items())
+    was = poll(lambda: (lambda v: v if matches(v) else None)(ctrls(*NAMES)), 5)
+    if was:
+        want["focus_absolute"] = was["focus_absolute"]       # the very value must come back
     old = node(0)
-    note("%s: zoom 2 -> %s; zoom_absolute %s on %s before the unplug%s" % (
-        label, r.status, ctrl("zoom_absolute"), old, "" if was else " (not yet 200 after 5 s)"))
+    note("%s: zoom 2, focus, exposure, white balance -> %s %s %s %s; camera before the unplug: %s on %s" % (
+        label, r.status, rf.status, rx.status, rw.status, ctrls(*NAMES), old))
+    check("%s: before the unplug the camera has the session's settings %s" % (label, want), bool(was),
+          "camera %s" % ctrls(*NAMES))
     fd = os.open(old, os.O_RDWR | os.O_NONBLOCK) if hold and old else None
     viewer = Reader("/stream")
     try:
         poll(lambda: len(stream_parts(viewer.data())) >= 1, 20)
         u = subprocess.run([CTL, "unplug", "0"], capture_output=True, text=True, timeout=60)
+        forget_nodes()
         s = poll(lambda: (lambda s: s if s.get("state") == "interrupted" else None)(state()), 10)
         check("%s: unplug -> session interrupted within 10 s" % label, u.returncode == 0 and bool(s),
               "unplug rc %s %s; state %s" % (u.returncode, u.stderr.strip(), state().get("state")))
@@ -512,6 +805,7 @@ def replug(hold):
         check("%s: the stream client keeps receiving parts while unplugged" % label, bool(more),
               "%d parts before, %d after 10 s" % (n0, len(stream_parts(viewer.data()))))
         p = subprocess.run([CTL, "plug", "0"], capture_output=True, text=True, timeout=90)
+        forget_nodes()
         new = p.stdout.strip()
         note("%s: camera back as %s (was %s)" % (label, new, old))
         if hold:
@@ -521,9 +815,15 @@ def replug(hold):
         check("%s: plug -> running again within 30 s, same camera id %s" % (label, C920), p.returncode == 0 and bool(s),
               "plug rc %s %s; state %s camera %s error %s" % (p.returncode, p.stderr.strip(), state().get("state"),
                                                               dig(state(), "camera", "id"), state().get("error")))
-        v = poll(lambda: ctrl("zoom_absolute") == want, 5)
-        check("%s: zoom_absolute back at the session's value %s (the camera came up at defaults)" % (label, want),
-              bool(v), "zoom_absolute %s 5 s after running again" % ctrl("zoom_absolute"))
+        v = poll(lambda: (lambda v: v if matches(v) else None)(ctrls(*NAMES)), 5) or ctrls(*NAMES)
+        for names, what in ((("zoom_absolute",), "zoom_absolute"),
+                            (("focus_automatic_continuous", "focus_absolute"), "focus locked at its lens position"),
+                            (("auto_exposure", "exposure_time_absolute"), "manual exposure time"),
+                            (("white_balance_automatic", "white_balance_temperature"), "locked white balance temperature")):
+            check("%s: %s back at the session's %s (the camera came up at its defaults)" % (
+                      label, what, ", ".join("%s %s" % (n, want[n]) for n in names)),
+                  all(v.get(n) in want[n] if isinstance(want[n], tuple) else v.get(n) == want[n] for n in names),
+                  "camera %s 5 s after running again" % {n: v.get(n) for n in names})
     finally:
         viewer.close()
         if fd is not None:
@@ -555,7 +855,8 @@ def main():
              ("exposure custom", exposure_custom), ("white balance locked", white_balance_locked),
              ("unrelated call", unrelated_call), ("outside change", outside_change),
              ("refused write", refused_write), ("C270", c270), ("stream and photo", stream_and_photo),
-             ("MJPEG pass-through", mjpeg_passthrough), ("unplug/replug", lambda: replug(False)),
+             ("MJPEG pass-through", mjpeg_passthrough), ("two cameras at once", two_cameras),
+             ("unplug/replug", lambda: replug(False)),
              ("unplug/replug, node held", lambda: replug(True))]
     try:
         for name, fn in steps:
