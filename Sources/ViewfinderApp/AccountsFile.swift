@@ -109,11 +109,12 @@ public enum AccountsFile {
         let terminal = isatty(0) == 1
         var saved = termios()
         if terminal {
-            FileHandle.standardError.write(Data(prompt.utf8))
+            // Echo off before the prompt shows: nothing typed after it is ever echoed.
             tcgetattr(0, &saved)
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(0, TCSAFLUSH, &quiet)
+            FileHandle.standardError.write(Data(prompt.utf8))
         }
         defer {
             if terminal {

@@ -59,6 +59,12 @@ import Testing
             #expect(status(port, "/metrics") == 401, "viewers only by default")
             #expect(status(port, "/") == 401, "the page too")
         }
+        var open = try Self.accounts()
+        open.metricsOpen = true
+        try await withServer({ $0.auth = open }) { _, port in
+            #expect(status(port, "/metrics") == 200, "auth.metrics: open")
+            #expect(status(port, "/api/session") == 401, "nothing else opens with it")
+        }
     }
 
     @Test func curlSignsInEveryWay() async throws {
@@ -224,6 +230,46 @@ import Testing
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let after = try String(contentsOfFile: path, encoding: .utf8)
         #expect(token.hasPrefix("vf_") && !after.contains(token), "the token is shown once, only its hash kept")
+    }
+
+    /// Typed at a terminal (a pseudo-terminal here), the password is not echoed: the prompt
+    /// shows, the characters typed do not, and only hashes reach the file.
+    @Test func aPasswordTypedAtATerminalIsNotEchoed() throws {
+        let path = NSTemporaryDirectory() + "vf-tty-\(UUID().uuidString).json"
+        defer { unlink(path) }
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: path))
+        let script = """
+        import os, pty, select, sys, time
+        binary, path = sys.argv[1], sys.argv[2]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(binary, [binary, "user", "add", "tty", "--role", "viewer", "--config", path])
+        out, deadline = b"", time.monotonic() + 30
+        def read(until):
+            global out
+            while until() is False and time.monotonic() < deadline:
+                if select.select([fd], [], [], 0.2)[0]:
+                    try:
+                        chunk = os.read(fd, 1024)
+                    except OSError:
+                        return
+                    if not chunk:
+                        return
+                    out += chunk
+        read(lambda: b"Password for tty: " in out)
+        os.write(fd, b"typed-s3cret\\n")
+        read(lambda: False)
+        _, status = os.waitpid(pid, 0)
+        print(repr(out))
+        sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and b"Password for tty: " in out
+                 and b"typed-s3cret" not in out else 1)
+        """
+        let r = run("/usr/bin/python3", ["-c", script, packageRoot + "/.build/debug/viewfinder", path])
+        #expect(r.status == 0, "terminal output: \(r.out)")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("\"tty\"") && !text.contains("typed-s3cret"), "hashes only")
+        let c = try Configuration.load(path: path, required: true)
+        #expect(Hashes.verify("typed-s3cret", against: c.auth.users.first?.passwordHash ?? ""), "the password typed is the one stored")
     }
 
     @Test func secureByDefault() throws {
