@@ -38,10 +38,13 @@ public struct DeviceControl: Sendable, Equatable, Encodable {
         try c.encode(menu, forKey: .menu); try c.encode(value, forKey: .value)
     }
 
+    /// `v` within the range, on the nearest step — as the V4L2 core and uvcvideo round it —
+    /// so what is written is already what the device would keep.
     public func clamp(_ v: Int) -> Int {
         let c = min(max(v, minimum), maximum)
         guard step > 1 else { return c }
-        return minimum + ((c - minimum) / step) * step
+        let stepped = minimum + ((c - minimum + step / 2) / step) * step
+        return stepped > maximum ? stepped - step : stepped
     }
 
     /// The V4L2 control name in v4l2-ctl's style: "Zoom, Absolute" → "zoom_absolute".

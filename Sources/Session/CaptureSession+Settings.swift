@@ -17,6 +17,8 @@ extension CaptureSession {
             var new = settings
             new.zoom.optical = SettingsValidation.zoomParts(target, caps).optical
             try commit(new)
+            lensRampToken += 1
+            lensRamping = false
             let from = pipelineSettings.ramp.factor(at: now)
             pipelineSettings.ramp = rate == nil ? .fixed(target) : ZoomRamp(from: from, to: target, rate: rate, start: now)
         } else {
@@ -24,7 +26,10 @@ extension CaptureSession {
             let from = pipelineSettings.ramp.factor(at: now)
             pipelineSettings.ramp = ZoomRamp(from: from, to: target, rate: rate, start: now)
             let ramp = generation
-            Task { await stepLens(generation: ramp, ramp: pipelineSettings.ramp) }
+            lensRampToken += 1
+            lensRamping = true
+            let token = lensRampToken
+            Task { await stepLens(generation: ramp, ramp: pipelineSettings.ramp, token: token) }
         }
         settings.zoom.factor = target
         return announce()
@@ -32,8 +37,14 @@ extension CaptureSession {
 
     /// Moves the lens along a zoom ramp, a control step at a time, until it ends or another
     /// zoom call, stop or switch supersedes it.
-    private func stepLens(generation launched: Int, ramp: ZoomRamp) async {
+    private func stepLens(generation launched: Int, ramp: ZoomRamp, token: Int) async {
         let caps = camera.capabilities.zoom
+        defer {
+            if token == lensRampToken {
+                lensRamping = false
+                if launched == generation { announce() }  // the lens is where the ramp ends
+            }
+        }
         while launched == generation, pipelineSettings.ramp == ramp {
             let now = Clock.monotonic()
             let optical = SettingsValidation.zoomParts(ramp.factor(at: now), caps).optical

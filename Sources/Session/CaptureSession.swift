@@ -36,6 +36,11 @@ public actor CaptureSession {
     /// zoom ramp) give up.
     var generation = 0
     var recovery = Backoff()
+    /// A zoom ramp's lens steps are still being written (the ramp's time may be over before
+    /// the last step reached the device): the state keeps saying `ramping` until then.
+    var lensRamping = false
+    /// Which lens-stepping task is the current one (a newer zoom call supersedes it).
+    var lensRampToken = 0
 
     public init(cameras: [any CaptureDevice], configuration: SessionConfiguration, events: EventHub = EventHub(),
                 logger: Logger = Logger(label: "session")) throws(SessionError) {
@@ -73,7 +78,7 @@ public actor CaptureSession {
         var s = settings
         s.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
         s.zoom.digital = (pipelineSettings.digitalZoom(at: now) * 1000).rounded() / 1000
-        s.zoom.ramping = ramp.isRamping(at: now)
+        s.zoom.ramping = ramp.isRamping(at: now) || lensRamping
         return SessionState(
             state: runState, online: runState == .running,
             camera: SessionState.CameraRef(id: camera.descriptor.id, name: camera.descriptor.name,

@@ -32,6 +32,16 @@ let flashCamera: [DeviceControl] = [
 ]
 
 @Suite struct V4L2ControlMappingTests {
+    /// Values land on the nearest step inside the range, as the V4L2 core and uvcvideo put
+    /// them (focus_absolute 0…255 step 5; a range whose top is off the step grid).
+    @Test(arguments: [(102, 100), (103, 105), (153, 155), (-7, 0), (300, 255), (254, 255), (252, 250)])
+    func clampTakesTheNearestStep(_ v: Int, _ want: Int) {
+        let focus = DeviceControl(id: 1, name: "Focus, Absolute", kind: .integer, minimum: 0, maximum: 255, step: 5, defaultValue: 0)
+        #expect(focus.clamp(v) == want)
+        let odd = DeviceControl(id: 2, name: "Odd", kind: .integer, minimum: 1, maximum: 10, step: 4, defaultValue: 1)
+        #expect(odd.clamp(10) == 9 && odd.clamp(8) == 9 && odd.clamp(6) == 5 && odd.clamp(2) == 1)
+    }
+
     @Test func c920Capabilities() {
         let caps = V4L2ControlMapping(c920).capabilities
         #expect(caps.zoom == ZoomCapability(min: 1, max: 20, optical: true, opticalMax: 5), "a 5× lens, then 4× crop")
@@ -67,7 +77,7 @@ let flashCamera: [DeviceControl] = [
         let off = index(w, V4L2_CID_FOCUS_AUTO), abs = index(w, V4L2_CID_FOCUS_ABSOLUTE)
         #expect(off != nil && abs != nil && off! < abs!, "FOCUS_AUTO=0 before FOCUS_ABSOLUTE")
         #expect(w[off!].1 == 0)
-        #expect(w[abs!].1 == 125, "0.51 × 250 = 127.5 → 128 → step 5 → 125")
+        #expect(w[abs!].1 == 130, "0.51 × 250 = 127.5 → 128 → the nearest step of 5, 130 (as the driver rounds)")
         #expect(w.count == 2, "nothing else: only what changed")
     }
 
