@@ -1,5 +1,6 @@
-// Viewfinder's camera page: the live MJPEG preview plus every session control, generated
-// from the active camera's capabilities and kept in sync with the server over
+// Viewfinder's camera page: the main session's live MJPEG preview plus every session
+// control, generated from the active camera's capabilities, and a strip of tiles with
+// every camera (each running one live), all kept in sync with the server over
 // /api/events. No build step, no dependencies.
 "use strict";
 
@@ -13,8 +14,8 @@ const $ = (id) => document.getElementById(id);
 const PRESETS = ["photo", "high", "medium", "low", "352x288", "640x480", "1280x720", "1920x1080", "3840x2160"];
 const DURATION_POWER = 5; // AVCamManual's curve: fine control over short exposures
 
-let state = null;        // the latest SessionState
-let cameras = [];        // GET /api/cameras
+let state = null;        // the latest SessionState of the main session
+let cameras = [];        // GET /api/cameras, each camera's state and main kept current by events
 let caps = null;         // capabilities of the active camera
 let builtFor = null;     // camera id the controls were built for
 let streamDown = false, eventsDown = true;
@@ -34,7 +35,7 @@ async function call(path, body) {
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch (_) { /* not JSON */ }
     if (!r.ok) throw new Error(data && data.error ? data.error.message : `${path} failed (HTTP ${r.status})`);
-    if (data && data.state) render(data);
+    if (data && data.state) applyState(data);
     return data;
   } catch (e) {
     toast(e.message || String(e));
@@ -64,33 +65,217 @@ function throttled(fn, ms = 90) {
 
 // MARK: - Preview
 
-let retries = 0;
-function startPreview() { $("preview").src = "/stream?" + Date.now(); }
+let retries = 0, retryTimer = null;
+// A hidden page streams nothing: each MJPEG stream holds one of the browser's six
+// connections to the server, which every tab of it shares (the event stream stays).
+let paused = document.hidden;
+function startPreview() {
+  clearTimeout(retryTimer);
+  if (paused) return;
+  $("preview").src = "/stream?" + Date.now();
+  renderTiles(); // the main camera's tile shows this same request
+}
 $("preview").addEventListener("load", () => { retries = 0; streamDown = false; updateOffline(); });
 $("preview").addEventListener("error", () => {
+  if (paused || !$("preview").getAttribute("src")) return;
   streamDown = true;
   updateOffline();
-  setTimeout(startPreview, Math.min(5000, 500 * 2 ** retries++));
+  clearTimeout(retryTimer);
+  retryTimer = setTimeout(startPreview, Math.min(5000, 500 * 2 ** retries++));
+});
+document.addEventListener("visibilitychange", () => {
+  if (paused === document.hidden) return;
+  paused = document.hidden;
+  if (paused) {
+    clearTimeout(retryTimer);
+    $("preview").removeAttribute("src");
+    renderTiles();
+  } else {
+    retries = 0;
+    startPreview();
+  }
 });
 
 function updateOffline() {
-  const offline = streamDown || eventsDown || (state && !state.online);
+  // Stopped (idle, or failed to start) is not offline: it says so and offers to start.
+  const halted = !!state && (state.state === "idle" || state.state === "failed");
+  const offline = eventsDown || (!halted && (streamDown || (state && !state.online)));
   $("offline").hidden = !offline;
+  $("stopped").hidden = offline || !halted;
+  if (halted) {
+    $("stopped-text").textContent = state.state === "failed"
+      ? `${state.camera.name} could not start${state.error ? `: ${state.error}` : "."}`
+      : `${state.camera.name} is stopped.`;
+  }
   const badge = $("status");
   if (eventsDown) { badge.textContent = "reconnecting…"; badge.className = "badge offline"; return; }
   if (!state) return;
-  badge.textContent = state.online ? state.state : `${state.state} · offline`;
-  badge.className = "badge " + (state.online ? "running" : "offline");
+  badge.textContent = state.online || halted ? state.state : `${state.state} · offline`;
+  badge.className = "badge " + (state.online ? "running" : halted ? "" : "offline");
 }
 
 // MARK: - Events
 
+let lastMainAt = 0; // when the main session's last state arrived (performance.now())
+
+/** Every camera's SessionState (events, call answers, polls) goes through here: it updates
+ *  that camera's tile, and only the main session's (`main`: true) reaches the main view. */
+function applyState(s) {
+  updateCamera(s);
+  if (s.main === false) return; // servers before several cameras send no `main`
+  lastMainAt = performance.now();
+  render(s);
+}
+
 function connectEvents() {
   const events = new EventSource("/api/events");
-  events.addEventListener("open", () => { eventsDown = false; updateOffline(); });
-  events.addEventListener("state", (e) => { eventsDown = false; render(JSON.parse(e.data)); });
+  events.addEventListener("open", () => {
+    // Connected, or back after a drop: states may have changed since the cameras were
+    // listed (or while away), and the first event is the main session's only: list again.
+    if (eventsDown && cameras.length) loadCameras();
+    eventsDown = false;
+    updateOffline();
+  });
+  events.addEventListener("state", (e) => { eventsDown = false; applyState(JSON.parse(e.data)); });
   events.addEventListener("photo", () => loadPhotos());
   events.addEventListener("error", () => { eventsDown = true; updateOffline(); }); // it reconnects by itself
+}
+
+// MARK: - Camera tiles: every camera, each running one live; click one to make it the main view
+
+// Live tiles beyond the main preview: each holds a connection (the browser allows six per
+// server, the event stream and the preview take two); further running cameras refresh
+// from snapshots.
+let tileStreamLimit = 3;
+const TILE_FPS = 5;
+const tileTimers = new Map(); // camera id → snapshot refresh or stream retry timer
+
+/** A state for one camera: its tile's run state; `main` moves the main mark. */
+function updateCamera(s) {
+  const cam = cameras.find((c) => c.id === s.camera.id);
+  if (!cam) { loadCameras(); return; } // a camera we haven't listed
+  cam.state = s.state;
+  if (s.main === true) for (const c of cameras) c.main = c.id === cam.id;
+  else if (s.main === false) cam.main = false;
+  renderTiles();
+}
+
+function cameraPath(id) { return `/api/cameras/${encodeURIComponent(id)}/session`; }
+
+function tileFor(cam) {
+  let li = [...$("tiles").children].find((el) => el.dataset.camera === cam.id);
+  if (li) return li;
+  li = document.createElement("li");
+  li.className = "tile";
+  li.dataset.camera = cam.id;
+  const pick = document.createElement("button");
+  pick.type = "button";
+  pick.className = "tile-pick";
+  pick.addEventListener("click", () => {
+    const c = cameras.find((x) => x.id === li.dataset.camera);
+    if (viewOnly || !c || c.main) return;
+    call("/api/session/switch", { camera: c.id });
+  });
+  const picture = document.createElement("span");
+  picture.className = "tile-picture";
+  const label = document.createElement("span");
+  label.className = "tile-label";
+  const name = document.createElement("span");
+  name.className = "tile-name";
+  const st = document.createElement("span");
+  st.className = "tile-state";
+  label.append(name, st);
+  pick.append(picture, label);
+  const power = document.createElement("button");
+  power.type = "button";
+  power.className = "tile-power";
+  power.addEventListener("click", () => {
+    const c = cameras.find((x) => x.id === li.dataset.camera);
+    if (viewOnly || !c) return;
+    call(`${cameraPath(c.id)}/${c.state === "running" || c.state === "interrupted" ? "stop" : "start"}`);
+  });
+  li.append(pick, power);
+  return li;
+}
+
+/** The picture a tile shows: the main camera's is the preview's own request (the browser
+ *  loads the same URL once); another running camera's is its stream at a few frames a
+ *  second, or its snapshot once the live tiles are used up. */
+function tileSource(cam, live) {
+  if (paused || cam.state !== "running") return null;
+  if (cam.main) return { url: $("preview").getAttribute("src") };
+  if (live) return { url: `/cameras/${encodeURIComponent(cam.id)}/stream?fps=${TILE_FPS}` };
+  return { url: `/cameras/${encodeURIComponent(cam.id)}/snapshot`, snapshot: true };
+}
+
+function renderTiles() {
+  const strip = $("tiles");
+  strip.hidden = cameras.length < 2; // one camera: the main view says it all
+  let live = 0;
+  const items = cameras.map((cam) => {
+    const li = tileFor(cam);
+    li.className = `tile ${cam.state || "idle"}${cam.main ? " main" : ""}`;
+    const pick = li.querySelector(".tile-pick"), power = li.querySelector(".tile-power");
+    li.querySelector(".tile-name").textContent = cam.name;
+    li.querySelector(".tile-state").textContent = (cam.state || "idle") + (cam.main ? " · main" : "");
+    pick.title = cam.main ? `${cam.name}: in the main view` : `Show ${cam.name} in the main view`;
+    pick.setAttribute("aria-label", `${cam.name}, ${cam.state || "idle"}${cam.main ? ", in the main view" : ", show in the main view"}`);
+    if (cam.main) pick.setAttribute("aria-current", "true"); else pick.removeAttribute("aria-current");
+    pick.disabled = viewOnly;
+    const running = cam.state === "running" || cam.state === "interrupted";
+    power.textContent = running ? "■" : "▶";
+    power.title = `${running ? "Stop" : "Start"} ${cam.name}`;
+    power.setAttribute("aria-label", power.title);
+    power.disabled = viewOnly;
+    const source = tileSource(cam, !cam.main && cam.state === "running" && live < tileStreamLimit);
+    if (source && !cam.main && !source.snapshot) live++;
+    showTilePicture(li, cam, source);
+    return li;
+  });
+  // Keep the elements (and their streams) that stay; drop the cameras that went.
+  items.forEach((li, i) => { if (strip.children[i] !== li) strip.insertBefore(li, strip.children[i] || null); });
+  while (strip.children.length > items.length) {
+    const gone = strip.lastElementChild;
+    showTilePicture(gone, { id: gone.dataset.camera }, null);
+    gone.remove();
+  }
+}
+
+function showTilePicture(li, cam, source) {
+  let img = li.querySelector("img");
+  const want = source ? source.url : null;
+  if (!want) {
+    clearTimeout(tileTimers.get(cam.id)); tileTimers.delete(cam.id);
+    if (img) { img.removeAttribute("src"); img.remove(); } // closes its stream
+    return;
+  }
+  if (!img) {
+    img = document.createElement("img");
+    img.alt = ""; img.draggable = false;
+    img.addEventListener("load", () => { img.dataset.retries = "0"; });
+    // A live tile that drops comes back after a while, as the preview does.
+    img.addEventListener("error", () => {
+      if (!img.isConnected || !img.getAttribute("src") || img.dataset.kind !== "stream") return;
+      const n = Number(img.dataset.retries || 0);
+      img.dataset.retries = String(n + 1);
+      clearTimeout(tileTimers.get(cam.id));
+      tileTimers.set(cam.id, setTimeout(() => { img.dataset.url = ""; renderTiles(); }, Math.min(10000, 1000 * 2 ** n)));
+    });
+    li.querySelector(".tile-picture").append(img);
+  }
+  if (img.dataset.url === want) return;
+  clearTimeout(tileTimers.get(cam.id)); tileTimers.delete(cam.id);
+  img.dataset.url = want;
+  img.dataset.kind = source.snapshot ? "snapshot" : cam.main ? "main" : "stream";
+  if (source.snapshot) {
+    const refresh = () => {
+      img.src = `${want}?${Date.now()}`;
+      tileTimers.set(cam.id, setTimeout(refresh, 2000));
+    };
+    refresh();
+  } else {
+    img.src = img.dataset.kind === "stream" && Number(img.dataset.retries) > 0 ? `${want}&${Date.now()}` : want;
+  }
 }
 
 // MARK: - Controls from capabilities
@@ -168,7 +353,7 @@ function render(s) {
   setValue("camera", s.camera.id);
   const f = s.format;
   const turned = s.orientation.rotation % 180 !== 0;
-  $("stage").style.aspectRatio = turned ? `${f.height} / ${f.width}` : `${f.width} / ${f.height}`;
+  $("stage").style.setProperty("--frame-ratio", turned ? `${f.height} / ${f.width}` : `${f.width} / ${f.height}`);
   $("format").textContent = `${s.camera.name} · ${f.width}×${f.height} @ ${f.fps} fps`;
 
   setValue("zoom", s.zoom.factor);
@@ -288,7 +473,7 @@ function devicePoint(u, v) {
 }
 
 async function focusAt(clientX, clientY) {
-  if (!state || !caps || viewOnly) return;
+  if (!state || !caps || viewOnly || state.state !== "running") return;
   const r = contentRect();
   const u = (clientX - r.left) / r.width, v = (clientY - r.top) / r.height;
   if (u < 0 || u > 1 || v < 0 || v > 1) return;
@@ -316,6 +501,7 @@ for (const id of ["zoom", "lens", "duration", "iso", "bias", "temperature", "tor
 
 $("camera").addEventListener("change", (e) => call("/api/session/switch", { camera: e.target.value }));
 $("switch").addEventListener("click", () => call("/api/session/switch"));
+$("start-main").addEventListener("click", () => call("/api/session/start"));
 
 $("focus-mode").addEventListener("change", (e) => call("/api/session/focus", { mode: e.target.value }));
 const sendLens = throttled((lensPosition) => call("/api/session/focus", { mode: "locked", lensPosition }));
@@ -385,8 +571,14 @@ async function loadPhotos() {
     const view = document.createElement("a");
     view.href = p.url; view.target = "_blank"; view.rel = "noopener";
     const img = document.createElement("img");
-    img.src = p.url; img.loading = "lazy"; img.alt = `Photo taken ${when}`;
+    img.src = p.url; img.loading = "lazy"; img.alt = `Photo taken ${when}${p.camera ? ` with ${p.camera}` : ""}`;
     view.append(img);
+    const caption = document.createElement("span");
+    caption.className = "caption";
+    const cam = p.camera ? cameras.find((c) => c.id === p.camera) : null;
+    caption.textContent = cam ? cam.name : p.camera || "";
+    caption.title = `${caption.textContent ? caption.textContent + ", " : ""}${when}`;
+    caption.hidden = !p.camera;
     const actions = document.createElement("div");
     actions.className = "actions";
     const download = document.createElement("a");
@@ -400,7 +592,7 @@ async function loadPhotos() {
       loadPhotos();
     });
     actions.append(download, del);
-    li.append(view, actions);
+    li.append(view, caption, actions);
     return li;
   }));
 }
@@ -411,8 +603,12 @@ let loadingCameras = null;
 function loadCameras() {
   if (!loadingCameras) {
     loadingCameras = fetch("/api/cameras")
-      .then((r) => r.json())
-      .then((body) => { cameras = body.cameras; if (state && cameras.some((c) => c.id === state.camera.id)) render(state); })
+      .then((r) => { if (!r.ok) throw new Error(); return r.json(); })
+      .then((body) => {
+        cameras = body.cameras;
+        renderTiles();
+        if (state && cameras.some((c) => c.id === state.camera.id)) render(state);
+      })
       .catch(() => toast("Cameras could not be listed."))
       .finally(() => { loadingCameras = null; });
   }
@@ -421,7 +617,13 @@ function loadCameras() {
 
 // Live figures (fps, viewers) change without events; refresh them every two seconds.
 setInterval(async () => {
-  try { const r = await fetch("/api/session"); if (r.ok) render(await r.json()); } catch (_) { /* the event stream shows we're offline */ }
+  const asked = performance.now();
+  try {
+    const r = await fetch("/api/session");
+    const s = r.ok ? await r.json() : null;
+    // An event that came while this was on its way is newer: keep it.
+    if (s && lastMainAt <= asked) applyState(s);
+  } catch (_) { /* the event stream shows we're offline */ }
 }, 2000);
 
 // Who we are: a viewer watches; the controls are shown but cannot be used. The browser
@@ -436,10 +638,11 @@ async function loadMe() {
     document.body.classList.toggle("view-only", viewOnly);
     $("view-only").hidden = !viewOnly;
     $("view-only").title = me.name ? `Signed in as ${me.name} (viewer)` : "Viewer";
-    for (const el of [document.querySelector(".controls"), $("shutter"), $("switch"), $("camera")]) {
+    for (const el of [document.querySelector(".controls"), $("shutter"), $("switch"), $("camera"), $("start-main")]) {
       el.inert = viewOnly;
       if ("disabled" in el) el.disabled = viewOnly;
     }
+    renderTiles();
   } catch (_) { /* offline: the event stream shows it */ }
 }
 

@@ -104,7 +104,12 @@ public final class MultiCamSession: Sendable {
                 p.main = to
                 return from != to && !p.pinned.contains(from)
             }
-            if leave { await sessions[from].stop() }
+            if leave {
+                await sessions[from].stop()
+            } else if from != to {
+                // It runs on for its own viewers: say it is no longer the main session.
+                events.publish(.state(await sessions[from].state()))
+            }
             var s = await target.state()
             s.main = true
             events.publish(.state(s))

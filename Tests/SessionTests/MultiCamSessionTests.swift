@@ -87,9 +87,16 @@ import Testing
         #expect(front.openHandles == handles, "no second open of the running camera")
         #expect(m.mainID == "front")
         #expect(await sr.state().state == .idle, "the rear camera was only the main session's: stopped")
+        let watcher = NSObject()
+        m.events.subscribe(ObjectIdentifier(watcher), initial: [], camera: "front")
+        defer { m.events.unsubscribe(ObjectIdentifier(watcher)) }
         _ = try await m.switchMain(to: "rear")
         #expect(await sr.state().state == .running && m.mainID == "rear")
         #expect(await sf.state().state == .running, "front was started in its own right: it keeps running")
+        var frontStates: [SessionState] = []
+        while let e = m.events.next(ObjectIdentifier(watcher), wake: {}) { if case .state(let st) = m.marked(e) { frontStates.append(st) } }
+        #expect(frontStates.last?.main == false && frontStates.last?.state == .running,
+                "front's own subscribers hear that it is no longer main: \(frontStates.map(\.main))")
         await #expect(throws: SessionError.unknownCamera("nope", known: ["rear", "front"])) { try await m.switchMain(to: "nope") }
         #expect(m.mainID == "rear")
         await m.stop(sr); await m.stop(sf)

@@ -5,7 +5,9 @@ Starts the built viewfinder (synthetic cameras, a temporary photo store, port 0)
 page, waits for preview frames, then uses switch, torch, zoom, tap-to-focus and the
 shutter, checking after each that the server's state changed; checks that a second tab
 follows within a second, that the photo shows in the gallery and can be deleted, and that
-the console stayed clean. Saves screenshots to Tests/browser/out/.
+the console stayed clean. With two cameras configured, starts, switches to and stops them
+from their tiles; checks that preview, shutter and switch fit a 1280x720 window (and
+1280x657, and a 390x844 phone) without scrolling. Saves screenshots to Tests/browser/out/.
 
 Run by `make test` (after the Swift build): /usr/bin/python3 Tests/browser/test_page.py
 """
@@ -44,19 +46,28 @@ def account(name, role, password, realm="Viewfinder"):
             "digestMD5": hashlib.md5(ha1).hexdigest(), "digestSHA256": hashlib.sha256(ha1).hexdigest()}
 
 
-class Server:
-    """viewfinder on 127.0.0.1, a free port, synthetic cameras, photos in a temp dir."""
+# Two cameras configured as a list, each with its own session and size.
+TWO_CAMERAS = [{"id": "rear", "source": "synthetic", "position": "rear"},
+               {"id": "front", "source": "synthetic", "position": "front", "preset": "352x288"}]
 
-    def __init__(self, auth=None):
+
+class Server:
+    """viewfinder on 127.0.0.1, a free port, synthetic cameras (`--cameras synthetic`, or
+    the list given), photos in a temp dir."""
+
+    def __init__(self, auth=None, cameras=None):
         self.dir = tempfile.mkdtemp(prefix="vf-browser-")
         config = Path(self.dir) / "config.json"
         settings = {"capture": {"directory": str(Path(self.dir) / "photos")}}
         if auth:
             settings["auth"] = auth
+        if cameras:
+            settings["cameras"] = cameras
         config.write_text(json.dumps(settings))
         self.proc = subprocess.Popen(
-            [str(BINARY), "--config", str(config), "--port", "0", "--cameras", "synthetic",
-             "--preset", "640x480", "--public-directory", str(ROOT / "Public"), "--log-level", "warning"],
+            [str(BINARY), "--config", str(config), "--port", "0"]
+            + ([] if cameras else ["--cameras", "synthetic"])
+            + ["--preset", "640x480", "--public-directory", str(ROOT / "Public"), "--log-level", "warning"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
         if not ready:
@@ -72,6 +83,10 @@ class Server:
 
     def state(self):
         return self.get("/api/session")
+
+    def cameras(self):
+        """{id: (state, main)} as GET /api/cameras says."""
+        return {c["id"]: (c["state"], c["main"]) for c in self.get("/api/cameras")["cameras"]}
 
     def stop(self):
         self.proc.stdout.close()
@@ -186,6 +201,9 @@ class PageTest(unittest.TestCase):
                   "the photo is in the gallery")
         self.wait(lambda: self.js("return document.querySelector('#photos li img').naturalWidth") == 640,
                   "the gallery image loads")
+        self.assertEqual(photo["camera"], "front")
+        self.assertEqual(d.find_element(By.CSS_SELECTOR, "#photos li .caption").text, "Synthetic front camera",
+                         "the gallery names the photo's camera")
         self.assertTrue(d.find_element(By.ID, "last-photo").is_displayed())
         d.save_screenshot(str(OUT / "page-after.png"))
 
@@ -230,6 +248,206 @@ class PageTest(unittest.TestCase):
             d.set_window_size(1280, 1000)
 
 
+def visible_within(driver, selector):
+    """The element's box in the viewport (without scrolling): a list of what sticks out."""
+    return driver.execute_script("""
+        const el = document.querySelector(arguments[0]), r = el.getBoundingClientRect(), out = [];
+        if (r.width <= 0 || r.height <= 0) out.push('no size');
+        if (r.top < 0 || r.left < 0) out.push(`starts at ${r.left},${r.top}`);
+        if (r.bottom > innerHeight + 0.5) out.push(`bottom ${r.bottom} > innerHeight ${innerHeight}`);
+        if (r.right > innerWidth + 0.5) out.push(`right ${r.right} > innerWidth ${innerWidth}`);
+        return out;""", selector)
+
+
+class CamerasTest(unittest.TestCase):
+    """Two cameras configured as a list: tiles start, switch and stop them; the page fits the window."""
+
+    @classmethod
+    def setUpClass(cls):
+        OUT.mkdir(parents=True, exist_ok=True)
+        cls.server = Server(cameras=TWO_CAMERAS)
+        cls.driver = browser()
+        cls.driver.set_page_load_timeout(30)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.stop()
+
+    wait = PageTest.wait
+    js = PageTest.js
+
+    def tile(self, camera, part=""):
+        return self.driver.find_element(By.CSS_SELECTOR, f"#tiles .tile[data-camera='{camera}'] {part}".strip())
+
+    def tile_width(self, camera):
+        """naturalWidth of the camera tile's picture (0 while none has decoded; None without a picture)."""
+        return self.js("const i = document.querySelector(`#tiles .tile[data-camera='${arguments[0]}'] img`);"
+                       "return i ? i.naturalWidth : null;", camera)
+
+    def tile_class(self, camera):
+        return self.tile(camera).get_attribute("class").split()
+
+    def test_tiles_start_switch_and_stop_cameras(self):
+        d, server = self.driver, self.server
+        d.get(server.url)
+        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640, "preview frames")
+        self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, "#tiles .tile")) == 2, "a tile per camera")
+        self.assertTrue(d.find_element(By.ID, "tiles").is_displayed())
+        self.assertEqual(server.cameras(), {"rear": ("running", True), "front": ("idle", False)})
+        # The main camera's tile is live and marked; the stopped one has no picture and says so.
+        self.wait(lambda: self.tile_width("rear") == 640, "the rear tile shows frames")
+        self.assertIn("main", self.tile_class("rear"))
+        self.assertEqual(self.tile("rear", ".tile-pick").get_attribute("aria-current"), "true")
+        self.assertIsNone(self.tile_width("front"))
+        self.assertIn("idle", self.tile("front", ".tile-state").text)
+
+        # Start the second camera from its tile: both tiles live, both running at the server.
+        self.tile("front", ".tile-power").click()
+        self.wait(lambda: server.cameras()["front"] == ("running", False), "the server started front")
+        self.wait(lambda: self.tile_width("front") == 352, "the front tile shows its own frames")
+        self.wait(lambda: "running" in self.tile("front", ".tile-state").text, "the front tile says running")
+        self.assertEqual(self.tile_width("rear"), 640)
+        self.assertEqual(server.cameras(), {"rear": ("running", True), "front": ("running", False)})
+        self.assertTrue(self.js("return document.querySelector(\"#tiles .tile[data-camera='front'] img\").src")
+                        .endswith("/cameras/front/stream?fps=5"), "a tile's stream is rate-capped")
+        # front's state (main: false) must not take over the main view.
+        self.assertEqual(server.state()["camera"]["id"], "rear")
+        self.assertEqual(self.js("return document.getElementById('camera').value"), "rear")
+        self.assertIn("640×480", d.find_element(By.ID, "format").text)
+        self.assertEqual(self.js("return document.getElementById('preview').naturalWidth"), 640)
+        self.assertIn("main", self.tile_class("rear"))
+        self.assertNotIn("main", self.tile_class("front"))
+        # The main tile shares the preview's request: rear has one viewer, front one (its tile).
+        self.wait(lambda: server.get("/api/cameras/rear/session")["stream"]["clients"] == 1
+                  and server.get("/api/cameras/front/session")["stream"]["clients"] == 1,
+                  "one stream per camera")
+        # Past the live-tile limit a tile refreshes from snapshots instead of holding a connection.
+        self.js("tileStreamLimit = 0; renderTiles();")
+        self.wait(lambda: "/cameras/front/snapshot?" in self.js(
+            "return document.querySelector(\"#tiles .tile[data-camera='front'] img\").src"), "front tile on snapshots")
+        self.wait(lambda: self.tile_width("front") == 352, "the snapshot shows")
+        self.wait(lambda: server.get("/api/cameras/front/session")["stream"]["clients"] == 0, "front's tile stream closed")
+        self.js("tileStreamLimit = 3; renderTiles();")
+        self.wait(lambda: server.get("/api/cameras/front/session")["stream"]["clients"] == 1, "front's tile streams again")
+        # A hidden page streams nothing (each stream holds one of the six connections the
+        # browser allows a server, shared by its tabs); shown again, everything comes back.
+        self.js("Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});"
+                "document.dispatchEvent(new Event('visibilitychange'));")
+        self.wait(lambda: [server.get(f"/api/cameras/{c}/session")["stream"]["clients"] for c in ("rear", "front")]
+                  == [0, 0], "hidden: no streams")
+        self.js("delete document.hidden; document.dispatchEvent(new Event('visibilitychange'));")
+        self.wait(lambda: [server.get(f"/api/cameras/{c}/session")["stream"]["clients"] for c in ("rear", "front")]
+                  == [1, 1], "shown: the preview and the tile stream again")
+        self.wait(lambda: [self.tile_width("rear"), self.tile_width("front")] == [640, 352], "tiles live again")
+        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640, "preview again")
+
+        self.js("document.activeElement.blur()")
+        d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                          {"width": 1280, "height": 720, "deviceScaleFactor": 1, "mobile": False})
+        try:
+            self.wait(lambda: visible_within(d, "#shutter") == [], "shutter in view at 1280x720")
+            d.save_screenshot(str(OUT / "cameras.png"))
+        finally:
+            d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+        # Click the second tile: it becomes the main view, at its own size.
+        self.tile("front", ".tile-pick").click()
+        self.wait(lambda: server.state()["camera"]["id"] == "front", "the server's main session is front")
+        self.wait(lambda: self.js("const i = document.getElementById('preview'); return [i.naturalWidth, i.naturalHeight]")
+                  == [352, 288], "the main preview shows front at 352x288")
+        self.wait(lambda: "main" in self.tile_class("front"), "the front tile is marked main")
+        self.assertEqual(self.tile("front", ".tile-pick").get_attribute("aria-current"), "true")
+        self.wait(lambda: self.js("return document.getElementById('camera').value") == "front", "the picker follows")
+        self.assertIn("352×288", d.find_element(By.ID, "format").text)
+        # rear ran for the main session only, so it stopped when the main session left it.
+        self.wait(lambda: server.cameras() == {"rear": ("idle", False), "front": ("running", True)},
+                  "the camera left behind stopped")
+        self.wait(lambda: self.tile_width("rear") is None and "idle" in self.tile_class("rear"),
+                  "the rear tile says idle, without a picture")
+        self.wait(lambda: self.tile_width("front") == 352, "the main tile stays live")
+
+        # Start rear from its tile: it runs beside the main camera, which stays front.
+        self.tile("rear", ".tile-power").click()
+        self.wait(lambda: server.cameras()["rear"] == ("running", False), "the server started rear")
+        self.wait(lambda: self.tile_width("rear") == 640, "the rear tile shows frames")
+        self.assertEqual(server.state()["camera"]["id"], "front")
+        self.assertEqual(self.js("return document.getElementById('preview').naturalWidth"), 352)
+
+        # Stop the main camera from its tile: idle at the server; the main view offers to start it.
+        self.tile("front", ".tile-power").click()
+        self.wait(lambda: server.cameras()["front"] == ("idle", True), "the server stopped front")
+        self.wait(lambda: d.find_element(By.ID, "stopped").is_displayed(), "the main view says it is stopped")
+        self.assertFalse(d.find_element(By.ID, "offline").is_displayed(), "stopped is not offline")
+        self.assertEqual(d.find_element(By.ID, "status").text, "idle")
+        self.wait(lambda: self.tile_width("front") is None and "idle" in self.tile_class("front"), "front tile idle")
+        self.assertEqual(server.cameras()["rear"], ("running", False))
+        self.assertEqual(self.tile_width("rear"), 640)
+        d.find_element(By.ID, "start-main").click()
+        self.wait(lambda: server.cameras()["front"] == ("running", True), "started again from the main view")
+        self.wait(lambda: not d.find_element(By.ID, "stopped").is_displayed(), "the stopped mark goes")
+        self.wait(lambda: d.find_element(By.ID, "status").text == "running", "status badge shows running")
+
+        # And rear from its tile.
+        self.tile("rear", ".tile-power").click()
+        self.wait(lambda: server.cameras()["rear"] == ("idle", False), "the server stopped rear")
+        self.wait(lambda: self.tile_width("rear") is None, "the rear tile's stream closed")
+        self.wait(lambda: server.get("/api/cameras/rear/session")["stream"]["clients"] == 0, "no one watches rear")
+
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [], f"console errors: {errors}")
+
+    def test_the_main_view_fits_the_window(self):
+        """Preview, shutter and switch in view without scrolling; the controls scroll on their own."""
+        d = self.driver
+        d.get(self.server.url)
+        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") > 0, "preview frames")
+        self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, "#tiles .tile")) == 2, "a tile per camera")
+        # "window": the outer window (headless Chromium's inner height is 143 px less);
+        # "viewport": exactly that inner size, as a browser with its toolbars gives the page.
+        sizes = [("window", 1280, 720), ("viewport", 1280, 720), ("viewport", 1280, 657),
+                 ("window", 390, 844), ("viewport", 390, 844)]
+        try:
+            for kind, width, height in sizes:
+                with self.subTest(kind=kind, width=width, height=height):
+                    if kind == "window":
+                        d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+                        d.set_window_size(width, height)
+                        self.wait(lambda: self.js("return innerWidth") == width, "the window resized")
+                    else:
+                        d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                          {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 800})
+                        self.wait(lambda: self.js("return [innerWidth, innerHeight]") == [width, height], "the viewport")
+                    self.js("window.scrollTo(0, 0)")
+                    for selector in ("#stage", "#preview", "#shutter", "#switch", "#tiles", ".controls"):
+                        self.assertEqual(visible_within(d, selector), [], f"{selector} within {kind} {width}x{height}")
+                    self.assertEqual(self.js("return window.scrollY"), 0)
+                    # The frame itself is drawn at a useful size, letterboxed in the stage.
+                    frame = self.js("return contentRect()")
+                    self.assertGreater(frame["height"], 150 if width < 800 else 250, f"frame {frame}")
+                    self.assertLessEqual(frame["top"] + frame["height"], self.js("return innerHeight") + 0.5)
+                    stage = d.find_element(By.ID, "stage").rect
+                    controls = d.find_element(By.CSS_SELECTOR, ".controls").rect
+                    if width >= 800:
+                        self.assertGreaterEqual(controls["x"], stage["x"] + stage["width"], "controls beside the preview")
+                    else:
+                        shutter = d.find_element(By.ID, "shutter").rect
+                        self.assertGreaterEqual(controls["y"], shutter["y"] + shutter["height"], "controls below the shutter")
+                    # The panel scrolls by itself; the page does not move.
+                    self.assertEqual(self.js("return getComputedStyle(document.querySelector('.controls')).overflowY"), "auto")
+                    self.assertTrue(self.js("const c = document.querySelector('.controls'); return c.scrollHeight > c.clientHeight"),
+                                    "the controls are taller than their panel here")
+                    self.js("document.querySelector('.controls').scrollTop = 10000")
+                    self.wait(lambda: self.js("return document.querySelector('.controls').scrollTop") > 0, "controls scroll")
+                    self.assertEqual(self.js("return window.scrollY"), 0, "the page stays put")
+                    self.assertEqual(visible_within(d, "#shutter"), [])
+                    self.js("document.querySelector('.controls').scrollTop = 0")
+                    d.save_screenshot(str(OUT / f"layout-{kind}-{width}x{height}.png"))
+        finally:
+            d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+            d.set_window_size(1280, 1000)
+
+
 class SignedInTest(unittest.TestCase):
     """The page behind the browser's own sign-in: a viewer watches, an operator steers."""
 
@@ -245,7 +463,8 @@ class SignedInTest(unittest.TestCase):
                 driver.delete_all_cookies()
                 driver.get(f"http://{user}:{password}@127.0.0.1:{server.port}/")
                 WebDriverWait(driver, 15, 0.05).until(
-                    lambda d: d.execute_script("return document.getElementById('preview').naturalWidth") > 0,
+                    # the page reloads itself without the credentials: the new document may not have its <img> yet
+                    lambda d: d.execute_script("const p = document.getElementById('preview'); return !!p && p.naturalWidth > 0"),
                     f"{user}: preview frames behind the sign-in")
                 WebDriverWait(driver, 10, 0.05).until(
                     lambda d: d.execute_script("return document.body.classList.contains('view-only')") == viewer,
@@ -253,6 +472,10 @@ class SignedInTest(unittest.TestCase):
                 self.assertEqual(driver.find_element(By.ID, "view-only").is_displayed(), viewer)
                 self.assertEqual(not driver.find_element(By.ID, "shutter").is_enabled(), viewer)
                 self.assertEqual(driver.execute_script("return document.querySelector('.controls').inert"), viewer)
+                WebDriverWait(driver, 10, 0.05).until(
+                    lambda d: len(d.find_elements(By.CSS_SELECTOR, "#tiles .tile")) == 2, f"{user}: camera tiles")
+                for button in driver.find_elements(By.CSS_SELECTOR, "#tiles .tile button"):
+                    self.assertEqual(not button.is_enabled(), viewer, f"{user}: tile buttons")
                 if viewer:
                     driver.save_screenshot(str(OUT / "viewer.png"))
                     # the page cannot steer; the server would refuse anyway
