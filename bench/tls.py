@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".build/release/viewfinder"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -109,16 +111,7 @@ def main():
     r = bench_tls()
     section = markdown(r)
     print("\n".join(section))
-    path = ROOT / "bench/RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if HEADING in text:
-        before, rest = text.split(HEADING, 1)
-        nxt = rest.find("\n## ")
-        after = rest[nxt + 1:] if nxt >= 0 else ""
-        text = before + "\n".join(section) + ("\n" + after if after else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(section)
-    path.write_text(text)
+    results.write_section(HEADING, section)
 
 
 if __name__ == "__main__":
