@@ -23,7 +23,10 @@ run: release
 ## Every test: unit, live server on 127.0.0.1 port 0, real clients (ffprobe, headless Chromium).
 test: test-deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --skip ConnectionLimitTests
+	@# A latency goal (a snapshot within 1 s beside 300 half-open connections) is measured
+	@# with the machine otherwise idle, not beside every other suite of the run.
+	$(SWIFT) test --skip-build --filter ConnectionLimitTests
 	/usr/bin/python3 Tests/browser/test_page.py
 
 ## The V4L2 tests against the kernel's vivid driver: build here, run on this machine when
