@@ -108,11 +108,14 @@ def browser():
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
-class PageTest(unittest.TestCase):
+class ServedPage(unittest.TestCase):
+    """A server (with `server_options`) and a browser for the class's tests."""
+    server_options = {}
+
     @classmethod
     def setUpClass(cls):
         OUT.mkdir(parents=True, exist_ok=True)
-        cls.server = Server()
+        cls.server = Server(**cls.server_options)
         cls.driver = browser()
         cls.driver.set_page_load_timeout(30)
 
@@ -121,6 +124,8 @@ class PageTest(unittest.TestCase):
         cls.driver.quit()
         cls.server.stop()
 
+
+class PageTest(ServedPage):
     def wait(self, condition, message, timeout=10):
         """Waits for a condition on the page or the server, bounded in time."""
         try:
@@ -259,20 +264,9 @@ def visible_within(driver, selector):
         return out;""", selector)
 
 
-class CamerasTest(unittest.TestCase):
+class CamerasTest(ServedPage):
     """Two cameras configured as a list: tiles start, switch and stop them; the page fits the window."""
-
-    @classmethod
-    def setUpClass(cls):
-        OUT.mkdir(parents=True, exist_ok=True)
-        cls.server = Server(cameras=TWO_CAMERAS)
-        cls.driver = browser()
-        cls.driver.set_page_load_timeout(30)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.driver.quit()
-        cls.server.stop()
+    server_options = {"cameras": TWO_CAMERAS}
 
     wait = PageTest.wait
     js = PageTest.js
