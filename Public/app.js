@@ -5,8 +5,11 @@
 "use strict";
 
 // Opened as http://user:password@host/ the page would carry the credentials into every
-// relative URL, which fetch refuses; the browser has signed in by now, so drop them.
-if (new URL(document.URL).username) {
+// relative URL, which fetch refuses; the browser has signed in by now, so drop them. The
+// document being left opens nothing (no stream holds one of the browser's six connections
+// to this host while the next document asks for its own).
+const leaving = !!new URL(document.URL).username;
+if (leaving) {
   location.replace(location.origin + location.pathname + location.search + location.hash);
 }
 
@@ -617,6 +620,7 @@ function loadCameras() {
 
 // Live figures (fps, viewers) change without events; refresh them every two seconds.
 setInterval(async () => {
+  if (leaving) return;
   const asked = performance.now();
   try {
     const r = await fetch("/api/session");
@@ -646,4 +650,4 @@ async function loadMe() {
   } catch (_) { /* offline: the event stream shows it */ }
 }
 
-loadMe().then(loadCameras).then(() => { connectEvents(); startPreview(); loadPhotos(); });
+if (!leaving) loadMe().then(loadCameras).then(() => { connectEvents(); startPreview(); loadPhotos(); });

@@ -456,10 +456,17 @@ class SignedInTest(unittest.TestCase):
             for user, password, viewer in (("vic", "viewer1", True), ("ann", "operator1", False)):
                 driver.delete_all_cookies()
                 driver.get(f"http://{user}:{password}@127.0.0.1:{server.port}/")
-                WebDriverWait(driver, 15, 0.05).until(
-                    # the page reloads itself without the credentials: the new document may not have its <img> yet
-                    lambda d: d.execute_script("const p = document.getElementById('preview'); return !!p && p.naturalWidth > 0"),
-                    f"{user}: preview frames behind the sign-in")
+                try:
+                    WebDriverWait(driver, 15, 0.05).until(
+                        # the page reloads itself without the credentials: the new document may not have its <img> yet
+                        lambda d: d.execute_script("const p = document.getElementById('preview'); return !!p && p.naturalWidth > 0"),
+                        f"{user}: preview frames behind the sign-in")
+                except Exception:
+                    print("DIAG url", driver.current_url, "preview", driver.execute_script(
+                        "const p = document.getElementById('preview'); return p ? [p.src, p.naturalWidth, p.complete] : null"),
+                        "offline", driver.execute_script("const o = document.getElementById('offline'); return o ? !o.hidden : null"),
+                        "console", driver.get_log("browser")[-8:], file=sys.stderr)
+                    raise
                 WebDriverWait(driver, 10, 0.05).until(
                     lambda d: d.execute_script("return document.body.classList.contains('view-only')") == viewer,
                     f"{user}: view-only mark is {viewer}")
