@@ -51,9 +51,15 @@ public final class MultiCamSession: Sendable {
 
     /// A session event as clients see it: a state says whether its camera is the main one.
     public func marked(_ event: SessionEvent) -> SessionEvent {
-        guard case .state(var s) = event else { return event }
+        guard case .state(let s) = event else { return event }
+        return .state(marked(s))
+    }
+
+    /// A state saying whether its camera is the main one now.
+    public func marked(_ state: SessionState) -> SessionState {
+        var s = state
         s.main = s.camera?.id == mainID
-        return .state(s)
+        return s
     }
 
     // MARK: - A camera in its own right

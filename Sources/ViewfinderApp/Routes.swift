@@ -290,8 +290,7 @@ extension Application {
         let body: JSONObjectReader
         do throws(HTTPError) { body = try bodyObject(request) } catch { return error.response }
         do throws(SessionError) {
-            guard case .state(let s) = cameras.marked(.state(try await call(body))) else { return json([String: String]()) }
-            return json(s)
+            return json(cameras.marked(try await call(body)))
         } catch {
             return error.http.response
         }
