@@ -25,13 +25,17 @@ let package = Package(
         .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CGnuTLSCrypto", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CMalloc"),
+        // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libavutil.
+        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev", "libavutil-dev"])]),
 
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
         .target(name: "CameraCore"),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CameraCore"]),
         .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2"]),
+        // The movie output: fragmented MP4 files, H.264 or MJPEG, repaired after a crash.
+        .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG"]),
         .target(name: "Session", dependencies: [
-            "CameraCore", "JPEG",
+            "CameraCore", "JPEG", "Movie",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
@@ -41,7 +45,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "JPEG", "Session", "HTTPServer", "Auth",
+            "CameraCore", "Capture", "JPEG", "Movie", "Session", "HTTPServer", "Auth",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [

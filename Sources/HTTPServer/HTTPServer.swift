@@ -336,6 +336,14 @@ public final class HTTPServer: @unchecked Sendable {
                 MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress),
                                                 CMHD_RESPMEM_MUST_COPY)
             }
+        case .file(let file):
+            // libmicrohttpd owns the descriptor from here and closes it with the response.
+            if let fd = file.take() {
+                mhdResponse = MHD_create_response_from_fd_at_offset64(UInt64(file.length), fd, UInt64(file.offset))
+                if mhdResponse == nil { close(fd) }
+            } else {
+                mhdResponse = nil
+            }
         case .stream(let streamBody):
             let stream = StreamConnection(body: streamBody, connection: ctx.connection)
             stream.server = self

@@ -5,6 +5,8 @@ public struct Response: Sendable {
         case bytes([UInt8])
         /// An endless or long body produced as it goes (multipart MJPEG, SSE).
         case stream(any StreamBody)
+        /// Part or all of an open file (movies: large, and asked for by range).
+        case file(FileBody)
     }
 
     public var status: Int

@@ -4,6 +4,7 @@
 // its defaults) until it is back or the session moves on.
 
 import CameraCore
+import Movie
 
 /// Reopen delays: a quarter second, doubling to five.
 struct Backoff: Sendable, Equatable {
@@ -23,6 +24,7 @@ extension CaptureSession {
     func interrupted(_ error: CameraError, generation launched: Int) {
         guard launched == generation, runState == .running else { return }
         logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
+        endRecording(.cameraLost)  // what was recorded is kept
         halt()
         runState = .interrupted
         lastError = error.description

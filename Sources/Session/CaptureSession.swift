@@ -10,6 +10,7 @@ import CameraCore
 import Foundation
 import JPEG
 import Logging
+import Movie
 
 public actor CaptureSession {
     private let executor: DispatchQueueExecutor
@@ -41,6 +42,8 @@ public actor CaptureSession {
     var lensRamping = false
     /// Which lens-stepping task is the current one (a newer zoom call supersedes it).
     var lensRampToken = 0
+    /// The movie output, while recording.
+    var recorder: MovieRecorder?
 
     public init(cameras: [any CaptureDevice], configuration: SessionConfiguration, events: EventHub = EventHub(),
                 logger: Logger = Logger(label: "session")) throws(SessionError) {
@@ -90,7 +93,7 @@ public actor CaptureSession {
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
                           quality: pipelineSettings.quality),
             frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.failures ?? 0),
-            error: lastError)
+            error: lastError, recording: recorder?.status ?? .inactive)
     }
 
     public var isRunning: Bool { runState == .running }
@@ -120,6 +123,7 @@ public actor CaptureSession {
     public func stop() -> SessionState {
         if runState == .running || runState == .interrupted {
             generation += 1  // ends any reconnect, read-back or ramp loop
+            endRecording(.stopped)
             halt()
             runState = .idle
             publishPlaceholder("STOPPED")
@@ -193,6 +197,7 @@ public actor CaptureSession {
             return
         }
         if !changingCamera && newFormat == format { return }
+        endRecording(.formatChanged)  // a movie has one format; the next start records the new one
         if changingCamera {
             // Start the new camera first: if it fails, the old one never stopped.
             let oldSettings = settings

@@ -3,17 +3,54 @@
 // superseded, so a slow client never piles them up) and every `photo` event in order. Every
 // camera's session publishes into the one hub; a subscriber may take one camera's only.
 
+import Movie
 import Synchronization
+
+/// A movie started or finished (with why, and the movie kept).
+public struct RecordingEvent: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable { case started, finished }
+    public var camera: String?
+    public var event: Kind
+    public var id: String
+    public var reason: RecordingEndReason?
+    public var movie: MovieInfo?
+    public var message: String?
+
+    public init(camera: String?, event: Kind, id: String, reason: RecordingEndReason? = nil,
+                movie: MovieInfo? = nil, message: String? = nil) {
+        self.camera = camera
+        self.event = event
+        self.id = id
+        self.reason = reason
+        self.movie = movie
+        self.message = message
+    }
+
+    /// A finished event spells `reason` and `movie` out (null when nothing was kept).
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(camera, forKey: .camera)
+        try c.encode(event, forKey: .event)
+        try c.encode(id, forKey: .id)
+        if event == .finished {
+            try c.encode(reason, forKey: .reason)
+            try c.encode(movie, forKey: .movie)
+            try c.encodeIfPresent(message, forKey: .message)
+        }
+    }
+}
 
 public enum SessionEvent: Sendable, Equatable {
     case state(SessionState)
     case photo(PhotoInfo)
+    case recording(RecordingEvent)
 
     /// The camera the event is about.
     public var camera: String? {
         switch self {
         case .state(let s): s.camera?.id
         case .photo(let p): p.camera
+        case .recording(let r): r.camera
         }
     }
 

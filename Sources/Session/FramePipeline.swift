@@ -7,18 +7,19 @@ import CameraCore
 import Foundation
 import JPEG
 import Logging
+import Movie
 import Synchronization
 
-final class FramePipeline: @unchecked Sendable {  // encoder and transformer: the capture thread's alone
+final class FramePipeline: @unchecked Sendable {  // the encoder: the capture thread's alone
     private let hub: FrameHub
     private let settings: PipelineSettings
     private let logger: Logger
     private let photos = PhotoCapture()
     private let active = Mutex(true)
     private let counters = Mutex((captured: UInt64(0), failures: UInt64(0)))
-    private var encoder: JPEGEncoder?
-    private var transformer: JPEGTransformer?
-    private var recoder: JPEGRecoder?
+    private let encoder = FrameEncoder()
+    /// The movie output, when recording: offered every frame, before any encode.
+    private let recorder = Mutex<MovieRecorder?>(nil)
 
     init(hub: FrameHub, settings: PipelineSettings, logger: Logger) {
         self.hub = hub
@@ -35,6 +36,8 @@ final class FramePipeline: @unchecked Sendable {  // encoder and transformer: th
         photos.close()
     }
 
+    func attach(_ r: MovieRecorder?) { recorder.withLock { $0 = r } }
+
     func requestCapture(quality: Int, requested: Double) -> CaptureTicket {
         photos.request(quality: quality, requested: requested)
     }
@@ -42,6 +45,9 @@ final class FramePipeline: @unchecked Sendable {  // encoder and transformer: th
     func handle(_ frame: borrowing RawFrame) {
         guard active.withLock({ $0 }) else { return }
         counters.withLock { $0.captured += 1 }
+        if let r = recorder.withLock({ $0 }) {
+            r.offer(frame, transform: settings.transform(at: Clock.monotonic()))
+        }
         let due = photos.due(at: frame.timestamp)
         let preview = hub.hasDemand
         guard preview || !due.isEmpty else { return }  // nobody looks: don't encode
@@ -58,30 +64,8 @@ final class FramePipeline: @unchecked Sendable {  // encoder and transformer: th
     private func encode(_ frame: borrowing RawFrame, quality: Int, transform: FrameTransform,
                         sequence: UInt64) -> EncodedFrame? {
         do {
-            if encoder == nil { encoder = try JPEGEncoder() }
-            let f = frame.format
-            let jpeg: [UInt8]
-            var size = (width: f.width, height: f.height)
-            switch f.pixelFormat {
-            case .mjpeg where transform.isIdentity:
-                jpeg = Array(frame.bytes)  // already JPEG: pass through untouched
-            case .mjpeg where transform.zoom > 1.0001:
-                // Digital zoom keeps the frame's size, as on every format: decode, crop, encode.
-                if recoder == nil { recoder = try JPEGRecoder() }
-                let image = try recoder!.recode(frame.bytes, with: encoder!, quality: quality, transform: transform)
-                (jpeg, size) = (image.jpeg, (image.width, image.height))
-            case .mjpeg:
-                // Rotation and mirroring alone stay lossless: no decode, no re-encode.
-                if transformer == nil { transformer = try JPEGTransformer() }
-                let t = try transformer!.apply(frame.bytes, transform)
-                return EncodedFrame(jpeg: t.jpeg, width: t.width, height: t.height, sequence: sequence, timestamp: frame.timestamp)
-            default:
-                // Every raw format; zoom and orientation are applied while it is gathered.
-                let image = try encoder!.encode(frame.bytes, format: f.pixelFormat, width: f.width, height: f.height,
-                                                stride: frame.stride, quality: quality, transform: transform)
-                (jpeg, size) = (image.jpeg, (image.width, image.height))
-            }
-            return EncodedFrame(jpeg: jpeg, width: size.width, height: size.height,
+            let image = try encoder.encode(frame, quality: quality, transform: transform)
+            return EncodedFrame(jpeg: image.jpeg, width: image.width, height: image.height,
                                 sequence: sequence, timestamp: frame.timestamp)
         } catch {
             let n = counters.withLock { c -> UInt64 in c.failures += 1; return c.failures }

@@ -1,6 +1,8 @@
 // What a session is started with: the camera, format and qualities from config.json, how
 // often devices are read back, and the placeholder frame the application draws.
 
+import Movie
+
 /// Renders the raw YUYV frame shown while nothing is captured ("NO SIGNAL", "STOPPED").
 public typealias PlaceholderRenderer = @Sendable (_ width: Int, _ height: Int, _ message: String) -> [UInt8]
 
@@ -13,10 +15,15 @@ public struct SessionConfiguration: Sendable {
     /// How often device values are read back while running (automatic modes move them).
     public var readBackInterval: Double
     public var placeholder: PlaceholderRenderer
+    /// Where movies are written (shared by every camera's session).
+    public var movies: MovieStore
+    /// libx264's preset for H.264 movies.
+    public var moviePreset: String
 
     public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
-                placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) }) {
+                placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) },
+                movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast") {
         self.camera = camera
         self.preset = preset
         self.fps = fps
@@ -24,5 +31,7 @@ public struct SessionConfiguration: Sendable {
         self.captureQuality = captureQuality
         self.readBackInterval = readBackInterval
         self.placeholder = placeholder
+        self.movies = movies
+        self.moviePreset = moviePreset
     }
 }

@@ -2,6 +2,7 @@
 // failure travels as the CameraError it was (with the errno and the call that left it).
 
 import CameraCore
+import Movie
 
 public enum SessionError: Error, Sendable, Equatable {
     case unknownCamera(String, known: [String])
@@ -16,4 +17,11 @@ public enum SessionError: Error, Sendable, Equatable {
     case captureTimeout
     /// The camera has no torch (`hasTorch` false).
     case torchUnavailable
+    /// The session records already (one movie at a time per camera).
+    case alreadyRecording
+    case notRecording
+    /// `recording/frame` needs a timelapse started with `"trigger": "api"`.
+    case notAPITimelapse
+    /// The movie file could not be created (the directory, the disk, the encoder).
+    case recordingUnavailable(MovieError)
 }

@@ -1,6 +1,7 @@
 // SessionState: what `GET /api/session` answers and every `state` event carries.
 
 import CameraCore
+import Movie
 
 public struct SessionState: Sendable, Equatable, Codable {
     public enum Run: String, Sendable, Codable { case idle, running, interrupted, failed }
@@ -29,6 +30,8 @@ public struct SessionState: Sendable, Equatable, Codable {
     public var stream: StreamInfo
     public var frames: FrameInfo
     public var error: String?
+    /// The movie output's progress.
+    public var recording: RecordingStatus = .inactive
     /// This camera's session is the main one (the one /api/session, /stream and /snapshot
     /// address); set by the multi-camera session, false for a session on its own.
     public var main = false
@@ -50,6 +53,7 @@ public struct SessionState: Sendable, Equatable, Codable {
         try c.encode(stream, forKey: .stream)
         try c.encode(frames, forKey: .frames)
         try c.encode(error, forKey: .error)
+        try c.encode(recording, forKey: .recording)
         try c.encode(main, forKey: .main)
     }
 }

@@ -3,6 +3,7 @@
 import CameraCore
 import Glibc
 import HTTPServer
+import Movie
 import Session
 
 extension SessionError {
@@ -39,6 +40,15 @@ extension SessionError {
             HTTPError(504, "capture_timeout", "No frame arrived in time.")
         case .torchUnavailable:
             HTTPError(409, "torch_unavailable", "This camera has no torch (hasTorch is false).")
+        case .alreadyRecording:
+            HTTPError(409, "already_recording", "This camera is recording already; POST …/recording/stop first.")
+        case .notRecording:
+            HTTPError(409, "not_recording", "This camera is not recording; POST …/recording/start first.")
+        case .notAPITimelapse:
+            HTTPError(409, "not_api_timelapse", "Frames on request need a timelapse started with {\"timelapse\": {\"trigger\": \"api\"}}.")
+        case .recordingUnavailable(let cause):
+            HTTPError(503, "storage_unavailable", "The movie could not be started: \(cause.description)",
+                      extra: cause.isStorageFull ? ["reason": .string("disk_full")] : [:])
         }
     }
 }

@@ -8,6 +8,7 @@ import Capture
 import Foundation
 import HTTPServer
 import Logging
+import Movie
 import Session
 import Synchronization
 
@@ -21,6 +22,7 @@ public final class Application: Sendable {
     /// The multipart part of each session's newest frame, by camera.
     let parts: [String: PartCache]
     let photos: PhotoStore
+    let movies: MovieStore
     let access: AccessControl
     private let running = Mutex<[HTTPServer]>([])
     /// The main listener (server.host:server.port).
@@ -37,6 +39,10 @@ public final class Application: Sendable {
         let entries: [String: Configuration.CameraEntry]
         if case .list(let list) = configuration.cameras { entries = Dictionary(list.map { ($0.id, $0) }) { a, _ in a } } else { entries = [:] }
         let events = EventHub()
+        movies = MovieStore(directory: configuration.recording.directory)
+        for m in movies.recoverUnfinished() {
+            logger.warning("movie \(m.id) was left unfinished (server killed or power lost): repaired, \(m.frames) frames, \(m.duration) s")
+        }
         var sessions: [CaptureSession] = []
         for device in devices {
             let entry = entries[device.descriptor.id]
@@ -47,7 +53,8 @@ public final class Application: Sendable {
                                                         fps: entry?.fps ?? configuration.session.fps,
                                                         streamQuality: configuration.stream.quality,
                                                         captureQuality: configuration.capture.quality,
-                                                        placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) }),
+                                                        placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) },
+                                                        movies: movies, moviePreset: configuration.recording.preset),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")

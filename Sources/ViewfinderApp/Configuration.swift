@@ -76,11 +76,20 @@ public struct Configuration: Sendable, Equatable {
         public var directory = "photos"
     }
 
+    /// The movie output.
+    public struct Recording: Sendable, Equatable {
+        public var directory = "movies"
+        /// libx264's preset: chosen on measurement (bench/RESULTS.md, "Recording").
+        public var preset = "superfast"
+        public static let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+    }
+
     public var server = Server()
     public var cameras = Cameras.auto
     public var session = Session()
     public var stream = Stream()
     public var capture = Capture()
+    public var recording = Recording()
     public var auth = AuthSettings()
 
     public init() {}
@@ -164,6 +173,16 @@ public struct Configuration: Sendable, Equatable {
         if let s = try root.object("capture") {
             c.capture.quality = try s.int("quality", in: 1...100) ?? c.capture.quality
             c.capture.directory = try s.string("directory") ?? c.capture.directory
+            try s.finish()
+        }
+        if let s = try root.object("recording") {
+            c.recording.directory = try s.string("directory") ?? c.recording.directory
+            if let p = try s.string("preset") {
+                guard Recording.presets.contains(p) else {
+                    throw JSONFieldError(path: "recording.preset", problem: "unknown libx264 preset '\(p)'; one of \(Recording.presets.joined(separator: ", "))")
+                }
+                c.recording.preset = p
+            }
             try s.finish()
         }
         if let a = root.value("auth") {

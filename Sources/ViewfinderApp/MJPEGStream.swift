@@ -128,6 +128,7 @@ extension SessionEvent {
         switch self {
         case .state: "state"
         case .photo: "photo"
+        case .recording: "recording"
         }
     }
 
@@ -137,6 +138,7 @@ extension SessionEvent {
         let data: Data? = switch self {
         case .state(let s): try? encoder.encode(s)
         case .photo(let p): try? encoder.encode(PhotoJSON(p))
+        case .recording(let r): try? encoder.encode(r)
         }
         return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }

@@ -104,6 +104,7 @@ extension Application {
             }
         }
         addPhotoRoutes(&r)
+        addMovieRoutes(&r)
 
         // Preview, with mjpg-streamer's `/?action=` aliases that OctoPrint and HA expect:
         // `stream`/`snapshot` for the main camera, `stream_N`/`snapshot_N` for the Nth of
@@ -154,6 +155,7 @@ extension Application {
     /// the main view moves to another camera; the main session's start does not.
     func addSessionRoutes(_ r: inout Router, _ prefix: String, _ lookup: @escaping SessionLookup, isMain: Bool) {
         let cameras = self.cameras
+        addRecordingRoutes(&r, prefix, lookup)
         r.get(prefix) { request in
             do throws(SessionError) { return json(await cameras.state(of: try lookup(request))) } catch { return error.http.response }
         }
@@ -241,7 +243,7 @@ extension Application {
     // MARK: - Metrics
 
     func metrics() async -> Response {
-        var up = "", encoded = "", clients = "", fps = ""
+        var up = "", encoded = "", clients = "", fps = "", recording = ""
         for s in cameras.sessions {
             let state = await s.state()
             let label = "{camera=\"\(Self.labelValue(s.id))\"}"
@@ -249,6 +251,11 @@ extension Application {
             encoded += "viewfinder_frames_encoded_total\(label) \(s.hub.encodedFrames)\n"
             clients += "viewfinder_stream_clients\(label) \(state.stream.clients)\n"
             fps += "viewfinder_stream_fps\(label) \(state.stream.fps)\n"
+            let r = state.recording
+            recording += "viewfinder_recording_active\(label) \(r.active ? 1 : 0)\n"
+                + "viewfinder_recording_frames\(label) \(r.frames)\n"
+                + "viewfinder_recording_dropped\(label) \(r.dropped)\n"
+                + "viewfinder_recording_bytes\(label) \(r.bytes)\n"
         }
         let text = """
         # HELP viewfinder_up 1 while the camera's session is running.
@@ -259,7 +266,12 @@ extension Application {
         # TYPE viewfinder_stream_clients gauge
         \(clients)# HELP viewfinder_stream_fps Frames published over the last second.
         # TYPE viewfinder_stream_fps gauge
-        \(fps)# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
+        \(fps)# HELP viewfinder_recording_active 1 while the camera records a movie; the other recording series describe that movie.
+        # TYPE viewfinder_recording_active gauge
+        # TYPE viewfinder_recording_frames gauge
+        # TYPE viewfinder_recording_dropped gauge
+        # TYPE viewfinder_recording_bytes gauge
+        \(recording)# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
         # TYPE viewfinder_main_camera gauge
         viewfinder_main_camera{camera="\(Self.labelValue(cameras.mainID))"} 1
         # HELP viewfinder_http_connections Open HTTP connections.

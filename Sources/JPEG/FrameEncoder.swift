@@ -1,0 +1,37 @@
+// A camera frame to a JPEG, each format by its cheapest honest path: raw formats are
+// gathered (zoom, rotation, mirror applied) and compressed; MJPEG passes through untouched,
+// is turned losslessly (rotation, mirror), or decoded and encoded again (digital zoom).
+// One per thread that encodes: it owns its libjpeg-turbo handles.
+
+import CameraCore
+
+public final class FrameEncoder {
+    private var encoder: JPEGEncoder?
+    private var transformer: JPEGTransformer?
+    private var recoder: JPEGRecoder?
+
+    public init() {}
+
+    /// The frame as a JPEG at `quality` through `transform`.
+    public func encode(_ frame: borrowing RawFrame, quality: Int, transform: FrameTransform) throws(JPEGError) -> EncodedImage {
+        if encoder == nil { encoder = try JPEGEncoder() }
+        let f = frame.format
+        switch f.pixelFormat {
+        case .mjpeg where transform.isIdentity:
+            return EncodedImage(jpeg: Array(frame.bytes), width: f.width, height: f.height)  // already JPEG
+        case .mjpeg where transform.zoom > 1.0001:
+            // Digital zoom keeps the frame's size, as on every format: decode, crop, encode.
+            if recoder == nil { recoder = try JPEGRecoder() }
+            return try recoder!.recode(frame.bytes, with: encoder!, quality: quality, transform: transform)
+        case .mjpeg:
+            // Rotation and mirroring alone stay lossless: no decode, no re-encode.
+            if transformer == nil { transformer = try JPEGTransformer() }
+            let t = try transformer!.apply(frame.bytes, transform)
+            return EncodedImage(jpeg: t.jpeg, width: t.width, height: t.height)
+        default:
+            // Every raw format; zoom and orientation are applied while it is gathered.
+            return try encoder!.encode(frame.bytes, format: f.pixelFormat, width: f.width, height: f.height,
+                                       stride: frame.stride, quality: quality, transform: transform)
+        }
+    }
+}

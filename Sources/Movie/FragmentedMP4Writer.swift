@@ -1,0 +1,254 @@
+// One movie file: libavformat's MP4 muxer writing fragments (moof + mdat) to a FileSink,
+// fed by libx264 through libavcodec (H.264) or by JPEGs as they are (MJPEG). Fragments are
+// cut at a keyframe once a second of movie has gathered (every frame for a timelapse), and
+// each is made durable at once: a crash leaves the file whole up to its last fragment.
+// One owner, one thread: the recorder's encoding thread.
+
+import CFFmpeg
+import Foundation
+
+final class FragmentedMP4Writer {
+    struct Setup {
+        var path: String
+        var width: Int
+        var height: Int
+        var codec: MovieCodec
+        /// The nominal frame rate: the length of the last frame, x264's rate control.
+        var fps: Double
+        var preset: String
+        /// Clockwise degrees and mirroring for the display matrix (players turn the picture).
+        var rotation = 0
+        var mirrored = false
+        /// Cut a fragment after every frame (timelapse: a frame may be minutes apart).
+        var fragmentEveryFrame = false
+    }
+
+    /// Time base of every timestamp: 90 kHz, as MPEG uses.
+    static let ticksPerSecond: Int64 = 90_000
+
+    let setup: Setup
+    private let sink: FileSink
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private var io: UnsafeMutablePointer<AVIOContext>?
+    private var encoder: UnsafeMutablePointer<AVCodecContext>?
+    private var stream: UnsafeMutablePointer<AVStream>
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    let frameTicks: Int64
+    private var lastKeyPts: Int64 = .min
+    private var fragmentStart: Int64 = .min
+    private var fragmentPackets = 0
+    /// Packet bytes the muxer holds for the fragment it has not written yet.
+    private(set) var pendingBytes: Int64 = 0
+    private(set) var frames = 0
+    /// The end of the last frame written, in ticks.
+    private(set) var endTicks: Int64 = 0
+    private var finished = false
+
+    init(_ setup: Setup) throws(MovieError) {
+        guard setup.width > 0, setup.height > 0, setup.codec == .mjpeg || (setup.width % 2 == 0 && setup.height % 2 == 0) else {
+            throw .unsupported("a movie needs an even width and height, not \(setup.width)x\(setup.height)")
+        }
+        self.setup = setup
+        frameTicks = max(1, Int64((Double(Self.ticksPerSecond) / max(setup.fps, 0.01)).rounded()))
+        sink = try FileSink(creating: setup.path)
+        var fmt: UnsafeMutablePointer<AVFormatContext>?
+        do {
+            try MovieError.check(avformat_alloc_output_context2(&fmt, nil, "mp4", nil), "avformat_alloc_output_context2")
+        } catch {
+            unlink(setup.path)
+            throw error
+        }
+        format = fmt
+        guard let s = avformat_new_stream(fmt, nil) else {
+            Self.release(format: &format, io: &io)
+            unlink(setup.path)
+            throw .library(call: "avformat_new_stream", code: cff_averror(ENOMEM))
+        }
+        stream = s
+        do {
+            try open()
+        } catch {
+            close()
+            unlink(setup.path)
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Bytes in the file plus those the muxer holds for the next fragment.
+    var bytes: Int64 { sink.written + pendingBytes }
+    var path: String { sink.path }
+
+    private func open() throws(MovieError) {
+        let tb = AVRational(num: 1, den: Int32(Self.ticksPerSecond))
+        stream.pointee.time_base = tb
+        switch setup.codec {
+        case .h264:
+            guard let codec = avcodec_find_encoder_by_name("libx264") else {
+                throw .unsupported("this FFmpeg has no libx264 encoder")
+            }
+            guard let c = avcodec_alloc_context3(codec) else { throw .library(call: "avcodec_alloc_context3", code: cff_averror(ENOMEM)) }
+            encoder = c
+            c.pointee.width = Int32(setup.width)
+            c.pointee.height = Int32(setup.height)
+            c.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+            c.pointee.time_base = tb
+            c.pointee.framerate = AVRational(num: Int32((setup.fps * 1000).rounded()), den: 1000)
+            // A keyframe is forced each second (fragments start at one); x264's own GOP is longer.
+            c.pointee.gop_size = Int32(max(2, setup.fps * 2))
+            c.pointee.max_b_frames = 0
+            c.pointee.thread_count = Int32(min(4, ProcessInfo.processInfo.activeProcessorCount))
+            c.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER  // avcC in the moov, not in-band
+            guard av_opt_set(c.pointee.priv_data, "preset", setup.preset, 0) >= 0 else {
+                throw .unsupported("libx264 has no preset '\(setup.preset)'")
+            }
+            // No lookahead: each frame comes out as it goes in, so nothing waits in the encoder.
+            av_opt_set(c.pointee.priv_data, "tune", "zerolatency", 0)
+            av_opt_set(c.pointee.priv_data, "forced-idr", "1", 0)
+            try MovieError.check(avcodec_open2(c, codec, nil), "avcodec_open2 libx264")
+            try MovieError.check(avcodec_parameters_from_context(stream.pointee.codecpar, c), "avcodec_parameters_from_context")
+        case .mjpeg:
+            let p = stream.pointee.codecpar!
+            p.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+            p.pointee.codec_id = AV_CODEC_ID_MJPEG
+            p.pointee.width = Int32(setup.width)
+            p.pointee.height = Int32(setup.height)
+        }
+        stream.pointee.avg_frame_rate = AVRational(num: Int32((setup.fps * 1000).rounded()), den: 1000)
+        if setup.rotation != 0 || setup.mirrored {
+            if let side = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * 4) {
+                let m = UnsafeMutableRawPointer(side).assumingMemoryBound(to: Int32.self)
+                av_display_rotation_set(m, Double(-setup.rotation))  // FFmpeg turns anticlockwise
+                if setup.mirrored { av_display_matrix_flip(m, 1, 0) }
+            }
+        }
+        io = try sink.makeIOContext()
+        format!.pointee.pb = io
+        var options: OpaquePointer?
+        // Fragments only when asked (frag_custom), the moov empty up front, each moof its
+        // own base: the layout browsers' MSE and a cut-off file both need.
+        av_dict_set(&options, "movflags", "frag_custom+empty_moov+default_base_moof", 0)
+        let rc = avformat_write_header(format, &options)
+        av_dict_free(&options)
+        try check(rc, "avformat_write_header")
+        guard let p = av_packet_alloc() else { throw .library(call: "av_packet_alloc", code: cff_averror(ENOMEM)) }
+        packet = p
+        try makeDurable()  // the init segment, so even a file cut at once can be repaired
+    }
+
+    /// Encodes one YUV 4:2:0 picture at `pts` (ticks from the start; must grow).
+    func encode(_ picture: UnsafeMutablePointer<AVFrame>, pts: Int64) throws(MovieError) {
+        guard let encoder else { throw .unsupported("this movie is MJPEG") }
+        picture.pointee.pts = pts
+        let due = lastKeyPts == .min || pts - lastKeyPts >= Self.ticksPerSecond - frameTicks / 2
+        picture.pointee.pict_type = due ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        if due { lastKeyPts = pts }
+        try check(avcodec_send_frame(encoder, picture), "avcodec_send_frame")
+        try drain()
+    }
+
+    /// Writes one JPEG as it is at `pts`.
+    func write(jpeg: UnsafeRawBufferPointer, pts: Int64) throws(MovieError) {
+        guard let packet, let base = jpeg.baseAddress else { return }
+        try check(av_new_packet(packet, Int32(jpeg.count)), "av_new_packet")
+        packet.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: jpeg.count)
+        packet.pointee.pts = pts
+        packet.pointee.dts = pts
+        packet.pointee.flags |= AV_PKT_FLAG_KEY
+        try mux(packet)
+    }
+
+    /// Drains the encoder, writes the last fragment and the index (mfra), and makes the
+    /// file durable. The writer is done afterwards.
+    func finish() throws(MovieError) {
+        guard !finished else { return }
+        finished = true
+        if let encoder {
+            try check(avcodec_send_frame(encoder, nil), "avcodec_send_frame (flush)")
+            try drain()
+        }
+        try check(av_write_trailer(format), "av_write_trailer")
+        pendingBytes = 0
+        avio_flush(io)
+        if let failure = sink.failure { throw .system(failure) }
+        try sink.sync()
+        try sink.close()
+    }
+
+    /// Gives up on the file (after a failure): closes it as it is; the caller repairs it.
+    func abandon() {
+        finished = true
+        try? sink.close()
+    }
+
+    private func drain() throws(MovieError) {
+        guard let encoder, let packet else { return }
+        while true {
+            let rc = avcodec_receive_packet(encoder, packet)
+            if rc == cff_eagain() || rc == cff_eof() { return }
+            try check(rc, "avcodec_receive_packet")
+            try mux(packet)
+        }
+    }
+
+    private func mux(_ p: UnsafeMutablePointer<AVPacket>) throws(MovieError) {
+        let key = p.pointee.flags & AV_PKT_FLAG_KEY != 0
+        let pts = p.pointee.pts
+        if fragmentPackets > 0 && key && pts - fragmentStart >= Self.ticksPerSecond - frameTicks / 2 {
+            try cutFragment()
+        }
+        if fragmentPackets == 0 { fragmentStart = pts }
+        p.pointee.stream_index = stream.pointee.index
+        p.pointee.duration = frameTicks
+        av_packet_rescale_ts(p, AVRational(num: 1, den: Int32(Self.ticksPerSecond)), stream.pointee.time_base)
+        let size = Int64(p.pointee.size)
+        let rc = av_write_frame(format, p)
+        av_packet_unref(p)
+        try check(rc, "av_write_frame")
+        fragmentPackets += 1
+        pendingBytes += size
+        frames += 1
+        endTicks = max(endTicks, pts + frameTicks)
+        if setup.fragmentEveryFrame { try cutFragment() }
+    }
+
+    /// Writes the fragment gathered so far and makes it durable.
+    private func cutFragment() throws(MovieError) {
+        try check(av_write_frame(format, nil), "av_write_frame (fragment)")
+        fragmentPackets = 0
+        pendingBytes = 0
+        try makeDurable()
+    }
+
+    private func makeDurable() throws(MovieError) {
+        avio_flush(io)
+        if let failure = sink.failure { throw .system(failure) }
+        try sink.sync()
+    }
+
+    /// A failed write is reported with its errno (the muxer only knows an AVERROR).
+    private func check(_ rc: Int32, _ call: String) throws(MovieError) {
+        if let failure = sink.failure { throw .system(failure) }
+        try MovieError.check(rc, call)
+    }
+
+    private func close() {
+        if encoder != nil { avcodec_free_context(&encoder) }
+        if packet != nil { av_packet_free(&packet) }
+        Self.release(format: &format, io: &io)
+    }
+
+    private static func release(format: inout UnsafeMutablePointer<AVFormatContext>?,
+                                io: inout UnsafeMutablePointer<AVIOContext>?) {
+        if let f = format {
+            f.pointee.pb = nil
+            avformat_free_context(f)
+            format = nil
+        }
+        if io != nil {
+            av_freep(&io!.pointee.buffer)
+            avio_context_free(&io)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+// A movie cut off mid-write (SIGKILL, power loss, a full disk) ends in a partial fragment.
+// Its top-level boxes are walked — ftyp, moov, then moof + mdat pairs — and the file is cut
+// back to the end of the last whole pair, which every demuxer reads to the end.
+
+import CameraCore
+import Glibc
+
+enum MP4Repair {
+    /// Where the whole part of a fragmented MP4 ends (0 when even its header is incomplete),
+    /// and how many whole fragments it holds.
+    static func wholeLength(fd: Int32, size: Int64) -> (length: Int64, fragments: Int) {
+        var offset: Int64 = 0
+        var lastGood: Int64 = 0
+        var sawMoov = false
+        var moofPending = false
+        var fragments = 0
+        var header = [UInt8](repeating: 0, count: 16)
+        while offset + 8 <= size {
+            let n = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 16, off_t(offset)) }
+            guard n >= 8 else { break }
+            var length = Int64(header[0]) << 24 | Int64(header[1]) << 16 | Int64(header[2]) << 8 | Int64(header[3])
+            let type = String(decoding: header[4..<8], as: UTF8.self)
+            if length == 1 {
+                guard n >= 16 else { break }
+                length = header[8..<16].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+            }
+            guard length >= 8, offset + length <= size else { break }  // 0 (to the end) or cut off
+            offset += length
+            switch type {
+            case "moov": sawMoov = true; lastGood = offset
+            case "moof": moofPending = true
+            case "mdat" where moofPending: moofPending = false; fragments += 1; lastGood = offset
+            case "ftyp", "free", "skip", "mfra", "sidx", "styp": if !moofPending { lastGood = offset }
+            default: break
+            }
+        }
+        return (sawMoov ? lastGood : 0, fragments)
+    }
+
+    /// Cuts `path` back to its whole part and makes that durable. Answers the fragments kept
+    /// (0: nothing playable).
+    static func repair(_ path: String) throws(MovieError) -> Int {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { throw .system(.last("open \(path)")) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .system(.last("fstat \(path)")) }
+        let (length, fragments) = wholeLength(fd: fd, size: Int64(st.st_size))
+        if length < Int64(st.st_size) {
+            guard ftruncate(fd, off_t(length)) == 0 else { throw .system(.last("ftruncate \(path)")) }
+        }
+        guard fsync(fd) == 0 else { throw .system(.last("fsync \(path)")) }
+        return fragments
+    }
+}

@@ -1,0 +1,322 @@
+// The movie output (AVCaptureMovieFileOutput's part here). The capture thread offers each
+// frame; the recorder copies the ones it wants into a short queue (never blocking: a full
+// queue drops the frame and counts it) and its own thread converts, encodes and writes them.
+// The movie's clock is the frames' capture time, so it lasts as long as the recording did
+// even when frames were dropped; a timelapse's is its frame count at its own rate.
+
+import CameraCore
+import CFFmpeg
+import Foundation
+import JPEG
+import Synchronization
+
+public final class MovieRecorder: Sendable {
+    public struct Setup: Sendable {
+        public var id: String
+        public var camera: String?
+        public var format: VideoFormat
+        /// Rotation and mirroring are fixed when the recording starts (the file's display
+        /// matrix); the digital zoom follows each frame.
+        public var orientation: FrameTransform
+        public var options: RecordingOptions
+        /// libx264's preset.
+        public var preset: String
+        /// JPEG quality for a raw camera's frames in an MJPEG movie.
+        public var jpegQuality: Int
+
+        public init(id: String, camera: String?, format: VideoFormat, orientation: FrameTransform,
+                    options: RecordingOptions, preset: String, jpegQuality: Int) {
+            self.id = id
+            self.camera = camera
+            self.format = format
+            self.orientation = orientation
+            self.options = options
+            self.preset = preset
+            self.jpegQuality = jpegQuality
+        }
+    }
+
+    /// Frames waiting for the encoder; more are dropped, never queued.
+    static let queueLimit = 3
+
+    public let setup: Setup
+    public let startedAt: Double
+    private let store: MovieStore
+    private let onEnd: @Sendable (RecordingOutcome) -> Void
+    private let shared = Mutex(Shared())
+    private let wake = DispatchSemaphore(value: 0)
+
+    private struct Pending {
+        var buffer: [UInt8]
+        var count: Int
+        var stride: Int
+        var timestamp: Double
+        var zoom: Double
+    }
+
+    private struct Shared {
+        var queue: [Pending] = []
+        var spare: [[UInt8]] = []
+        var ending: (reason: RecordingEndReason, message: String?)?
+        var lastTaken: Double?
+        var requested = 0
+        var frames = 0
+        var bytes: Int64 = 0
+        var dropped = 0
+        var duration = 0.0
+        var outcome: RecordingOutcome?
+        var waiters: [CheckedContinuation<RecordingOutcome, Never>] = []
+    }
+
+    /// Creates the file and the encoder (so a failure answers the start call) and starts
+    /// the recorder's thread. `onEnd` is called once, from that thread, when the movie is done.
+    public init(_ setup: Setup, store: MovieStore, onEnd: @escaping @Sendable (RecordingOutcome) -> Void) throws(MovieError) {
+        Self.quietLibraries
+        self.setup = setup
+        self.store = store
+        self.onEnd = onEnd
+        startedAt = Clock.now()
+        try store.ensureDirectory()
+        let work = try Work(setup, path: store.partialPath(setup.id))
+        let thread = Thread { [self] in run(work) }
+        thread.name = "viewfinder.movie"
+        thread.start()
+    }
+
+    private static let quietLibraries: Void = { av_log_set_level(AV_LOG_ERROR) }()
+
+    public var id: String { setup.id }
+
+    public var status: RecordingStatus {
+        shared.withLock { s in
+            RecordingStatus(active: s.outcome == nil, id: setup.id, codec: setup.options.codec,
+                            startedAt: ISOTime.string(startedAt), duration: s.duration, frames: s.frames,
+                            bytes: s.bytes, dropped: s.dropped, timelapse: setup.options.timelapse)
+        }
+    }
+
+    // MARK: - The capture thread's side
+
+    /// Takes the frame if the recording wants it. Never blocks on the encoder.
+    public func offer(_ frame: borrowing RawFrame, transform: FrameTransform) {
+        let t = frame.timestamp
+        let taken = shared.withLock { s -> [UInt8]?? in
+            guard s.ending == nil, s.outcome == nil else { return nil }
+            if let lapse = setup.options.timelapse {
+                switch lapse.trigger {
+                case .interval:
+                    if let last = s.lastTaken, t - last < (lapse.interval ?? 1) - 0.002 { return nil }
+                case .api:
+                    guard s.requested > 0 else { return nil }
+                    s.requested -= 1
+                }
+            }
+            guard s.queue.count < Self.queueLimit else { s.dropped += 1; return nil }
+            s.lastTaken = t
+            return .some(s.spare.popLast())
+        }
+        guard case .some(let spare) = taken else { return }
+        // Copied outside the lock: the status never waits for a frame's bytes.
+        let n = frame.bytes.count
+        var buffer = spare ?? []
+        if buffer.count < n { buffer = [UInt8](repeating: 0, count: n) }
+        buffer.withUnsafeMutableBytes { $0.copyMemory(from: frame.bytes) }
+        let pending = Pending(buffer: buffer, count: n, stride: frame.stride, timestamp: t, zoom: transform.zoom)
+        shared.withLock { $0.queue.append(pending) }
+        wake.signal()
+    }
+
+    // MARK: - The session's side
+
+    /// A frame on demand (`timelapse.trigger` `api`): the next one captured is added.
+    public func requestFrame() { shared.withLock { $0.requested += 1 } }
+
+    /// Ends the recording for `reason`; the frames already queued are written first.
+    /// Returns at once; `outcome()` waits for the file.
+    public func finish(_ reason: RecordingEndReason) {
+        let first = shared.withLock { s -> Bool in
+            guard s.ending == nil else { return false }
+            s.ending = (reason, nil)
+            return true
+        }
+        if first { wake.signal() }
+    }
+
+    /// How the recording ended, once the file is complete.
+    public func outcome() async -> RecordingOutcome {
+        await withCheckedContinuation { c in
+            let done = shared.withLock { s -> RecordingOutcome? in
+                if let o = s.outcome { return o }
+                s.waiters.append(c)
+                return nil
+            }
+            if let done { c.resume(returning: done) }
+        }
+    }
+
+    // MARK: - The recorder's thread
+
+    private func run(_ work: Work) {
+        while true {
+            wake.wait()
+            let (next, ending) = shared.withLock { s in
+                s.queue.isEmpty ? (nil, s.ending) : (s.queue.removeFirst(), nil)
+            }
+            if var item = next {
+                let stop = item.buffer.withUnsafeBytes { b in
+                    work.write(UnsafeRawBufferPointer(rebasing: b[..<item.count]), stride: item.stride,
+                               timestamp: item.timestamp, zoom: item.zoom, options: setup.options)
+                }
+                shared.withLock { s in
+                    s.frames = work.writer.frames
+                    s.bytes = work.writer.bytes
+                    s.duration = Double(work.writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)
+                    item.count = 0
+                    if s.spare.count < Self.queueLimit { s.spare.append(item.buffer) }
+                    if let stop, s.ending == nil { s.ending = stop }
+                }
+                if stop != nil { wake.signal() }
+                continue
+            }
+            if let ending {
+                complete(work, ending)
+                return
+            }
+        }
+    }
+
+    private func complete(_ work: Work, _ ending: (reason: RecordingEndReason, message: String?)) {
+        var reason = ending.reason, message = ending.message
+        var movie: MovieInfo?
+        let writer = work.writer
+        do throws(MovieError) {
+            if writer.frames == 0 {
+                writer.abandon()
+                unlink(writer.path)
+            } else {
+                try writer.finish()
+                let info = MovieInfo(
+                    id: setup.id, url: MovieStore.url(setup.id), camera: setup.camera, codec: setup.options.codec,
+                    width: writer.setup.width, height: writer.setup.height, rotation: writer.setup.rotation,
+                    frames: writer.frames,
+                    duration: MovieInfo.seconds(Double(writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)),
+                    bytes: Self.size(of: writer.path), startedAt: ISOTime.string(startedAt), reason: reason,
+                    timelapse: setup.options.timelapse != nil)
+                try store.publish(info)
+                movie = info
+            }
+        } catch {
+            // The end itself failed (a full disk for the trailer): keep what is whole.
+            writer.abandon()
+            if error.isStorageFull { reason = .diskFull } else if reason != .diskFull { reason = .failed }
+            message = message ?? error.description
+            movie = try? store.finalize(id: setup.id, camera: setup.camera, startedAt: startedAt, reason: reason,
+                                        timelapse: setup.options.timelapse != nil)
+        }
+        if movie == nil, ending.reason != .stopped || writer.frames > 0 {
+            // Nothing playable: the partial file is gone (finalize removed it).
+            unlink(writer.path)
+        }
+        let outcome = RecordingOutcome(id: setup.id, camera: setup.camera, reason: reason, movie: movie, message: message)
+        let waiters = shared.withLock { s -> [CheckedContinuation<RecordingOutcome, Never>] in
+            s.outcome = outcome
+            if let movie { s.bytes = movie.bytes; s.frames = movie.frames; s.duration = movie.duration }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume(returning: outcome) }
+        onEnd(outcome)
+    }
+
+    static func size(of path: String) -> Int64 {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int64(st.st_size) : 0
+    }
+}
+
+/// The recorder thread's own things: the writer, the converter and the JPEG encoder.
+/// Created on the session's queue, then used by that one thread alone.
+private final class Work: @unchecked Sendable {
+    let writer: FragmentedMP4Writer
+    let format: VideoFormat
+    let orientation: FrameTransform
+    let jpegQuality: Int
+    private var converter: PictureConverter?
+    private let jpeg = FrameEncoder()
+    private var firstTimestamp: Double?
+    private var lastPts: Int64 = -1
+    private var largestFrame: Int64 = 0
+    /// Whether the frames' pixels are turned here (a raw camera's JPEGs) or by the player.
+    private let turnsPixels: Bool
+
+    init(_ setup: MovieRecorder.Setup, path: String) throws(MovieError) {
+        format = setup.format
+        orientation = setup.orientation
+        jpegQuality = setup.jpegQuality
+        let codec = setup.options.codec
+        turnsPixels = codec == .mjpeg && setup.format.pixelFormat != .mjpeg
+        var width = setup.format.width, height = setup.format.height
+        if turnsPixels {
+            (width, height) = orientation.outputSize(width: width, height: height)
+        } else if codec == .h264 {
+            (width, height) = (width & ~1, height & ~1)
+            converter = try PictureConverter(width: width, height: height)
+        }
+        let fps = setup.options.timelapse?.fps ?? Double(max(1, setup.format.fps))
+        writer = try FragmentedMP4Writer(.init(
+            path: path, width: width, height: height, codec: codec, fps: fps, preset: setup.preset,
+            rotation: turnsPixels ? 0 : orientation.rotation, mirrored: turnsPixels ? false : orientation.mirrored,
+            fragmentEveryFrame: setup.options.timelapse != nil))
+    }
+
+    /// Writes one frame; answers why the recording must end now, if it must.
+    func write(_ bytes: UnsafeRawBufferPointer, stride: Int, timestamp: Double, zoom: Double,
+               options: RecordingOptions) -> (reason: RecordingEndReason, message: String?)? {
+        let tps = FragmentedMP4Writer.ticksPerSecond
+        var pts: Int64
+        if options.timelapse != nil {
+            pts = Int64(writer.frames) * writer.frameTicks
+        } else {
+            let first = firstTimestamp ?? timestamp
+            firstTimestamp = first
+            pts = Int64(((timestamp - first) * Double(tps)).rounded())
+        }
+        pts = max(pts, lastPts + 1)  // a clock step back never reorders the movie
+        if let max = options.maxDuration, Double(pts + writer.frameTicks) > max * Double(tps) + Double(writer.frameTicks) / 2 {
+            return (.maxDuration, nil)
+        }
+        let before = writer.bytes
+        do throws(MovieError) {
+            switch writer.setup.codec {
+            case .h264:
+                let picture = try converter!.convert(bytes, format: format, stride: stride, zoom: zoom)
+                try writer.encode(picture, pts: pts)
+            case .mjpeg where !turnsPixels:
+                try writer.write(jpeg: bytes, pts: pts)  // the camera's JPEG, untouched
+            case .mjpeg:
+                var transform = orientation
+                transform.zoom = zoom
+                let frame = RawFrame(format: format, bytes: bytes, stride: stride, sequence: 0, timestamp: timestamp)
+                let image: EncodedImage
+                do throws(JPEGError) { image = try jpeg.encode(frame, quality: jpegQuality, transform: transform) } catch {
+                    throw MovieError.unsupported("JPEG encode failed: \(error)")
+                }
+                let written = image.jpeg.withUnsafeBytes { b in Result { () throws(MovieError) in try writer.write(jpeg: b, pts: pts) } }
+                try written.get()
+            }
+        } catch {
+            return (error.isStorageFull ? .diskFull : .failed, error.description)
+        }
+        lastPts = pts
+        largestFrame = max(largestFrame, writer.bytes - before)
+        if options.maxDuration.map({ Double(writer.endTicks) >= $0 * Double(tps) - Double(writer.frameTicks) / 2 }) == true {
+            return (.maxDuration, nil)
+        }
+        // Stop before the file could pass maxBytes: room for two more frames, the last
+        // fragment's header and the index written at the end.
+        if let max = options.maxBytes, writer.bytes + 2 * largestFrame + 16 * 1024 >= max {
+            return (.maxBytes, nil)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,175 @@
+// The movie output's directory. A recording is written as `.ID.mp4.part` (never listed or
+// served); when it ends it is renamed `ID.mp4`, with `ID.json` beside it recording what it
+// is. A `.part` found at start-up belonged to a recording the server never finished (killed,
+// power lost): it is cut back to its last whole fragment and listed as `recovered`.
+// Ids are `MICROSECONDS-CAMERA` (or `MICROSECONDS`): nothing in one can leave the directory.
+
+import CameraCore
+import Foundation
+import Synchronization
+
+public final class MovieStore: Sendable {
+    public let directory: String
+    /// Renames, deletions and listings take turns (the directory is the shared state).
+    private let turn = Mutex(())
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    // MARK: - Ids and paths
+
+    public static func isValid(id: String) -> Bool { parse(id) != nil }
+
+    static func parse(_ id: String) -> (micros: Int64, camera: String?)? {
+        let parts = id.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard (1...20).contains(parts[0].count), parts[0].allSatisfy({ ("0"..."9").contains($0) }),
+              let micros = Int64(parts[0]) else { return nil }
+        guard parts.count == 2 else { return (micros, nil) }
+        let camera = String(parts[1])
+        guard isValid(camera: camera) else { return nil }
+        return (micros, camera)
+    }
+
+    /// A camera id that can be part of a movie id as it is.
+    public static func isValid(camera: String) -> Bool {
+        (1...96).contains(camera.count) && !camera.hasPrefix(".")
+            && camera.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-".unicodeScalars.contains($0)) }
+    }
+
+    public func makeID(startedAt: Double, camera: String?) -> String {
+        let micros = Int64((startedAt * 1_000_000).rounded())
+        guard let camera, Self.isValid(camera: camera) else { return "\(micros)" }
+        return "\(micros)-\(camera)"
+    }
+
+    public func path(_ id: String) -> String { directory + "/" + id + ".mp4" }
+    func partialPath(_ id: String) -> String { directory + "/." + id + ".mp4.part" }
+    private func recordPath(_ id: String) -> String { directory + "/" + id + ".json" }
+
+    public static func url(_ id: String) -> String { "/api/movies/" + id }
+
+    // MARK: - Writing
+
+    func ensureDirectory() throws(MovieError) {
+        var isDir: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue { return }
+        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            throw .system(.last("mkdir \(directory)"))
+        }
+    }
+
+    /// Publishes a finished recording: its record first (so a listed movie always has one,
+    /// unless the disk was too full for it), then the rename, then the directory made durable.
+    func publish(_ info: MovieInfo) throws(MovieError) {
+        try turn.withLock { _ throws(MovieError) in
+            writeRecord(info)
+            guard rename(partialPath(info.id), path(info.id)) == 0 else {
+                throw .system(.last("rename \(path(info.id))"))
+            }
+            syncDirectory()
+        }
+    }
+
+    /// The record is a convenience (the file can be probed again): a full disk loses it, not the movie.
+    private func writeRecord(_ info: MovieInfo) {
+        guard let data = try? JSONEncoder().encode(info) else { return }
+        let temp = directory + "/.tmp-" + info.id + ".json"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        let ok = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
+        close(fd)
+        if !ok || rename(temp, recordPath(info.id)) != 0 { unlink(temp) }
+    }
+
+    private func syncDirectory() {
+        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+
+    // MARK: - Reading
+
+    /// Newest first.
+    public func list() -> [MovieInfo] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let ids = names.compactMap { $0.hasSuffix(".mp4") ? String($0.dropLast(4)) : nil }.filter(Self.isValid(id:))
+        return ids.compactMap(info).sorted { ($0.startedAt, $0.id) > ($1.startedAt, $1.id) }
+    }
+
+    /// A finished movie's record; probed (and the record written again) if it is missing.
+    public func info(_ id: String) -> MovieInfo? {
+        guard Self.isValid(id: id) else { return nil }
+        var st = stat()
+        guard stat(path(id), &st) == 0 else { return nil }
+        if let data = FileManager.default.contents(atPath: recordPath(id)),
+           var info = try? JSONDecoder().decode(MovieInfo.self, from: data) {
+            info.bytes = Int64(st.st_size)
+            return info
+        }
+        guard let parsed = Self.parse(id), let facts = try? MovieProbe.probe(path(id)) else { return nil }
+        let info = MovieInfo(id: id, url: Self.url(id), camera: parsed.camera, codec: facts.codec, width: facts.width,
+                             height: facts.height, rotation: facts.rotation, frames: facts.frames, duration: MovieInfo.seconds(facts.duration),
+                             bytes: Int64(st.st_size), startedAt: ISOTime.string(Double(parsed.micros) / 1e6),
+                             reason: .recovered, timelapse: false)
+        turn.withLock { _ in writeRecord(info) }
+        return info
+    }
+
+    /// An open descriptor on the movie and its size, for serving; the caller owns the fd.
+    public func openFile(_ id: String) -> (fd: Int32, size: Int64)? {
+        guard Self.isValid(id: id) else { return nil }
+        let fd = Glibc.open(path(id), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { close(fd); return nil }
+        return (fd, Int64(st.st_size))
+    }
+
+    public func delete(_ id: String) -> Bool {
+        guard Self.isValid(id: id) else { return false }
+        return turn.withLock { _ in
+            let gone = unlink(path(id)) == 0
+            if gone { unlink(recordPath(id)) }
+            return gone
+        }
+    }
+
+    // MARK: - Start-up
+
+    /// Repairs and lists every recording left unfinished; call before any recording starts.
+    /// Answers the movies recovered (a file with nothing playable is removed).
+    @discardableResult
+    public func recoverUnfinished() -> [MovieInfo] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var recovered: [MovieInfo] = []
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".mp4.part") {
+            let id = String(name.dropFirst().dropLast(".mp4.part".count))
+            guard let parsed = Self.parse(id) else { continue }
+            if let info = try? finalize(id: id, camera: parsed.camera, startedAt: Double(parsed.micros) / 1e6,
+                                        reason: .recovered, timelapse: false) {
+                recovered.append(info)
+            }
+        }
+        return recovered
+    }
+
+    /// Cuts a partial file back to its whole fragments, reads what it holds and publishes
+    /// it as `reason`; nil (and the file removed) when nothing in it plays.
+    func finalize(id: String, camera: String?, startedAt: Double, reason: RecordingEndReason,
+                  timelapse: Bool) throws(MovieError) -> MovieInfo? {
+        let partial = partialPath(id)
+        let fragments = try MP4Repair.repair(partial)
+        guard fragments > 0, let facts = try? MovieProbe.probe(partial), facts.frames > 0 else {
+            unlink(partial)
+            return nil
+        }
+        var st = stat()
+        stat(partial, &st)
+        let info = MovieInfo(id: id, url: Self.url(id), camera: camera, codec: facts.codec, width: facts.width,
+                             height: facts.height, rotation: facts.rotation, frames: facts.frames,
+                             duration: MovieInfo.seconds(facts.duration), bytes: Int64(st.st_size), startedAt: ISOTime.string(startedAt),
+                             reason: reason, timelapse: timelapse)
+        try publish(info)
+        return info
+    }
+}

@@ -1,0 +1,124 @@
+// The movie output's vocabulary: what a recording is asked to do, why it ended, and what a
+// finished movie is.
+
+import Foundation
+
+public enum MovieCodec: String, Sendable, Codable, CaseIterable {
+    /// H.264 through libx264: what browsers play.
+    case h264
+    /// The camera's JPEGs as they are (an MJPEG camera's untouched; a raw camera's encoded).
+    case mjpeg
+}
+
+/// A timelapse: frames taken every `interval` seconds (or on request) and written at `fps`.
+public struct Timelapse: Sendable, Equatable, Codable {
+    public enum Trigger: String, Sendable, Codable { case interval, api }
+    public var trigger: Trigger
+    /// Seconds of wall-clock time between frames (`interval` trigger only).
+    public var interval: Double?
+    public var fps: Double
+
+    public init(trigger: Trigger, interval: Double?, fps: Double) {
+        self.trigger = trigger
+        self.interval = interval
+        self.fps = fps
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(trigger, forKey: .trigger)
+        try c.encode(interval, forKey: .interval)
+        try c.encode(fps, forKey: .fps)
+    }
+}
+
+public struct RecordingOptions: Sendable, Equatable {
+    public var maxDuration: Double?
+    public var maxBytes: Int64?
+    public var codec: MovieCodec
+    public var timelapse: Timelapse?
+
+    public init(maxDuration: Double? = nil, maxBytes: Int64? = nil, codec: MovieCodec = .h264, timelapse: Timelapse? = nil) {
+        self.maxDuration = maxDuration
+        self.maxBytes = maxBytes
+        self.codec = codec
+        self.timelapse = timelapse
+    }
+}
+
+/// Why a recording ended.
+public enum RecordingEndReason: String, Sendable, Codable {
+    case stopped, maxDuration, maxBytes, diskFull, cameraLost, formatChanged, failed
+    /// Found unfinished at start-up (the server was killed or the power went) and repaired.
+    case recovered
+}
+
+/// A finished movie, as `GET /api/movies` lists it (and `{id}.json` beside it keeps it).
+public struct MovieInfo: Sendable, Codable, Equatable {
+    public var id: String
+    public var url: String
+    public var camera: String?
+    public var codec: MovieCodec
+    public var width: Int
+    public var height: Int
+    /// Clockwise degrees the player turns the picture (the MP4's display matrix).
+    public var rotation: Int
+    public var frames: Int
+    public var duration: Double
+    public var bytes: Int64
+    public var startedAt: String
+    public var reason: RecordingEndReason
+    public var timelapse: Bool
+
+    /// Seconds to the millisecond: what a client can use, not float noise.
+    static func seconds(_ s: Double) -> Double { (s * 1000).rounded() / 1000 }
+}
+
+/// A recording's progress, as the session state shows it.
+public struct RecordingStatus: Sendable, Equatable, Codable {
+    public var active: Bool
+    public var id: String?
+    public var codec: MovieCodec?
+    public var startedAt: String?
+    public var duration: Double
+    public var frames: Int
+    public var bytes: Int64
+    public var dropped: Int
+    public var timelapse: Timelapse?
+
+    public static let inactive = RecordingStatus(active: false, id: nil, codec: nil, startedAt: nil, duration: 0,
+                                                 frames: 0, bytes: 0, dropped: 0, timelapse: nil)
+
+    /// Encodes nulls explicitly, as the contract shows them.
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(active, forKey: .active)
+        try c.encode(id, forKey: .id)
+        try c.encode(codec, forKey: .codec)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode((duration * 1000).rounded() / 1000, forKey: .duration)
+        try c.encode(frames, forKey: .frames)
+        try c.encode(bytes, forKey: .bytes)
+        try c.encode(dropped, forKey: .dropped)
+        try c.encode(timelapse, forKey: .timelapse)
+    }
+}
+
+/// How a recording ended: why, and the movie kept (nil when nothing was written).
+public struct RecordingOutcome: Sendable, Equatable {
+    public var id: String
+    public var camera: String?
+    public var reason: RecordingEndReason
+    public var movie: MovieInfo?
+    /// What went wrong, for `diskFull` and `failed`.
+    public var message: String?
+}
+
+enum ISOTime {
+    static func string(_ t: Double) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        f.timeZone = TimeZone(identifier: "UTC")
+        return f.string(from: Date(timeIntervalSince1970: t))
+    }
+}
