@@ -17,6 +17,7 @@
 FROM swift:6.1-bookworm AS build
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends pkg-config libmicrohttpd-dev libturbojpeg0-dev libcrypt-dev libgnutls28-dev \
+    libavcodec-dev libavformat-dev libswscale-dev libavutil-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -32,14 +33,15 @@ RUN swift build -c release --static-swift-stdlib --product viewfinder \
 
 FROM debian:bookworm-slim
 RUN apt-get update -qq \
- && apt-get install -y -qq --no-install-recommends libmicrohttpd12 libturbojpeg0 libcrypt1 libgnutls30 ca-certificates \
+ && apt-get install -y -qq --no-install-recommends libmicrohttpd12 libturbojpeg0 libcrypt1 libgnutls30 \
+    libavcodec59 libavformat59 libswscale6 libavutil57 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --gid video --home-dir /app viewfinder
 WORKDIR /app
 COPY --from=build /viewfinder /usr/local/bin/viewfinder
 COPY Public ./Public
 COPY config.json ./config.json
-RUN mkdir -p /app/photos && chown viewfinder:video /app/photos
+RUN mkdir -p /app/photos /app/movies && chown viewfinder:video /app/photos /app/movies
 USER viewfinder:video
 EXPOSE 8080
 # Inside the container listen on every interface; outside, publish the port as needed.
