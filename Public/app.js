@@ -47,9 +47,11 @@ async function call(path, body) {
 }
 
 let toastTimer = null;
-function toast(message) {
+/** Shows a message for a while: an error, or with `kind` "info" news that is not one. */
+function toast(message, kind) {
   const t = $("toast");
   t.textContent = message;
+  t.classList.toggle("info", kind === "info");
   t.hidden = false;
   clearTimeout(toastTimer);
   toastTimer = setTimeout(() => { t.hidden = true; }, 6000);
@@ -135,12 +137,18 @@ function connectEvents() {
   events.addEventListener("open", () => {
     // Connected, or back after a drop: states may have changed since the cameras were
     // listed (or while away), and the first event is the main session's only: list again.
-    if (eventsDown && cameras.length) loadCameras();
+    // A recording may have ended while away: list the movies again too.
+    if (eventsDown && cameras.length) { loadCameras(); loadMovies(); }
     eventsDown = false;
     updateOffline();
   });
   events.addEventListener("state", (e) => { eventsDown = false; applyState(JSON.parse(e.data)); });
   events.addEventListener("photo", () => loadPhotos());
+  events.addEventListener("recording", (e) => {
+    let event = null;
+    try { event = JSON.parse(e.data); } catch (_) { return; }
+    if (event) recordingEvent(event);
+  });
   events.addEventListener("error", () => { eventsDown = true; updateOffline(); }); // it reconnects by itself
 }
 
@@ -158,6 +166,7 @@ function updateCamera(s) {
   const cam = cameras.find((c) => c.id === s.camera.id);
   if (!cam) { loadCameras(); return; } // a camera we haven't listed
   cam.state = s.state;
+  cam.recording = !!(s.recording && s.recording.active); // servers before movies send no `recording`
   if (s.main === true) for (const c of cameras) c.main = c.id === cam.id;
   else if (s.main === false) cam.main = false;
   renderTiles();
@@ -217,7 +226,7 @@ function renderTiles() {
   let live = 0;
   const items = cameras.map((cam) => {
     const li = tileFor(cam);
-    li.className = `tile ${cam.state || "idle"}${cam.main ? " main" : ""}`;
+    li.className = `tile ${cam.state || "idle"}${cam.main ? " main" : ""}${cam.recording ? " recording" : ""}`;
     const pick = li.querySelector(".tile-pick"), power = li.querySelector(".tile-power");
     li.querySelector(".tile-name").textContent = cam.name;
     li.querySelector(".tile-state").textContent = (cam.state || "idle") + (cam.main ? " · main" : "");
@@ -352,6 +361,7 @@ function render(s) {
     if (cameras.some((c) => c.id === s.camera.id)) buildControls(); else loadCameras();
   }
   updateOffline();
+  renderRecording();
   if (!caps) return;
   setValue("camera", s.camera.id);
   const f = s.format;
@@ -600,6 +610,202 @@ async function loadPhotos() {
   }));
 }
 
+// MARK: - Movie recording (the main session's movie output)
+
+// Why a recording ended by itself, as the `recording` event's `reason` says.
+const END_REASONS = {
+  maxDuration: "it reached its time limit",
+  maxBytes: "it reached its size limit",
+  diskFull: "the disk is full (what was written is kept)",
+  cameraLost: "the camera was lost (what was recorded is kept)",
+  formatChanged: "the camera or its format changed",
+  failed: "the encoder failed",
+};
+
+let recordBusy = false;  // a start or stop on its way: one click at a time
+let recordTimer = null;  // ticks the time shown while recording
+
+/** The main session's recording, or null from a server that cannot record (no `recording`). */
+function recording() {
+  return state && state.recording && typeof state.recording === "object" ? state.recording : null;
+}
+
+/** Seconds as mm:ss (h:mm:ss from an hour). */
+function clock(seconds) {
+  const t = Math.max(0, Math.floor(Number(seconds) || 0));
+  const two = (n) => String(n).padStart(2, "0");
+  const h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, s = t % 60;
+  return h ? `${h}:${two(m)}:${two(s)}` : `${two(m)}:${two(s)}`;
+}
+
+/** Seconds since the recording started, counted here from its `startedAt` (state events
+ *  come on start and stop only). */
+function recordingElapsed(rec) {
+  const started = Date.parse(rec.startedAt);
+  if (Number.isNaN(started)) return Number(rec.duration) || 0;
+  return Math.max(0, (Date.now() - started) / 1000); // a clock behind the server's shows 00:00 a while
+}
+
+/** The record button from the main session's state: hidden from a server without movies,
+ *  a red dot and the time while recording, disabled while the session doesn't run. */
+function renderRecording() {
+  const button = $("record"), rec = recording();
+  clearTimeout(recordTimer);
+  recordTimer = null;
+  button.hidden = !rec;
+  if (!rec) return;
+  const active = !!rec.active;
+  const running = state.state === "running";
+  button.classList.toggle("recording", active);
+  // Stopping stays possible whatever the session does; starting needs it running.
+  button.disabled = viewOnly || recordBusy || (!active && !running);
+  if (active) {
+    const elapsed = recordingElapsed(rec);
+    $("record-time").textContent = clock(elapsed);
+    button.setAttribute("aria-label", "Stop recording");
+    const lapse = rec.timelapse ? ` · timelapse, ${rec.frames} frame${rec.frames === 1 ? "" : "s"}` : "";
+    button.title = `Recording since ${new Date(rec.startedAt).toLocaleTimeString()}${lapse}: click to stop`;
+    // Next tick on the next whole second of the recording.
+    recordTimer = setTimeout(renderRecording, 1000 - ((elapsed * 1000) % 1000) + 15);
+  } else {
+    $("record-time").textContent = "REC";
+    button.setAttribute("aria-label", "Start recording a movie");
+    button.title = running ? "Start recording a movie" : "Start the camera to record";
+  }
+}
+
+/** A recording we know has ended: the button stops counting now, without waiting for the
+ *  state (which a poll on its way must not undo). */
+function endRecording(id) {
+  const rec = recording();
+  if (!rec || !rec.active || (id && rec.id !== id)) return;
+  state.recording = Object.assign({}, rec, { active: false });
+  lastMainAt = performance.now();
+  renderRecording();
+}
+
+$("record").addEventListener("click", async () => {
+  const rec = recording();
+  if (!rec || viewOnly || recordBusy) return;
+  recordBusy = true;
+  renderRecording();
+  try {
+    if (rec.active) {
+      const movie = await call("/api/session/recording/stop"); // 201 + the Movie
+      if (movie) { endRecording(rec.id); loadMovies(); }
+    } else {
+      await call("/api/session/recording/start"); // answers the state, recording
+    }
+  } finally {
+    recordBusy = false;
+    renderRecording();
+  }
+});
+
+/** `event: recording` (any camera's): a finished movie joins the gallery; the main
+ *  session's button resets; a recording that ended by itself says why. */
+function recordingEvent(event) {
+  if (event.event !== "finished") return;
+  const onMain = !!state && (!event.camera || event.camera === state.camera.id);
+  if (onMain) endRecording(event.id);
+  loadMovies();
+  if (!event.reason || event.reason === "stopped") return;
+  const cam = cameras.find((c) => c.id === event.camera);
+  const where = cam && cameras.length > 1 ? ` on ${cam.name}` : "";
+  const why = (END_REASONS[event.reason] || event.reason) + (event.message ? `: ${event.message}` : "");
+  const kept = event.movie ? "" : " Nothing was recorded.";
+  // A limit reached is what was asked for; the others are trouble.
+  toast(`The recording${where} ended: ${why}.${kept}`,
+        event.reason === "maxDuration" || event.reason === "maxBytes" ? "info" : undefined);
+}
+
+// MARK: - Movies in the gallery
+
+let moviesAsked = 0; // the latest listing wins, whatever order the answers come in
+
+function formatBytes(n) {
+  return n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : n >= 1e6 ? `${(n / 1e6).toFixed(1)} MB` : `${Math.ceil(n / 1e3)} kB`;
+}
+
+async function loadMovies() {
+  const asked = ++moviesAsked;
+  let movies = [];
+  try {
+    const r = await fetch("/api/movies");
+    if (asked !== moviesAsked) return;
+    if (r.status === 404) { $("movies-part").hidden = true; return; } // a server before movies
+    if (!r.ok) throw new Error(`Movies could not be listed (HTTP ${r.status})`);
+    movies = (await r.json()).movies || [];
+  } catch (e) {
+    if (asked === moviesAsked) toast(e.message);
+    return;
+  }
+  if (asked !== moviesAsked) return;
+  $("movies-part").hidden = false;
+  $("movie-count").textContent = movies.length ? `(${movies.length})` : "none yet";
+  // Keep the items that stay (a movie playing goes on playing); add the new ones in order.
+  const list = $("movies");
+  const have = new Map([...list.children].map((li) => [li.dataset.id, li]));
+  const items = movies.map((m) => {
+    const li = have.get(m.id) || movieItem(m);
+    have.delete(m.id);
+    li.querySelector(".actions button").hidden = viewOnly;
+    return li;
+  });
+  items.forEach((li, i) => { if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null); });
+  for (const gone of have.values()) {
+    const video = gone.querySelector("video");
+    if (video) { video.pause(); video.removeAttribute("src"); video.load(); } // lets its connection go
+    gone.remove();
+  }
+}
+
+function movieItem(m) {
+  const li = document.createElement("li");
+  li.dataset.id = m.id;
+  const when = new Date(m.startedAt).toLocaleString();
+  const cam = m.camera ? cameras.find((c) => c.id === m.camera) : null;
+  const camName = cam ? cam.name : m.camera || "";
+  let picture;
+  if (m.codec === "mjpeg") {
+    // Browsers can't play MJPEG in MP4; players can.
+    picture = document.createElement("div");
+    picture.className = "movie-unplayable";
+    picture.textContent = "MJPEG movie: download it to play it (VLC, mpv, ffplay).";
+  } else {
+    picture = document.createElement("video");
+    picture.controls = true;
+    picture.preload = "metadata";
+    picture.playsInline = true;
+    picture.src = m.url;
+    picture.setAttribute("aria-label", `Movie recorded ${when}${camName ? ` with ${camName}` : ""}`);
+  }
+  const caption = document.createElement("span");
+  caption.className = "caption";
+  const duration = document.createElement("span");
+  duration.className = "movie-duration";
+  duration.textContent = clock(m.duration);
+  const notes = [camName, m.timelapse ? "timelapse" : "", m.reason === "recovered" ? "recovered" : ""].filter(Boolean);
+  caption.append(duration, notes.length ? ` · ${notes.join(" · ")}` : "");
+  caption.title = [camName, when, `${m.width}×${m.height}`, String(m.codec).toUpperCase(), formatBytes(m.bytes || 0),
+                   m.reason && m.reason !== "stopped" ? `ended: ${m.reason}` : ""].filter(Boolean).join(", ");
+  const actions = document.createElement("div");
+  actions.className = "actions";
+  const download = document.createElement("a");
+  download.href = m.url; download.download = `viewfinder-${m.id}.mp4`; download.textContent = "Download";
+  const del = document.createElement("button");
+  del.type = "button"; del.textContent = "Delete"; del.setAttribute("aria-label", `Delete movie recorded ${when}`);
+  del.hidden = viewOnly;
+  del.addEventListener("click", async () => {
+    const r = await fetch(m.url, { method: "DELETE" }).catch(() => null);
+    if (!r || !r.ok) toast(`The movie could not be deleted${r ? ` (HTTP ${r.status})` : ""}.`);
+    loadMovies();
+  });
+  actions.append(download, del);
+  li.append(picture, caption, actions);
+  return li;
+}
+
 // MARK: - Start
 
 let loadingCameras = null;
@@ -646,8 +852,10 @@ async function loadMe() {
       el.inert = viewOnly;
       if ("disabled" in el) el.disabled = viewOnly;
     }
+    $("record").inert = viewOnly; // renderRecording disables it
+    renderRecording();
     renderTiles();
   } catch (_) { /* offline: the event stream shows it */ }
 }
 
-if (!leaving) loadMe().then(loadCameras).then(() => { connectEvents(); startPreview(); loadPhotos(); });
+if (!leaving) loadMe().then(loadCameras).then(() => { connectEvents(); startPreview(); loadPhotos(); loadMovies(); });

@@ -5,7 +5,8 @@ Starts the built viewfinder (synthetic cameras, a temporary photo store, port 0)
 page, waits for preview frames, then uses switch, torch, zoom, tap-to-focus and the
 shutter, checking after each that the server's state changed; checks that a second tab
 follows within a second, that the photo shows in the gallery and can be deleted, and that
-the console stayed clean. With two cameras configured, starts, switches to and stops them
+the console stayed clean. Records a movie with the record button (its time counting), plays
+it in the gallery and deletes it. With two cameras configured, starts, switches to and stops them
 from their tiles; checks that preview, shutter and switch fit a 1280x720 window (and
 1280x657, and a 390x844 phone) without scrolling. Saves screenshots to Tests/browser/out/.
 
@@ -53,12 +54,13 @@ TWO_CAMERAS = [{"id": "rear", "source": "synthetic", "position": "rear"},
 
 class Server:
     """viewfinder on 127.0.0.1, a free port, synthetic cameras (`--cameras synthetic`, or
-    the list given), photos in a temp dir."""
+    the list given), photos and movies in a temp dir."""
 
     def __init__(self, auth=None, cameras=None):
         self.dir = tempfile.mkdtemp(prefix="vf-browser-")
         config = Path(self.dir) / "config.json"
-        settings = {"capture": {"directory": str(Path(self.dir) / "photos")}}
+        settings = {"capture": {"directory": str(Path(self.dir) / "photos")},
+                    "recording": {"directory": str(Path(self.dir) / "movies")}}
         if auth:
             settings["auth"] = auth
         if cameras:
@@ -251,6 +253,97 @@ class PageTest(ServedPage):
             d.save_screenshot(str(OUT / "page-phone.png"))
         finally:
             d.set_window_size(1280, 1000)
+
+    def test_the_page_records_a_movie(self):
+        """The record button records the main session, its time counting; the movie shows in
+        the gallery, plays in its <video> and can be deleted."""
+        d, server = self.driver, self.server
+        d.get_log("browser")  # what the pages before logged
+        d.get(server.url)
+        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") > 0, "preview frames")
+        record = d.find_element(By.ID, "record")
+        self.wait(lambda: record.is_displayed() and record.is_enabled(), "the record button is ready")
+        self.assertNotIn("recording", record.get_attribute("class").split())
+        self.assertEqual(d.find_element(By.ID, "record-time").text, "REC")
+        self.wait(lambda: d.find_element(By.ID, "movies-part").is_displayed(), "the gallery has a movies part")
+        before = {m["id"] for m in server.get("/api/movies")["movies"]}
+
+        def shown_seconds():
+            """The time on the record button in seconds (None while it shows no mm:ss)."""
+            m = re.fullmatch(r"(\d+):(\d\d)", self.js("return document.getElementById('record-time').textContent").strip())
+            return int(m[1]) * 60 + int(m[2]) if m else None
+
+        # Start: the server records; the button turns red and counts.
+        record.click()
+        self.wait(lambda: server.state()["recording"]["active"], "the server records")
+        rec = server.state()["recording"]
+        self.assertEqual(rec["codec"], "h264")
+        self.wait(lambda: "recording" in record.get_attribute("class").split(), "the button says it records")
+        dot = self.js("""const dot = document.querySelector('#record .record-dot'), r = dot.getBoundingClientRect();
+                         return {color: getComputedStyle(dot).backgroundColor, width: r.width, height: r.height};""")
+        red, green, blue = (int(v) for v in re.findall(r"\d+", dot["color"])[:3])
+        self.assertTrue(red >= 180 and green < 100 and blue < 100, f"a red dot: {dot}")
+        self.assertGreater(dot["width"], 0)
+        self.assertGreater(dot["height"], 0)
+        self.assertEqual(record.get_attribute("aria-label"), "Stop recording")
+        self.wait(lambda: (shown_seconds() or 0) >= 2, "the button counts to 00:02", timeout=10)
+        d.save_screenshot(str(OUT / "recording.png"))
+
+        # Stop: the movie is listed, the button resets, the gallery shows the movie.
+        record.click()
+        self.wait(lambda: {m["id"] for m in server.get("/api/movies")["movies"]} - before == {rec["id"]},
+                  "the movie is listed")
+        movie = next(m for m in server.get("/api/movies")["movies"] if m["id"] == rec["id"])
+        self.assertEqual(movie["reason"], "stopped")
+        self.assertGreaterEqual(movie["duration"], 1.5, movie)
+        self.assertFalse(server.state()["recording"]["active"])
+        self.wait(lambda: "recording" not in record.get_attribute("class").split()
+                  and d.find_element(By.ID, "record-time").text == "REC", "the button resets")
+        item = f"#movies li[data-id='{movie['id']}']"
+        self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, item)) == 1, "the movie is in the gallery")
+        video = d.find_element(By.CSS_SELECTOR, f"{item} video")
+        self.assertTrue(video.get_attribute("src").endswith(movie["url"]))
+        self.assertEqual(video.get_attribute("preload"), "metadata")
+        self.assertIsNotNone(video.get_attribute("controls"))
+        seconds = int(movie["duration"])
+        self.assertEqual(d.find_element(By.CSS_SELECTOR, f"{item} .movie-duration").text,
+                         f"{seconds // 60:02d}:{seconds % 60:02d}", "the gallery shows the movie's duration")
+        download = d.find_element(By.CSS_SELECTOR, f"{item} a[download]")
+        self.assertTrue(download.get_attribute("href").endswith(movie["url"]))
+
+        # It plays in the page: time runs and the picture has a size.
+        self.js("const v = document.querySelector(arguments[0]); v.muted = true;"
+                "v.play().catch((e) => { v.dataset.playError = String(e); });", f"{item} video")
+
+        def playback():
+            return self.js("const v = document.querySelector(arguments[0]);"
+                           "return {time: v.currentTime, width: v.videoWidth, error: v.dataset.playError"
+                           " || (v.error ? `media error ${v.error.code}: ${v.error.message}` : null)};", f"{item} video")
+        def played_or_failed():
+            now = playback()
+            return now if now["error"] or (now["time"] > 0.5 and now["width"] > 0) else None
+        played = self.wait(played_or_failed, "the movie plays past 0.5 s", timeout=15)
+        self.assertIsNone(played["error"])
+        self.assertGreater(played["time"], 0.5)
+        self.assertEqual(played["width"], movie["width"] if movie["rotation"] % 180 == 0 else movie["height"])
+        d.save_screenshot(str(OUT / "movie.png"))
+
+        # Delete from the gallery.
+        d.find_element(By.CSS_SELECTOR, f"{item} .actions button").click()
+        self.wait(lambda: movie["id"] not in {m["id"] for m in server.get("/api/movies")["movies"]},
+                  "the movie is deleted at the server")
+        self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, item)) == 0, "and gone from the gallery")
+
+        # A server without movies (no `recording` in its state): no record button, nothing breaks.
+        # (In one script: the page's own poll of the state must not come in between.)
+        self.assertTrue(self.js("const s = Object.assign({}, state); delete s.recording; applyState(s);"
+                                "return document.getElementById('record').hidden;"),
+                        "no record button from a server that cannot record")
+        self.js("return fetch('/api/session').then((r) => r.json()).then(applyState)")
+        self.wait(lambda: record.is_displayed() and record.is_enabled(), "the record button is back")
+
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [], f"console errors: {errors}")
 
 
 def visible_within(driver, selector):
@@ -472,6 +565,9 @@ class SignedInTest(unittest.TestCase):
                     f"{user}: view-only mark is {viewer}")
                 self.assertEqual(driver.find_element(By.ID, "view-only").is_displayed(), viewer)
                 self.assertEqual(not driver.find_element(By.ID, "shutter").is_enabled(), viewer)
+                WebDriverWait(driver, 10, 0.05).until(  # once the state has come: a viewer cannot record
+                    lambda d: d.find_element(By.ID, "record").is_displayed()
+                    and d.find_element(By.ID, "record").is_enabled() != viewer, f"{user}: record button")
                 self.assertEqual(driver.execute_script("return document.querySelector('.controls').inert"), viewer)
                 WebDriverWait(driver, 10, 0.05).until(
                     lambda d: len(d.find_elements(By.CSS_SELECTOR, "#tiles .tile")) == 2, f"{user}: camera tiles")
