@@ -119,8 +119,7 @@ final class FragmentedMP4Writer {
         if setup.rotation != 0 || setup.mirrored {
             if let side = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, 9 * 4) {
                 let m = UnsafeMutableRawPointer(side).assumingMemoryBound(to: Int32.self)
-                av_display_rotation_set(m, Double(-setup.rotation))  // FFmpeg turns anticlockwise
-                if setup.mirrored { av_display_matrix_flip(m, 1, 0) }
+                for (i, v) in Self.trackMatrix(rotation: setup.rotation, mirrored: setup.mirrored).enumerated() { m[i] = v }
             }
         }
         io = try sink.makeIOContext()
@@ -135,6 +134,23 @@ final class FragmentedMP4Writer {
         guard let p = av_packet_alloc() else { throw .library(call: "av_packet_alloc", code: cff_averror(ENOMEM)) }
         packet = p
         try makeDurable()  // the init segment, so even a file cut at once can be repaired
+    }
+
+    /// The track header's matrix (ISO/IEC 14496-12 §8.3.2, as QuickTime and iPhones write
+    /// it: a point's row vector times the matrix) for a picture the player turns `rotation`
+    /// degrees clockwise, mirrored first. libavformat 5.1 writes the side data into `tkhd`
+    /// as it is (its demuxer reads it back transposed), so it is spelled here in the file's
+    /// own terms: 90° clockwise is {0, 1, 0, -1, 0, 0, 0, 0, 1} in 16.16 and 2.30.
+    static func trackMatrix(rotation: Int, mirrored: Bool) -> [Int32] {
+        let one: Int32 = 1 << 16
+        let (cos, sin): (Int32, Int32) = switch ((rotation % 360) + 360) % 360 {
+        case 90: (0, 1)
+        case 180: (-1, 0)
+        case 270: (0, -1)
+        default: (1, 0)
+        }
+        let flip: Int32 = mirrored ? -1 : 1
+        return [flip * cos * one, flip * sin * one, 0, -sin * one, cos * one, 0, 0, 0, 1 << 30]
     }
 
     /// Encodes one YUV 4:2:0 picture at `pts` (ticks from the start; must grow).

@@ -63,6 +63,8 @@ public final class MovieRecorder: Sendable {
         var frames = 0
         var bytes: Int64 = 0
         var dropped = 0
+        /// Frames taken and not yet written (queued or being encoded).
+        var backlog = 0
         var duration = 0.0
         var outcome: RecordingOutcome?
         var waiters: [CheckedContinuation<RecordingOutcome, Never>] = []
@@ -95,6 +97,9 @@ public final class MovieRecorder: Sendable {
         }
     }
 
+    /// Frames taken and not yet written: 0 when the recorder has caught up.
+    public var backlog: Int { shared.withLock { $0.backlog } }
+
     // MARK: - The capture thread's side
 
     /// Takes the frame if the recording wants it. Never blocks on the encoder.
@@ -122,7 +127,7 @@ public final class MovieRecorder: Sendable {
         if buffer.count < n { buffer = [UInt8](repeating: 0, count: n) }
         buffer.withUnsafeMutableBytes { $0.copyMemory(from: frame.bytes) }
         let pending = Pending(buffer: buffer, count: n, stride: frame.stride, timestamp: t, zoom: transform.zoom)
-        shared.withLock { $0.queue.append(pending) }
+        shared.withLock { $0.queue.append(pending); $0.backlog += 1 }
         wake.signal()
     }
 
@@ -171,6 +176,7 @@ public final class MovieRecorder: Sendable {
                     s.frames = work.writer.frames
                     s.bytes = work.writer.bytes
                     s.duration = Double(work.writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)
+                    s.backlog -= 1
                     item.count = 0
                     if s.spare.count < Self.queueLimit { s.spare.append(item.buffer) }
                     if let stop, s.ending == nil { s.ending = stop }

@@ -168,6 +168,10 @@ public final class Application: Sendable {
     public func stop() async {
         for s in cameras.sessions { s.hub.wakeAll() }
         for server in running.withLock({ $0 }) { server.stop() }
-        for s in cameras.sessions { await s.stop() }
+        // A movie being recorded is finished (trailer written, published) before the exit.
+        for s in cameras.sessions {
+            if let recorder = try? await s.stopRecording() { _ = await recorder.outcome() }
+            await s.stop()
+        }
     }
 }

@@ -92,7 +92,10 @@ extension Application {
             guard (1...120).contains(fps) else { throw JSONFieldError(path: "timelapse.fps", problem: "must be within 1…120") }
             let trigger = try t.string("trigger", allowed: ["interval", "api"]).flatMap(Timelapse.Trigger.init(rawValue:))
             let interval = try t.double("interval")
-            switch (trigger ?? (interval == nil ? .api : .interval), interval) {
+            guard let kind = trigger ?? (interval == nil ? nil : .interval) else {
+                throw JSONFieldError(path: "timelapse", problem: "needs \"interval\" (seconds between frames) or \"trigger\": \"api\"")
+            }
+            switch (kind, interval) {
             case (.api, nil):
                 o.timelapse = Timelapse(trigger: .api, interval: nil, fps: fps)
             case (.api, _?):
@@ -101,7 +104,7 @@ extension Application {
                 guard i > 0, i <= 86400 else { throw JSONFieldError(path: "timelapse.interval", problem: "must be within 0…86400 seconds") }
                 o.timelapse = Timelapse(trigger: .interval, interval: i, fps: fps)
             case (.interval, nil):
-                throw JSONFieldError(path: "timelapse.interval", problem: "seconds between frames are needed (or \"trigger\": \"api\")")
+                throw JSONFieldError(path: "timelapse.interval", problem: "seconds between frames are needed")
             }
             try t.finish()
         }

@@ -77,6 +77,9 @@ struct Serve: AsyncParsableCommand {
         // tjTransform's large buffers into fresh page faults (2.4× slower here). Keep them.
         mallopt(M_MMAP_THRESHOLD, 64 << 20)
         mallopt(M_TRIM_THRESHOLD, 256 << 20)
+        // A file past RLIMIT_FSIZE must fail its write with EFBIG (a movie then ends as
+        // diskFull and keeps what was written), not kill the server with SIGXFSZ.
+        signal(SIGXFSZ, SIG_IGN)
         bootstrapLogging(Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "viewfinder")
         // Before anything can announce readiness: a signal that arrives early must still

@@ -11,15 +11,17 @@ import Testing
     }
 
     /// Starts viewfinder on port 0 and returns it with the port it printed.
-    func launch(_ args: [String] = []) async throws -> (Process, Int, Pipe) {
-        try await offload { try self.launchSync(args) }
+    func launch(_ args: [String] = [], under wrapper: [String] = []) async throws -> (Process, Int, Pipe) {
+        try await offload { try self.launchSync(args, under: wrapper) }
     }
 
-    func launchSync(_ args: [String]) throws -> (Process, Int, Pipe) {
+    /// `wrapper`: a command that runs viewfinder (e.g. prlimit with its options).
+    func launchSync(_ args: [String], under wrapper: [String] = []) throws -> (Process, Int, Pipe) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["--port", "0", "--cameras", "synthetic", "--preset", "352x288",
-                       "--public-directory", packageRoot + "/Public", "--log-level", "warning"] + args
+        let command = wrapper + [Self.binary, "--port", "0", "--cameras", "synthetic", "--preset", "352x288",
+                                 "--public-directory", packageRoot + "/Public", "--log-level", "warning"] + args
+        p.executableURL = URL(fileURLWithPath: command[0])
+        p.arguments = Array(command.dropFirst())
         p.currentDirectoryURL = URL(fileURLWithPath: NSTemporaryDirectory())
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
@@ -122,5 +124,72 @@ import Testing
         let text = String(decoding: try await offload { out.fileHandleForReading.readDataToEndOfFile() }, as: UTF8.self)
         #expect(probe.terminationStatus == 0)
         #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == "mjpeg,352,288")
+    }
+
+    /// A config file whose movies go to a directory of their own.
+    func movieConfig() -> (config: String, movies: String) {
+        let dir = NSTemporaryDirectory() + "vf-proc-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let config = dir + "/config.json"
+        FileManager.default.createFile(atPath: config, contents: Data("""
+            {"recording": {"directory": "\(dir)/movies", "preset": "ultrafast"}, "capture": {"directory": "\(dir)/photos"}}
+            """.utf8))
+        return (config, dir + "/movies")
+    }
+
+    func recordingFrames(_ port: Int) async throws -> Int {
+        ((try await fetch(port, "/api/session").json as? [String: Any])?["recording"] as? [String: Any])?["frames"] as? Int ?? 0
+    }
+
+    /// Pulling the plug mid-recording: SIGKILL leaves the movie unfinished; the next start
+    /// repairs and lists it, playable to within a second and a half of the kill.
+    @Test func aMovieSurvivesSIGKILL() async throws {
+        let (config, movies) = movieConfig()
+        let (p, port, _) = try await launch(["--config", config])
+        let start = try await fetch(port, "POST", "/api/session/recording/start")
+        #expect(start.status == 200)
+        let id = try #require(((start.json as? [String: Any])?["recording"] as? [String: Any])?["id"] as? String)
+        #expect(try await eventually(timeout: 20) { try await recordingFrames(port) >= 100 }, "3 s or more recorded")
+        let recorded = Double(try await recordingFrames(port)) / 30
+        kill(p.processIdentifier, SIGKILL)
+        #expect(await waitForExit(p, timeout: 10))
+        #expect(FileManager.default.fileExists(atPath: "\(movies)/.\(id).mp4.part"), "left unfinished")
+
+        let (again, port2, _) = try await launch(["--config", config])
+        defer { again.terminate() }
+        let list = try #require((try await fetch(port2, "/api/movies").json as? [String: Any])?["movies"] as? [[String: Any]])
+        let movie = try #require(list.first)
+        #expect(list.count == 1 && movie["id"] as? String == id && movie["reason"] as? String == "recovered")
+        let probe = try ffprobe("\(movies)/\(id).mp4")
+        #expect(probe.codec == "h264" && probe.frames == movie["frames"] as? Int)
+        #expect(probe.duration >= recorded - 1.5, "plays \(probe.duration) s of the \(recorded) s recorded before the kill")
+        let served = try await fetch(port2, "/api/movies/\(id)", headers: ["Range": "bytes=0-7"])
+        #expect(served.status == 206 && served.body.count == 8)
+    }
+
+    /// A full disk (here the file size limit: EFBIG) ends the movie as diskFull, keeps what
+    /// was written, and the server goes on serving.
+    @Test func aFullDiskEndsTheMovieAndKeepsWhatWasWritten() async throws {
+        let (config, movies) = movieConfig()
+        let limit = 4_000_000  // a few one-second fragments of 640x480 MJPEG
+        let (p, port, _) = try await launch(["--config", config, "--preset", "640x480"], under: ["/usr/bin/prlimit", "--fsize=\(limit)"])
+        defer { p.terminate() }
+        let events = try TestConnection(port: port)
+        try events.request("GET", "/api/events")
+        let start = try await fetch(port, "POST", "/api/session/recording/start", body: #"{"codec": "mjpeg"}"#)
+        #expect(start.status == 200)
+        try await events.read(timeout: 30) { String(decoding: $0, as: UTF8.self).contains(#""event":"finished""#) }
+        #expect(events.text.contains(#""reason":"diskFull""#), "\(events.text.suffix(600))")
+        let list = try #require((try await fetch(port, "/api/movies").json as? [String: Any])?["movies"] as? [[String: Any]])
+        let movie = try #require(list.first)
+        let id = try #require(movie["id"] as? String)
+        #expect(movie["reason"] as? String == "diskFull" && (movie["frames"] as? Int ?? 0) > 0)
+        #expect((movie["bytes"] as? Int ?? .max) <= limit)
+        #expect(try ffprobe("\(movies)/\(id).mp4").frames == movie["frames"] as? Int)
+        // Serving on, and the session untouched.
+        #expect(try await fetch(port, "/healthz").status == 200)
+        let state = try #require(try await fetch(port, "/api/session").json as? [String: Any])
+        #expect(state["state"] as? String == "running" && (state["recording"] as? [String: Any])?["active"] as? Bool == false)
+        #expect(p.isRunning)
     }
 }

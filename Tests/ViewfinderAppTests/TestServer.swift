@@ -15,6 +15,8 @@ func testConfiguration(_ edit: (inout Configuration) -> Void = { _ in }) -> Conf
     c.cameras = .synthetic
     c.session.preset = "352x288"
     c.capture.directory = NSTemporaryDirectory() + "vf-photos-\(UUID().uuidString)"
+    c.recording.directory = NSTemporaryDirectory() + "vf-movies-\(UUID().uuidString)"
+    c.recording.preset = "ultrafast"
     edit(&c)
     return c
 }
