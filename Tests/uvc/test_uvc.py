@@ -356,7 +356,8 @@ def start_server(tmp):
         json.dump({"server": {"host": "127.0.0.1", "port": 0, "publicDirectory": os.path.join(REPO, "Public")},
                    "cameras": "auto",
                    "session": {"preset": "640x480", "fps": 15, "autostart": True},
-                   "capture": {"directory": os.path.join(tmp, "photos")}}, f)
+                   "capture": {"directory": os.path.join(tmp, "photos")},
+                   "recording": {"directory": os.path.join(tmp, "movies"), "preset": "ultrafast"}}, f)
     err = open(os.path.join(tmp, "server.log"), "w")
     p = subprocess.Popen([SERVER, "--config", cfg, "--port", "0"], stdout=subprocess.PIPE, stderr=err,
                          text=True, cwd=tmp)
@@ -706,6 +707,91 @@ def mjpeg_passthrough():
     check("prepare C920 MJPG 1280x720 again -> 200", r.status == 200 and dig(r.json, "format", "width") == 1280, repr(r))
 
 
+def movie_packets(path, out):
+    """The movie's frames as the file holds them (ffmpeg stream copy: no decode)."""
+    os.makedirs(out, exist_ok=True)
+    subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-c", "copy", "-f", "image2", os.path.join(out, "f%04d.jpg")],
+                   timeout=120, check=False)
+    return [open(os.path.join(out, f), "rb").read() for f in sorted(os.listdir(out))]
+
+
+def probe(path):
+    r = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                        "stream=codec_name,width,height,nb_read_frames", "-of", "json", path],
+                       capture_output=True, text=True, timeout=120)
+    try:
+        return json.loads(r.stdout)["streams"][0]
+    except (ValueError, KeyError, IndexError):
+        return {}
+
+
+def recording(tmp):
+    """The movie output on the real driver: the C920's MJPEG frames go into the MP4 byte for
+    byte; H.264 from them plays; unplugging mid-recording ends the movie as cameraLost and
+    keeps what was recorded. The C920 runs MJPEG 1280x720 from the step before."""
+    movies = os.path.join(tmp, "movies")
+
+    def recorded_frames(n, timeout=60):
+        return poll(lambda: (dig(state(), "recording", "frames") or 0) >= n, timeout, 0.25)
+
+    r = http("POST", "/api/session/recording/start", {"codec": "mjpeg"})
+    check("record MJPEG: start -> 200, recording active", r.status == 200 and dig(r.json, "recording", "active") is True, repr(r))
+    recorded_frames(15)
+    r = http("POST", "/api/session/recording/stop", timeout=60)
+    movie = r.json or {}
+    check("record MJPEG: stop -> 201 with a 1280x720 mjpeg movie of 15 or more frames",
+          r.status == 201 and movie.get("codec") == "mjpeg" and (movie.get("width"), movie.get("height")) == (1280, 720)
+          and (movie.get("frames") or 0) >= 15, repr(r))
+    if r.status == 201:
+        packets = movie_packets(os.path.join(movies, movie["id"] + ".mp4"), os.path.join(tmp, "packets"))
+        exact, numbered = 0, 0
+        for packet in packets[:5]:
+            n = next((int(m.group(1)) for c in jpeg_comments(packet) for m in [re.match(rb"uvc-frame (\d+)", c)] if m), None)
+            if n is None:
+                continue
+            numbered += 1
+            ref = subprocess.run([CTL, "jpeg", "1280x720", str(n)], capture_output=True, timeout=60).stdout
+            exact += packet == ref
+        check("record MJPEG: the movie's frames are the camera's JPEGs byte for byte (uvc-camera-ctl jpeg)",
+              numbered >= 3 and exact == numbered, "%d packets, %d numbered, %d exact" % (len(packets), numbered, exact))
+
+    r = http("POST", "/api/session/recording/start")
+    check("record H.264 from the MJPEG camera: start -> 200", r.status == 200, repr(r))
+    recorded_frames(15)
+    r = http("POST", "/api/session/recording/stop", timeout=60)
+    movie = r.json or {}
+    facts = probe(os.path.join(movies, movie.get("id", "none") + ".mp4")) if r.status == 201 else {}
+    check("record H.264: 201; ffprobe reads h264 1280x720 with the movie's frame count",
+          r.status == 201 and facts.get("codec_name") == "h264" and (facts.get("width"), facts.get("height")) == (1280, 720)
+          and str(facts.get("nb_read_frames")) == str(movie.get("frames")), "%r; ffprobe %s" % (r, facts))
+
+    # Unplugged mid-recording: the movie ends as cameraLost, what was recorded is kept.
+    r = http("POST", "/api/session/recording/start")
+    recorded_frames(20)
+    u = subprocess.run([CTL, "unplug", "0"], capture_output=True, text=True, timeout=60)
+    forget_nodes()
+    try:
+        def lost():
+            for m in (http("GET", "/api/movies").json or {}).get("movies", []):
+                if m.get("reason") == "cameraLost":
+                    return m
+            return None
+        m = poll(lost, 30, 0.25)
+        facts = probe(os.path.join(movies, m["id"] + ".mp4")) if m else {}
+        check("record then unplug: the movie ends as cameraLost and keeps its frames (ffprobe agrees)",
+              u.returncode == 0 and bool(m) and (m.get("frames") or 0) > 0
+              and str(facts.get("nb_read_frames")) == str(m.get("frames")),
+              "unplug rc %s; movie %s; ffprobe %s; state %s" % (u.returncode, m, facts, state().get("recording")))
+        check("record then unplug: the state says not recording", dig(state(), "recording", "active") is False,
+              "%s" % state().get("recording"))
+    finally:
+        p = subprocess.run([CTL, "plug", "0"], capture_output=True, text=True, timeout=90)
+        forget_nodes()
+        s = poll(lambda: state().get("state") == "running", 30, 0.25)
+        check("record then unplug: plugged back -> running again", p.returncode == 0 and bool(s),
+              "plug rc %s; state %s" % (p.returncode, state().get("state")))
+
+
 def two_cameras():
     """Both webcams at once, each in its own session: the C920 as the main session (MJPEG
     1280x720 from the step before), the C270 started in its own right at 640x480 MJPEG. A
@@ -855,7 +941,8 @@ def main():
              ("exposure custom", exposure_custom), ("white balance locked", white_balance_locked),
              ("unrelated call", unrelated_call), ("outside change", outside_change),
              ("refused write", refused_write), ("C270", c270), ("stream and photo", stream_and_photo),
-             ("MJPEG pass-through", mjpeg_passthrough), ("two cameras at once", two_cameras),
+             ("MJPEG pass-through", mjpeg_passthrough), ("recording", lambda: recording(tmp)),
+             ("two cameras at once", two_cameras),
              ("unplug/replug", lambda: replug(False)),
              ("unplug/replug, node held", lambda: replug(True))]
     try:
