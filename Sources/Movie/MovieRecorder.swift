@@ -219,10 +219,8 @@ public final class MovieRecorder: Sendable {
             movie = try? store.finalize(id: setup.id, camera: setup.camera, startedAt: startedAt, reason: reason,
                                         timelapse: setup.options.timelapse != nil)
         }
-        if movie == nil, ending.reason != .stopped || writer.frames > 0 {
-            // Nothing playable: the partial file is gone (finalize removed it).
-            unlink(writer.path)
-        }
+        // A movie neither published nor removed is still `.ID.mp4.part`: the next start
+        // repairs and lists it, so nothing written is lost to a failed rename.
         let outcome = RecordingOutcome(id: setup.id, camera: setup.camera, reason: reason, movie: movie, message: message)
         let waiters = shared.withLock { s -> [CheckedContinuation<RecordingOutcome, Never>] in
             s.outcome = outcome

@@ -33,7 +33,7 @@ import Testing
         #expect(outcome.reason == .stopped && probe.outcome.withLock { $0 } == outcome)
         #expect(movie.frames == offered && movie.codec == .h264 && movie.width == 320 && movie.height == 240)
         #expect(abs(movie.duration - 3.0) < 0.001, "last frame at 89/30 s plus one frame: \(movie.duration)")
-        let p = try Probe(store.path(movie.id))
+        let p = try await Probe.of(store.path(movie.id))
         #expect(p.codec == "h264" && p.width == 320 && p.height == 240 && p.frames == offered)
         #expect(abs(p.duration - 3.0) < 0.05, "ffprobe: \(p.duration)")
         #expect(store.list().map(\.id) == [movie.id])
@@ -54,7 +54,7 @@ import Testing
         let s = r.status
         #expect(s.dropped > 0 && movie.frames + s.dropped == 40, "frames \(movie.frames), dropped \(s.dropped)")
         #expect(offerTime < 1.0, "offering 40 frames took \(offerTime) s: the capture thread must not wait for the encoder")
-        #expect(try Probe(store.path(movie.id)).frames == movie.frames)
+        #expect(try await Probe.of(store.path(movie.id)).frames == movie.frames)
     }
 
     @Test func intervalTimelapseTakesOneFrameAnIntervalAndPlaysAtItsRate() async throws {
@@ -68,7 +68,7 @@ import Testing
         let movie = try #require(await r.outcome().movie)
         #expect(movie.frames == 10 && movie.timelapse)
         #expect(abs(movie.duration - 1.0) < 0.001, "10 frames at 10 fps: \(movie.duration)")
-        let p = try Probe(store.path(movie.id))
+        let p = try await Probe.of(store.path(movie.id))
         #expect(p.frames == 10 && abs(p.duration - 1.0) < 0.05)
     }
 
@@ -84,7 +84,7 @@ import Testing
         r.finish(.stopped)
         let movie = try #require(await r.outcome().movie)
         #expect(movie.frames == 3 && r.status.dropped == 0)
-        #expect(try Probe(store.path(movie.id)).frames == 3)
+        #expect(try await Probe.of(store.path(movie.id)).frames == 3)
     }
 
     @Test func maxDurationEndsTheMovieByItself() async throws {
@@ -99,7 +99,7 @@ import Testing
         #expect(outcome.reason == .maxDuration)
         let movie = try #require(outcome.movie)
         #expect(movie.frames == 30 && abs(movie.duration - 1.0) < 0.001, "\(movie.frames) frames, \(movie.duration) s")
-        #expect(abs(try Probe(store.path(movie.id)).duration - 1.0) < 0.05)
+        #expect(abs(try await Probe.of(store.path(movie.id)).duration - 1.0) < 0.05)
     }
 
     @Test func maxBytesEndsTheMovieBeforeItsFilePassesTheLimit() async throws {
@@ -113,7 +113,7 @@ import Testing
         #expect(outcome.reason == .maxBytes)
         let movie = try #require(outcome.movie)
         #expect(movie.bytes <= 200_000 && movie.bytes > 100_000, "\(movie.bytes) bytes")
-        #expect(try Probe(store.path(movie.id)).frames == movie.frames)
+        #expect(try await Probe.of(store.path(movie.id)).frames == movie.frames)
     }
 
     @Test func anMJPEGCamerasFramesGoIntoTheFileUntouched() async throws {
@@ -133,7 +133,7 @@ import Testing
         #expect(movie.codec == .mjpeg && movie.frames == 10)
         // The packets, copied out by ffmpeg, are the camera's bytes exactly.
         let out = temporaryDirectory("frames")
-        _ = try run("/usr/bin/ffmpeg", ["-v", "error", "-i", store.path(movie.id), "-c", "copy", "-f", "image2", out + "/f%03d.jpg"])
+        _ = try await run("/usr/bin/ffmpeg", ["-v", "error", "-i", store.path(movie.id), "-c", "copy", "-f", "image2", out + "/f%03d.jpg"])
         for (i, jpeg) in jpegs.enumerated() {
             let copied = try #require(FileManager.default.contents(atPath: out + String(format: "/f%03d.jpg", i + 1)))
             #expect([UInt8](copied) == jpeg, "frame \(i)")
@@ -149,7 +149,7 @@ import Testing
         r.finish(.stopped)
         let movie = try #require(await r.outcome().movie)
         #expect(movie.rotation == 90)
-        let p = try Probe(store.path(movie.id))
+        let p = try await Probe.of(store.path(movie.id))
         #expect(p.rotation == -90, "ffprobe's rotation is anticlockwise, as for an iPhone's portrait movie: \(String(describing: p.rotation))")
         // The track matrix itself, as QuickTime and iPhones write 90° clockwise: {0, 1, -1, 0}.
         let file = [UInt8](try #require(FileManager.default.contents(atPath: store.path(movie.id))))
@@ -159,13 +159,13 @@ import Testing
         #expect(matrix == [0, 1 << 16, 0, -(1 << 16)], "a, b, u, c of the tkhd matrix: \(matrix)")
         #expect(p.width == 320 && p.height == 240, "the pixels are not turned; the player turns them")
         // Decoded as coded (-noautorotate): the pixels themselves.
-        func corner(_ n: Int) throws -> (Int, Int, Int) {
-            let rgb = try run("/usr/bin/ffmpeg", ["-v", "error", "-noautorotate", "-i", store.path(movie.id), "-vf", "select=eq(n\\,\(n))",
+        func corner(_ n: Int) async throws -> (Int, Int, Int) {
+            let rgb = try await run("/usr/bin/ffmpeg", ["-v", "error", "-noautorotate", "-i", store.path(movie.id), "-vf", "select=eq(n\\,\(n))",
                                                    "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
             let o = (10 * 320 + 10) * 3
             return (Int(rgb[o]), Int(rgb[o + 1]), Int(rgb[o + 2]))
         }
-        let plain = try corner(0), zoomed = try corner(2)
+        let plain = try await corner(0), zoomed = try await corner(2)
         #expect(plain.0 < 120, "unzoomed corner is the grey ramp: \(plain)")
         #expect(zoomed.0 > 180 && zoomed.1 < 80 && zoomed.2 < 80, "zoomed 2×, the corner is the red centre: \(zoomed)")
     }

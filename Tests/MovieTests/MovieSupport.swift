@@ -63,8 +63,15 @@ extension MovieRecorder {
     }
 }
 
-/// Runs a tool and answers its standard output.
-func run(_ tool: String, _ args: [String]) throws -> Data {
+/// Runs a tool on a thread of its own (never on the concurrency pool: every suite's servers
+/// need it) and answers its standard output.
+func run(_ tool: String, _ args: [String]) async throws -> Data {
+    try await withCheckedThrowingContinuation { (c: CheckedContinuation<Data, Error>) in
+        Thread { c.resume(with: Result { try runBlocking(tool, args) }) }.start()
+    }
+}
+
+private func runBlocking(_ tool: String, _ args: [String]) throws -> Data {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: tool)
     p.arguments = args
@@ -87,10 +94,11 @@ struct Probe {
     var duration: Double
     var rotation: Int?
 
-    init(_ path: String) throws {
-        let data = try run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0",
+    static func of(_ path: String) async throws -> Probe { try Probe(data: try await run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0",
                                                  "-show_entries", "stream=codec_name,width,height,nb_read_frames:stream_side_data=rotation:format=duration",
-                                                 "-of", "json", path])
+                                                 "-of", "json", path])) }
+
+    private init(data: Data) throws {
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let stream = try #require((json["streams"] as? [[String: Any]])?.first)
         codec = stream["codec_name"] as? String ?? ""
@@ -100,12 +108,4 @@ struct Probe {
         duration = Double((json["format"] as? [String: Any])?["duration"] as? String ?? "") ?? -1
         rotation = (stream["side_data_list"] as? [[String: Any]])?.compactMap { $0["rotation"] as? Int }.first
     }
-}
-
-/// Decodes frame `n` of a movie to RGB24 through ffmpeg.
-func decodedFrame(_ path: String, index n: Int, width: Int, height: Int) throws -> [UInt8] {
-    let data = try run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-vf", "select=eq(n\\,\(n))", "-frames:v", "1",
-                                            "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
-    guard data.count == width * height * 3 else { throw TestError("decoded \(data.count) bytes") }
-    return [UInt8](data)
 }

@@ -40,7 +40,7 @@ import Testing
             #expect(movie.reason == .recovered && movie.camera == "cam" && movie.startedAt == "2023-11-14T22:13:20.000Z")
             #expect(movie.frames > 0 && movie.frames <= frames)
             #expect(movie.frames % 30 == 0, "whole one-second fragments only: \(movie.frames)")
-            let p = try Probe(store.path(movie.id))
+            let p = try await Probe.of(store.path(movie.id))
             #expect(p.frames == movie.frames && abs(p.duration - Double(movie.frames) / 30) < 0.05)
             #expect(store.list().map(\.id) == ["1700000000000000-cam"])
             #expect(!FileManager.default.fileExists(atPath: "\(store.directory)/.1700000000000000-cam.mp4.part"))
@@ -74,7 +74,7 @@ import Testing
         let crashed = leftUnfinished([UInt8](snapshot)[...], id: "1700000000000000-cam")
         let movie = try #require(crashed.recoverUnfinished().first)
         #expect(movie.frames == 60, "2 whole fragments of the 2.5 s written: \(movie.frames)")
-        #expect(try Probe(crashed.path(movie.id)).frames == 60)
+        #expect(try await Probe.of(crashed.path(movie.id)).frames == 60)
     }
 
     @Test(arguments: ["../x", "1-..", "1-.hidden", "abc", "", "1/2", "1-a/b", "123456789012345678901-cam"])

@@ -160,7 +160,7 @@ import Testing
         let list = try #require((try await fetch(port2, "/api/movies").json as? [String: Any])?["movies"] as? [[String: Any]])
         let movie = try #require(list.first)
         #expect(list.count == 1 && movie["id"] as? String == id && movie["reason"] as? String == "recovered")
-        let probe = try ffprobe("\(movies)/\(id).mp4")
+        let probe = try await ffprobe("\(movies)/\(id).mp4")
         #expect(probe.codec == "h264" && probe.frames == movie["frames"] as? Int)
         #expect(probe.duration >= recorded - 1.5, "plays \(probe.duration) s of the \(recorded) s recorded before the kill")
         let served = try await fetch(port2, "/api/movies/\(id)", headers: ["Range": "bytes=0-7"])
@@ -185,7 +185,7 @@ import Testing
         let id = try #require(movie["id"] as? String)
         #expect(movie["reason"] as? String == "diskFull" && (movie["frames"] as? Int ?? 0) > 0)
         #expect((movie["bytes"] as? Int ?? .max) <= limit)
-        #expect(try ffprobe("\(movies)/\(id).mp4").frames == movie["frames"] as? Int)
+        #expect(try await ffprobe("\(movies)/\(id).mp4").frames == movie["frames"] as? Int)
         // Serving on, and the session untouched.
         #expect(try await fetch(port, "/healthz").status == 200)
         let state = try #require(try await fetch(port, "/api/session").json as? [String: Any])
