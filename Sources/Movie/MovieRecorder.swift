@@ -92,7 +92,7 @@ public final class MovieRecorder: Sendable {
     public var status: RecordingStatus {
         shared.withLock { s in
             RecordingStatus(active: s.outcome == nil, id: setup.id, codec: setup.options.codec,
-                            startedAt: ISOTime.string(startedAt), duration: s.duration, frames: s.frames,
+                            startedAt: StoredName.iso8601(startedAt), duration: s.duration, frames: s.frames,
                             bytes: s.bytes, dropped: s.dropped, timelapse: setup.options.timelapse)
         }
     }
@@ -206,7 +206,7 @@ public final class MovieRecorder: Sendable {
                     width: writer.setup.width, height: writer.setup.height, rotation: writer.setup.rotation,
                     frames: writer.frames,
                     duration: MovieInfo.seconds(Double(writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)),
-                    bytes: Self.size(of: writer.path), startedAt: ISOTime.string(startedAt), reason: reason,
+                    bytes: Self.size(of: writer.path), startedAt: StoredName.iso8601(startedAt), reason: reason,
                     timelapse: setup.options.timelapse != nil)
                 try store.publish(info)
                 movie = info

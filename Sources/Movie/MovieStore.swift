@@ -23,19 +23,14 @@ public final class MovieStore: Sendable {
 
     static func parse(_ id: String) -> (micros: Int64, camera: String?)? {
         let parts = id.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard (1...20).contains(parts[0].count), parts[0].allSatisfy({ ("0"..."9").contains($0) }),
-              let micros = Int64(parts[0]) else { return nil }
+        guard StoredName.isNumber(parts[0]), let micros = Int64(parts[0]) else { return nil }
         guard parts.count == 2 else { return (micros, nil) }
         let camera = String(parts[1])
         guard isValid(camera: camera) else { return nil }
         return (micros, camera)
     }
 
-    /// A camera id that can be part of a movie id as it is.
-    public static func isValid(camera: String) -> Bool {
-        (1...96).contains(camera.count) && !camera.hasPrefix(".")
-            && camera.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-".unicodeScalars.contains($0)) }
-    }
+    public static func isValid(camera: String) -> Bool { StoredName.isSafe(camera: camera) }
 
     public func makeID(startedAt: Double, camera: String?) -> String {
         let micros = Int64((startedAt * 1_000_000).rounded())
@@ -109,7 +104,7 @@ public final class MovieStore: Sendable {
         guard let parsed = Self.parse(id), let facts = try? MovieProbe.probe(path(id)) else { return nil }
         let info = MovieInfo(id: id, url: Self.url(id), camera: parsed.camera, codec: facts.codec, width: facts.width,
                              height: facts.height, rotation: facts.rotation, frames: facts.frames, duration: MovieInfo.seconds(facts.duration),
-                             bytes: Int64(st.st_size), startedAt: ISOTime.string(Double(parsed.micros) / 1e6),
+                             bytes: Int64(st.st_size), startedAt: StoredName.iso8601(Double(parsed.micros) / 1e6),
                              reason: .recovered, timelapse: false)
         turn.withLock { _ in writeRecord(info) }
         return info
@@ -167,7 +162,7 @@ public final class MovieStore: Sendable {
         stat(partial, &st)
         let info = MovieInfo(id: id, url: Self.url(id), camera: camera, codec: facts.codec, width: facts.width,
                              height: facts.height, rotation: facts.rotation, frames: facts.frames,
-                             duration: MovieInfo.seconds(facts.duration), bytes: Int64(st.st_size), startedAt: ISOTime.string(startedAt),
+                             duration: MovieInfo.seconds(facts.duration), bytes: Int64(st.st_size), startedAt: StoredName.iso8601(startedAt),
                              reason: reason, timelapse: timelapse)
         try publish(info)
         return info

@@ -113,12 +113,3 @@ public struct RecordingOutcome: Sendable, Equatable {
     /// What went wrong, for `diskFull` and `failed`.
     public var message: String?
 }
-
-enum ISOTime {
-    static func string(_ t: Double) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        f.timeZone = TimeZone(identifier: "UTC")
-        return f.string(from: Date(timeIntervalSince1970: t))
-    }
-}

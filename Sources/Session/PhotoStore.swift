@@ -36,8 +36,7 @@ public final class PhotoStore: Sendable {
 
     static func parse(_ id: String) -> (micros: Int64, camera: String?)? {
         let parts = id.split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts.prefix(2).allSatisfy({ (1...20).contains($0.count) && $0.allSatisfy(\.isASCIIDigit) }),
-              let micros = Int64(parts[0]) else { return nil }
+        guard parts.count >= 2, parts.prefix(2).allSatisfy(StoredName.isNumber), let micros = Int64(parts[0]) else { return nil }
         guard parts.count == 3 else { return (micros, nil) }
         let camera = String(parts[2])
         guard isValid(camera: camera) else { return nil }
@@ -45,10 +44,7 @@ public final class PhotoStore: Sendable {
     }
 
     /// A camera id that can be part of a photo id as it is.
-    public static func isValid(camera: String) -> Bool {
-        (1...96).contains(camera.count) && !camera.hasPrefix(".")
-            && camera.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-".unicodeScalars.contains($0)) }
-    }
+    public static func isValid(camera: String) -> Bool { StoredName.isSafe(camera: camera) }
 
     /// Stores `frame`, taken by `camera` (recorded in the id when it is a plain name).
     public func save(_ frame: EncodedFrame, camera: String? = nil) throws(SystemError) -> PhotoInfo {
@@ -114,14 +110,5 @@ public final class PhotoStore: Sendable {
         }
     }
 
-    static func iso(_ t: Double) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        f.timeZone = TimeZone(identifier: "UTC")
-        return f.string(from: Date(timeIntervalSince1970: t))
-    }
-}
-
-extension Character {
-    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+    static func iso(_ t: Double) -> String { StoredName.iso8601(t) }
 }
