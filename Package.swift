@@ -25,17 +25,23 @@ let package = Package(
         .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CGnuTLSCrypto", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libavutil.
         .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev", "libavutil-dev"])]),
 
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
         .target(name: "CameraCore"),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CameraCore"]),
-        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2"]),
+        // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
+        .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore"]),
+        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes"]),
+        // The metadata output's decoder: zbar on a luma plane.
+        .target(name: "Metadata", dependencies: ["CZBar", "CameraCore"]),
         // The movie output: fragmented MP4 files, H.264 or MJPEG, repaired after a crash.
         .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG"]),
         .target(name: "Session", dependencies: [
-            "CameraCore", "JPEG", "Movie",
+            "CameraCore", "JPEG", "Movie", "Metadata",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
@@ -61,6 +67,7 @@ let package = Package(
         .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
         .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore"]),
+        .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),

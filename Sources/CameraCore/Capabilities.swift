@@ -34,6 +34,8 @@ public struct Capabilities: Sendable, Equatable, Codable {
     public var whiteBalanceModes: [WhiteBalanceMode]
     public var whiteBalanceTemperature: Range?
     public var torch: Bool
+    /// What the metadata output can detect (all of zbar's types on every camera).
+    public var metadata = MetadataCapability()
 
     public init(zoom: ZoomCapability, focusModes: [FocusMode], focusPointOfInterest: Bool, lensPosition: Bool,
                 exposureModes: [ExposureMode], exposurePointOfInterest: Bool, exposureDuration: Range?, iso: Range?,

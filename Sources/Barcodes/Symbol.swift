@@ -1,0 +1,65 @@
+// Codes drawn as their specifications lay them out: a grid of dark and light modules, the
+// quiet zone included. QR comes from libqrencode; EAN-13 and Code 128 are laid out here from
+// their standards (ISO/IEC 15420, ISO/IEC 15417), which are tables, not algorithms.
+
+import CameraCore
+import CQREncode
+import Glibc
+
+/// Modules row by row, `true` dark. A 1D code has one row (its height is the drawer's).
+public struct ModuleGrid: Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    public let dark: [Bool]
+
+    public subscript(x: Int, y: Int) -> Bool { dark[y * width + x] }
+}
+
+public enum SymbolError: Error, Sendable, Equatable, CustomStringConvertible {
+    case invalidValue(MetadataObjectType, String)
+    case unsupported(MetadataObjectType)
+    case library(String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .invalidValue(let t, let why): "\(t.rawValue): \(why)"
+        case .unsupported(let t): "the scene cannot draw \(t.rawValue) (it draws qr, ean13 and code128)"
+        case .library(let call, let e): "\(call) failed: \(String(cString: strerror(e)))"
+        }
+    }
+}
+
+public enum Symbol {
+    /// The types the scene can draw.
+    public static let drawable: [MetadataObjectType] = [.qr, .ean13, .code128]
+
+    public static func grid(_ type: MetadataObjectType, _ value: String) throws(SymbolError) -> ModuleGrid {
+        switch type {
+        case .qr: try qr(value)
+        case .ean13: try ean13(value)
+        case .code128: try code128(value)
+        default: throw .unsupported(type)
+        }
+    }
+
+    /// QR at error correction level M, with the four-module quiet zone.
+    static func qr(_ value: String) throws(SymbolError) -> ModuleGrid {
+        guard !value.isEmpty, value.utf8.count <= 1000 else { throw .invalidValue(.qr, "1 to 1000 bytes") }
+        guard let code = QRcode_encodeString8bit(value, 0, QR_ECLEVEL_M) else {
+            throw .library("QRcode_encodeString8bit", errno: errno)
+        }
+        defer { QRcode_free(code) }
+        let n = Int(code.pointee.width), quiet = 4, side = n + 2 * quiet
+        var dark = [Bool](repeating: false, count: side * side)
+        for y in 0..<n { for x in 0..<n where code.pointee.data[y * n + x] & 1 == 1 { dark[(y + quiet) * side + x + quiet] = true } }
+        return ModuleGrid(width: side, height: side, dark: dark)
+    }
+
+    /// Bars from widths, starting with a bar, between quiet zones of `quiet` modules.
+    static func bars(_ widths: [Int], quiet: Int) -> ModuleGrid {
+        var dark = [Bool](repeating: false, count: quiet)
+        for (i, w) in widths.enumerated() { dark += [Bool](repeating: i % 2 == 0, count: w) }
+        dark += [Bool](repeating: false, count: quiet)
+        return ModuleGrid(width: dark.count, height: 1, dark: dark)
+    }
+}

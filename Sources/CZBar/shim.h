@@ -1,0 +1,2 @@
+// zbar: the metadata output's decoder (the Metadata module alone).
+#include <zbar.h>
