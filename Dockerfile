@@ -17,7 +17,7 @@
 FROM swift:6.1-bookworm AS build
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends pkg-config libmicrohttpd-dev libturbojpeg0-dev libcrypt-dev libgnutls28-dev \
-    libavcodec-dev libavformat-dev libswscale-dev libavutil-dev \
+    libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libzbar-dev libqrencode-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -34,7 +34,7 @@ RUN swift build -c release --static-swift-stdlib --product viewfinder \
 FROM debian:bookworm-slim
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends libmicrohttpd12 libturbojpeg0 libcrypt1 libgnutls30 \
-    libavcodec59 libavformat59 libswscale6 libavutil57 ca-certificates \
+    libavcodec59 libavformat59 libswscale6 libavutil57 libzbar0 libqrencode4 ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --gid video --home-dir /app viewfinder
 WORKDIR /app

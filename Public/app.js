@@ -149,6 +149,11 @@ function connectEvents() {
     try { event = JSON.parse(e.data); } catch (_) { return; }
     if (event) recordingEvent(event);
   });
+  events.addEventListener("metadata", (e) => { // servers before the metadata output send none
+    let event = null;
+    try { event = JSON.parse(e.data); } catch (_) { return; }
+    if (event) metadataEvent(event);
+  });
   events.addEventListener("error", () => { eventsDown = true; updateOffline(); }); // it reconnects by itself
 }
 
@@ -332,6 +337,8 @@ function buildControls() {
   $("torch-reason").textContent = caps.torch ? "" : "This camera has no torch.";
   $("torch").title = caps.torch ? "Toggle the torch" : "This camera has no torch";
 
+  buildCodeTypes();
+
   options($("preset"), PRESETS);
   const rates = [...new Set(cam.formats.flatMap((f) => f.fps))].sort((a, b) => b - a);
   options($("fps"), rates.map(String), rates.map((r) => `${r} fps`));
@@ -362,6 +369,7 @@ function render(s) {
   }
   updateOffline();
   renderRecording();
+  renderCodes(s);
   if (!caps) return;
   setValue("camera", s.camera.id);
   const f = s.format;
@@ -804,6 +812,268 @@ function movieItem(m) {
   actions.append(download, del);
   li.append(picture, caption, actions);
   return li;
+}
+
+// MARK: - Codes (the main session's metadata output: QR codes and barcodes in the picture)
+
+// zbar's types by the API's names, as people know them; the camera's list may hold others.
+const CODE_TYPES = {
+  qr: "QR", ean13: "EAN-13", ean8: "EAN-8", upca: "UPC-A", upce: "UPC-E", isbn10: "ISBN-10", isbn13: "ISBN-13",
+  code128: "Code 128", code39: "Code 39", code93: "Code 93", i25: "Interleaved 2 of 5", codabar: "Codabar",
+  databar: "DataBar", "databar-exp": "DataBar Expanded",
+};
+const RECENT_CODES = 10;
+const SVG = "http://www.w3.org/2000/svg";
+
+let codeObjects = [];         // the codes the overlay shows: the main session's, in view now
+let codesBusy = 0;            // metadata calls on their way: the checkboxes keep what was clicked
+const codesSeen = new Map();  // camera id → the codes (type + value) it had in view, so each sighting is listed once
+const recentCodes = [];       // {camera, key, li}, newest first
+
+/** The main session's metadata output, or null from a server without one (no `metadata`). */
+function metadataState() {
+  return state && state.metadata && typeof state.metadata === "object" ? state.metadata : null;
+}
+
+function codeTypeName(type) { return CODE_TYPES[type] || String(type); }
+function codeKey(o) { return `${o.type}\n${o.encoding || ""}\n${o.value}`; }
+
+/** What a code says, for people: its text, or its size when it is binary (sent base64). */
+function codeText(o) {
+  if (o.encoding !== "base64") return String(o.value);
+  const b64 = String(o.value), bytes = Math.floor(b64.length * 3 / 4) - (b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0);
+  return `binary, ${bytes} byte${bytes === 1 ? "" : "s"} (base64 ${b64.length > 24 ? b64.slice(0, 24) + "…" : b64})`;
+}
+
+/** The checkboxes, one per type the camera can find (all of zbar's when it doesn't say). */
+function buildCodeTypes() {
+  const md = caps && caps.metadata;
+  const types = md && Array.isArray(md.availableTypes) && md.availableTypes.length ? md.availableTypes : Object.keys(CODE_TYPES);
+  const box = $("code-types");
+  if (box.dataset.types === types.join(" ")) return; // the same list: keep the boxes (and focus)
+  box.dataset.types = types.join(" ");
+  box.replaceChildren(...types.map((type) => {
+    const label = document.createElement("label");
+    const input = document.createElement("input");
+    input.type = "checkbox";
+    input.value = type;
+    input.id = `code-type-${type}`;
+    input.addEventListener("change", sendCodeTypes);
+    label.title = `Look for ${codeTypeName(type)} codes (${type})`;
+    label.append(input, codeTypeName(type));
+    return label;
+  }));
+}
+
+/** The types ticked, to the main session; its rect of interest stays as it is. */
+async function sendCodeTypes() {
+  const md = metadataState();
+  if (!md || viewOnly) return;
+  const body = { types: [...$("code-types").querySelectorAll("input:checked")].map((i) => i.value) };
+  if (md.rectOfInterest) body.rectOfInterest = md.rectOfInterest; // absent would mean the whole picture
+  codesBusy++;
+  try {
+    await call("/api/session/metadata", body);
+  } finally {
+    codesBusy--;
+    renderCodeControls(); // a refused call shows what the server has
+  }
+}
+
+/** The Codes panel from the main session's state: hidden from a server without metadata. */
+function renderCodeControls() {
+  const md = metadataState(), inputs = [...$("code-types").querySelectorAll("input")];
+  $("codes-group").hidden = !md || !inputs.length;
+  if (!md) return;
+  const types = Array.isArray(md.types) ? md.types : [];
+  if (!codesBusy) for (const input of inputs) input.checked = types.includes(input.value);
+  const n = codeObjects.length;
+  $("codes-status").textContent = !types.length ? "Off: tick the codes to look for."
+    : n ? `${n} code${n === 1 ? "" : "s"} in view${md.rectOfInterest ? " (in part of the picture)" : ""}.`
+    : `Looking for ${types.map(codeTypeName).join(", ")}${md.rectOfInterest ? " in part of the picture" : ""}…`;
+}
+
+/** A main session's state: the panel, the boxes over the preview and any code new in view. */
+function renderCodes(s) {
+  const md = metadataState();
+  const objects = md && Array.isArray(md.objects) ? md.objects : [];
+  if (md) noteCodes(s.camera.id, objects, null);
+  showCodes(objects);
+  renderRecentCodes();
+}
+
+/** `event: metadata` (any camera's): the codes in view changed. The main session's move the
+ *  boxes; every camera's new codes join the list. */
+function metadataEvent(event) {
+  const objects = Array.isArray(event.objects) ? event.objects : [];
+  const main = !!state && (!event.camera || event.camera === state.camera.id);
+  noteCodes(event.camera || (state && state.camera.id), objects, event.timestamp);
+  if (!main || !metadataState()) return;
+  lastMainAt = performance.now(); // a state asked for before this has older codes: the poll drops it
+  state.metadata = Object.assign({}, state.metadata, { objects });
+  showCodes(objects);
+}
+
+function showCodes(objects) {
+  codeObjects = objects;
+  drawCodes();
+  renderCodeControls();
+}
+
+// MARK: Boxes over the preview
+
+/** A code's outline in the picture: its corners, or its bounds' (null without either). */
+function codeOutline(o) {
+  const finite = (p) => p && Number.isFinite(Number(p.x)) && Number.isFinite(Number(p.y));
+  if (Array.isArray(o.corners) && o.corners.length >= 3 && o.corners.every(finite)) {
+    return o.corners.map((p) => ({ x: Number(p.x), y: Number(p.y) }));
+  }
+  const b = o.bounds;
+  if (!b || ![b.x, b.y, b.width, b.height].every((v) => Number.isFinite(Number(v)))) return null;
+  const [x, y, w, h] = [b.x, b.y, b.width, b.height].map(Number);
+  return [{ x, y }, { x, y: y + h }, { x: x + w, y: y + h }, { x: x + w, y }];
+}
+
+/** One box: a div over the code's bounding rect (in % of the picture), its outline an SVG
+ *  polygon inside it, its value on a label above it (below it at the picture's top). */
+function codeBox(o) {
+  const points = codeOutline(o);
+  if (!points) return null;
+  let x0 = Math.min(...points.map((p) => p.x)), x1 = Math.max(...points.map((p) => p.x));
+  let y0 = Math.min(...points.map((p) => p.y)), y1 = Math.max(...points.map((p) => p.y));
+  const least = 0.01; // a code seen along one line still gets a box
+  if (x1 - x0 < least) { const c = (x0 + x1) / 2; x0 = c - least / 2; x1 = c + least / 2; }
+  if (y1 - y0 < least) { const c = (y0 + y1) / 2; y0 = c - least / 2; y1 = c + least / 2; }
+  const box = document.createElement("div");
+  box.className = "code-box";
+  box.dataset.type = o.type;
+  box.dataset.value = o.value;
+  Object.assign(box.style, { left: `${x0 * 100}%`, top: `${y0 * 100}%`, width: `${(x1 - x0) * 100}%`, height: `${(y1 - y0) * 100}%` });
+  box.classList.toggle("label-below", y0 < 0.08);
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 100 100");
+  svg.setAttribute("preserveAspectRatio", "none");
+  const polygon = document.createElementNS(SVG, "polygon");
+  polygon.setAttribute("points", points.map((p) => `${((p.x - x0) / (x1 - x0)) * 100},${((p.y - y0) / (y1 - y0)) * 100}`).join(" "));
+  polygon.setAttribute("vector-effect", "non-scaling-stroke");
+  svg.append(polygon);
+  const label = document.createElement("span");
+  label.className = "code-label";
+  label.textContent = codeText(o);
+  label.title = `${codeTypeName(o.type)}: ${codeText(o)}`;
+  box.append(svg, label);
+  return box;
+}
+
+/** Draws the boxes (none from a server without metadata, or before a frame has shown). */
+function drawCodes() {
+  const overlay = $("code-overlay");
+  const shown = !!metadataState() && codeObjects.length > 0 && $("preview").naturalWidth > 0;
+  overlay.hidden = !shown;
+  if (!shown) { overlay.replaceChildren(); return; }
+  placeCodeOverlay();
+  overlay.replaceChildren(...codeObjects.map(codeBox).filter(Boolean));
+}
+
+/** The overlay over the frame's own rectangle in the stage (object-fit letterboxes the frame). */
+function placeCodeOverlay() {
+  const overlay = $("code-overlay");
+  if (overlay.hidden) return;
+  const stage = $("stage"), s = stage.getBoundingClientRect(), r = contentRect();
+  Object.assign(overlay.style, {
+    left: `${r.left - s.left - stage.clientLeft}px`, top: `${r.top - s.top - stage.clientTop}px`,
+    width: `${r.width}px`, height: `${r.height}px`,
+  });
+}
+
+$("preview").addEventListener("load", drawCodes); // the frame's size is known from the first one
+if ("ResizeObserver" in window) new ResizeObserver(() => placeCodeOverlay()).observe($("stage"));
+else window.addEventListener("resize", placeCodeOverlay);
+
+// MARK: Recent codes
+
+/** Codes `camera` has in view now: those it did not have before join the list (once each). */
+function noteCodes(camera, objects, timestamp) {
+  const before = codesSeen.get(camera) || new Set(), now = new Set();
+  const when = Number.isFinite(timestamp) && timestamp > 0 ? new Date(timestamp * 1000) : new Date();
+  let added = false;
+  for (const o of objects) {
+    if (!o || o.value === undefined || o.value === null) continue;
+    const key = codeKey(o);
+    if (now.has(key)) continue;
+    now.add(key);
+    if (before.has(key)) continue;
+    // Seen again: it moves to the top with its new time.
+    const again = recentCodes.findIndex((r) => r.camera === camera && r.key === key);
+    if (again >= 0) recentCodes.splice(again, 1);
+    recentCodes.unshift({ camera, key, li: recentCodeItem(camera, o, when) });
+    added = true;
+  }
+  codesSeen.set(camera, now);
+  if (recentCodes.length > RECENT_CODES) recentCodes.length = RECENT_CODES;
+  if (added) renderRecentCodes();
+}
+
+function recentCodeItem(camera, o, when) {
+  const li = document.createElement("li");
+  li.dataset.type = o.type;
+  li.dataset.value = o.value;
+  const type = document.createElement("span");
+  type.className = "code-type";
+  type.textContent = codeTypeName(o.type);
+  const cam = cameras.find((c) => c.id === camera);
+  if (cameras.length > 1 && camera) {
+    const where = document.createElement("span");
+    where.className = "code-camera";
+    where.textContent = cam ? cam.name : camera;
+    type.append(where);
+  }
+  const value = document.createElement("span");
+  value.className = "code-value";
+  value.textContent = codeText(o);
+  const time = document.createElement("time");
+  time.dateTime = when.toISOString();
+  time.textContent = when.toLocaleTimeString();
+  time.title = when.toLocaleString();
+  const copy = document.createElement("button");
+  copy.type = "button";
+  copy.textContent = "Copy";
+  copy.setAttribute("aria-label", `Copy ${codeTypeName(o.type)} code ${codeText(o)}`);
+  copy.addEventListener("click", () => copyCode(String(o.value), copy, value));
+  li.append(type, value, time, copy);
+  return li;
+}
+
+/** The list, newest first: shown while the main session looks for codes or once one was found. */
+function renderRecentCodes() {
+  const md = metadataState();
+  const looking = !!md && Array.isArray(md.types) && md.types.length > 0;
+  $("codes-part").hidden = !md || (!looking && !recentCodes.length);
+  $("code-count").textContent = recentCodes.length ? "" : "none yet";
+  const list = $("codes"), items = recentCodes.map((r) => r.li);
+  items.forEach((li, i) => { if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null); });
+  while (list.children.length > items.length) list.lastElementChild.remove();
+}
+
+/** Copies a code's value: the Clipboard API (secure pages only), else the older copy command;
+ *  failing both, the value is selected to copy by hand. No error either way. */
+async function copyCode(text, button, valueEl) {
+  let copied = false;
+  try {
+    if (navigator.clipboard && window.isSecureContext) { await navigator.clipboard.writeText(text); copied = true; }
+  } catch (_) { /* not allowed here: try the old way */ }
+  if (!copied) {
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    Object.assign(area.style, { position: "fixed", top: "0", left: "0", opacity: "0" });
+    document.body.append(area);
+    try { area.select(); copied = document.execCommand("copy"); } catch (_) { copied = false; }
+    area.remove();
+  }
+  if (!copied) { getSelection().selectAllChildren(valueEl); return; }
+  button.textContent = "Copied";
+  setTimeout(() => { button.textContent = "Copy"; }, 1500);
 }
 
 // MARK: - Start

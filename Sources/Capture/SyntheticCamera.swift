@@ -1,6 +1,7 @@
 // The simulator's stand-in camera: renders a moving scene as raw YUYV at the requested size
 // and rate, so its frames take exactly the path a V4L2 camera's frames take.
 
+import Barcodes
 import CameraCore
 import Foundation
 import Synchronization
@@ -11,6 +12,8 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
     /// The capture thread and the frame buffer it draws into, while running.
     private let running = Mutex<(thread: PacedCaptureThread, buffers: BufferBox)?>(nil)
     private let sensor: SensorModel
+    /// Codes shown in the scene (QR, EAN-13, Code 128), drawn into every frame.
+    private let codes = CodeBoard()
 
     public static let sizes: [(Int, Int)] = [(160, 120), (320, 240), (352, 288), (640, 480),
                                               (1280, 720), (1920, 1080)]
@@ -22,6 +25,17 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         self.scene = kind
         sensor = SensorModel(capabilities: .simulated, subjectDepth: kind == .bars ? 0.3 : 0.4,
                              depthAt: { SyntheticScene.depth(kind: kind, at: $0) })
+    }
+
+    /// What the scene shows.
+    public var sceneCodes: [SceneCode] { codes.current.map(\.code) }
+
+    /// Shows `list` from the next frame on (all or nothing: a code that cannot be drawn
+    /// changes nothing).
+    public func setSceneCodes(_ list: [SceneCode]) throws(SymbolError) {
+        var placed: [PlacedCode] = []
+        for code in list { placed.append(try PlacedCode(code)) }
+        codes.current = placed
     }
 
     /// The simulated sensor takes every validated value as it is; it has no lens zoom.
@@ -57,8 +71,10 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         let box = BufferBox(buffer)
         let sensor = self.sensor
         let scratch = RenderScratch()
+        let codes = self.codes
         let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
             scene.render(into: canvas, sequence: seq, timestamp: ts)
+            for code in codes.current { code.draw(into: canvas) }  // before the lens: focus matters
             let optics = sensor.step(sceneLuma: canvas.meanLuma(), width: format.width)
             canvas.blurLuma(radius: optics.blurRadius, scratch: &scratch.plane, sums: &scratch.sums)
             canvas.applyTone(gain: optics.gain, add: optics.add, du: optics.du, dv: optics.dv)
@@ -72,6 +88,15 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
     public func stop() {
         let r = running.withLock { r -> (thread: PacedCaptureThread, buffers: BufferBox)? in defer { r = nil }; return r }
         r?.thread.stop()  // the buffers are freed after the thread's last frame
+    }
+}
+
+/// The scene's codes, shared by the camera (which sets them) and its capture thread.
+final class CodeBoard: Sendable {
+    private let codes = Mutex<[PlacedCode]>([])
+    var current: [PlacedCode] {
+        get { codes.withLock { $0 } }
+        set { codes.withLock { $0 = newValue } }
     }
 }
 

@@ -10,6 +10,7 @@ import CameraCore
 import Foundation
 import JPEG
 import Logging
+import Metadata
 import Movie
 
 public actor CaptureSession {
@@ -21,6 +22,8 @@ public actor CaptureSession {
     public nonisolated let events: EventHub
     public nonisolated let cameras: [any CaptureDevice]
     public nonisolated let pipelineSettings: PipelineSettings
+    /// The metadata output: kept across starts, stops and format changes, as its settings are.
+    nonisolated let metadata: MetadataOutput
     let configuration: SessionConfiguration
     let logger: Logger
 
@@ -64,6 +67,9 @@ public actor CaptureSession {
             chosen = cameras.first { $0.descriptor.position == .rear } ?? cameras[0]
         }
         camera = chosen
+        metadata = MetadataOutput(camera: chosen.descriptor.id, rate: configuration.metadataRate) { [events] in
+            events.publish(.metadata($0))
+        }
         let resolved = try FormatResolution.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),
                                                     formats: chosen.formats, currentPreset: configuration.preset,
                                                     currentFps: configuration.fps)
@@ -93,7 +99,7 @@ public actor CaptureSession {
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
                           quality: pipelineSettings.quality),
             frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.failures ?? 0),
-            error: lastError, recording: recorder?.status ?? .inactive)
+            error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state)
     }
 
     public var isRunning: Bool { runState == .running }
@@ -240,7 +246,8 @@ public actor CaptureSession {
     /// stream-on, and what it then reads back becomes the session's settings.
     func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
         generation += 1
-        let p = FramePipeline(hub: hub, settings: pipelineSettings, logger: logger)
+        metadata.setCamera(device.descriptor.id)
+        let p = FramePipeline(hub: hub, settings: pipelineSettings, metadata: metadata, logger: logger)
         let launched = generation
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
@@ -277,6 +284,7 @@ public actor CaptureSession {
         pipeline?.deactivate()
         camera.stop()
         pipeline = nil
+        metadata.cameraStopped()
     }
 
     private func find(_ id: String) throws(SessionError) -> any CaptureDevice {

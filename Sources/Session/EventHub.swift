@@ -44,6 +44,7 @@ public enum SessionEvent: Sendable, Equatable {
     case state(SessionState)
     case photo(PhotoInfo)
     case recording(RecordingEvent)
+    case metadata(MetadataEvent)
 
     /// The camera the event is about.
     public var camera: String? {
@@ -51,6 +52,7 @@ public enum SessionEvent: Sendable, Equatable {
         case .state(let s): s.camera?.id
         case .photo(let p): p.camera
         case .recording(let r): r.camera
+        case .metadata(let m): m.camera
         }
     }
 

@@ -21,8 +21,12 @@ final class FramePipeline: @unchecked Sendable {  // the encoder: the capture th
     /// The movie output, when recording: offered every frame, before any encode.
     private let recorder = Mutex<MovieRecorder?>(nil)
 
-    init(hub: FrameHub, settings: PipelineSettings, logger: Logger) {
+    /// The metadata output: offered frames at its own rate, whatever the viewers do.
+    private let metadata: MetadataOutput
+
+    init(hub: FrameHub, settings: PipelineSettings, metadata: MetadataOutput, logger: Logger) {
         self.hub = hub
+        self.metadata = metadata
         self.settings = settings
         self.logger = logger
     }
@@ -45,14 +49,13 @@ final class FramePipeline: @unchecked Sendable {  // the encoder: the capture th
     func handle(_ frame: borrowing RawFrame) {
         guard active.withLock({ $0 }) else { return }
         counters.withLock { $0.captured += 1 }
-        if let r = recorder.withLock({ $0 }) {
-            r.offer(frame, transform: settings.transform(at: Clock.monotonic()))
-        }
+        let transform = settings.transform(at: Clock.monotonic())
+        if let r = recorder.withLock({ $0 }) { r.offer(frame, transform: transform) }
+        metadata.offer(frame, transform: transform)
         let due = photos.due(at: frame.timestamp)
         let preview = hub.hasDemand
         guard preview || !due.isEmpty else { return }  // nobody looks: don't encode
         let sequence = hub.takeSequence()
-        let transform = settings.transform(at: Clock.monotonic())
         for ticket in due {
             ticket.fulfil(encode(frame, quality: ticket.quality, transform: transform, sequence: sequence))
         }

@@ -19,11 +19,14 @@ public struct SessionConfiguration: Sendable {
     public var movies: MovieStore
     /// libx264's preset for H.264 movies.
     public var moviePreset: String
+    /// Metadata scans a second, at most.
+    public var metadataRate: Double
 
     public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
                 placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) },
-                movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast") {
+                movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast",
+                metadataRate: Double = 10) {
         self.camera = camera
         self.preset = preset
         self.fps = fps
@@ -33,5 +36,6 @@ public struct SessionConfiguration: Sendable {
         self.placeholder = placeholder
         self.movies = movies
         self.moviePreset = moviePreset
+        self.metadataRate = metadataRate
     }
 }

@@ -32,6 +32,8 @@ public struct SessionState: Sendable, Equatable, Codable {
     public var error: String?
     /// The movie output's progress.
     public var recording: RecordingStatus = .inactive
+    /// The metadata output: what it looks for and the codes in view.
+    public var metadata = MetadataState(types: [], rectOfInterest: nil, objects: [])
     /// This camera's session is the main one (the one /api/session, /stream and /snapshot
     /// address); set by the multi-camera session, false for a session on its own.
     public var main = false
@@ -54,6 +56,7 @@ public struct SessionState: Sendable, Equatable, Codable {
         try c.encode(frames, forKey: .frames)
         try c.encode(error, forKey: .error)
         try c.encode(recording, forKey: .recording)
+        try c.encode(metadata, forKey: .metadata)
         try c.encode(main, forKey: .main)
     }
 }

@@ -46,6 +46,11 @@ public final class Application: Sendable {
         var sessions: [CaptureSession] = []
         for device in devices {
             let entry = entries[device.descriptor.id]
+            if let codes = entry?.codes, !codes.isEmpty, let synthetic = device as? SyntheticCamera {
+                do { try synthetic.setSceneCodes(codes) } catch {
+                    throw Configuration.Error(description: "cameras: \(device.descriptor.id).codes: \(error)")
+                }
+            }
             do {
                 sessions.append(try CaptureSession(
                     cameras: [device],
@@ -54,7 +59,8 @@ public final class Application: Sendable {
                                                         streamQuality: configuration.stream.quality,
                                                         captureQuality: configuration.capture.quality,
                                                         placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) },
-                                                        movies: movies, moviePreset: configuration.recording.preset),
+                                                        movies: movies, moviePreset: configuration.recording.preset,
+                                                        metadataRate: configuration.metadata.rate),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")

@@ -2,6 +2,7 @@
 // unknown key stops start-up with a message naming the key.
 
 import Auth
+import Capture
 import Foundation
 import HTTPServer
 
@@ -49,6 +50,8 @@ public struct Configuration: Sendable, Equatable {
         public var autostart: Bool? = nil
         public var preset: String? = nil
         public var fps: Int? = nil
+        /// Codes a synthetic camera's scene shows from the start.
+        public var codes: [SceneCode] = []
     }
 
     public enum Cameras: Sendable, Equatable {
@@ -90,6 +93,13 @@ public struct Configuration: Sendable, Equatable {
     public var stream = Stream()
     public var capture = Capture()
     public var recording = Recording()
+    public var metadata = MetadataSettings()
+
+    /// The metadata output.
+    public struct MetadataSettings: Sendable, Equatable {
+        /// Scans a second at most, per camera.
+        public var rate = 10.0
+    }
     public var auth = AuthSettings()
 
     public init() {}
@@ -175,6 +185,13 @@ public struct Configuration: Sendable, Equatable {
             c.capture.directory = try s.string("directory") ?? c.capture.directory
             try s.finish()
         }
+        if let s = try root.object("metadata") {
+            if let rate = try s.double("rate") {
+                guard (0.1...60).contains(rate) else { throw JSONFieldError(path: "metadata.rate", problem: "scans a second within 0.1…60") }
+                c.metadata.rate = rate
+            }
+            try s.finish()
+        }
         if let s = try root.object("recording") {
             c.recording.directory = try s.string("directory") ?? c.recording.directory
             if let p = try s.string("preset") {
@@ -212,7 +229,13 @@ public struct Configuration: Sendable, Equatable {
                                         path: try r.string("path"),
                                         position: try r.string("position", allowed: ["front", "rear", "external", "unspecified"]),
                                         torchLED: try r.string("torchLED"), autostart: try r.bool("autostart"),
-                                        preset: try r.string("preset"), fps: try r.int("fps", in: 1...240))
+                                        preset: try r.string("preset"), fps: try r.int("fps", in: 1...240),
+                                        codes: try r.value("codes").map { v throws(JSONFieldError) in
+                                            try Application.sceneCodes(v, path: "cameras[\(i)].codes")
+                                        } ?? [])
+                if !entry.codes.isEmpty && entry.source != .synthetic {
+                    throw JSONFieldError(path: "cameras[\(i)].codes", problem: "only a synthetic camera's scene shows codes")
+                }
                 if let p = entry.preset, !Self.presets.contains(p) {
                     throw JSONFieldError(path: "cameras[\(i)].preset", problem: "unknown preset '\(p)'")
                 }

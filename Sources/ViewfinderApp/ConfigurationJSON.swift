@@ -62,6 +62,7 @@ extension Configuration {
             ("stream", object([("quality", "\(stream.quality)"), ("maxFps", "\(stream.maxFps)")])),
             ("capture", object([("quality", "\(capture.quality)"), ("directory", str(capture.directory))])),
             ("recording", object([("directory", str(recording.directory)), ("preset", str(recording.preset))])),
+            ("metadata", object([("rate", "\(metadata.rate)")])),
         ] + authSection
         
         return "{\n" + sections.map { "  \(str($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}\n"

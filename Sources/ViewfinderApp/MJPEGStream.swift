@@ -129,6 +129,7 @@ extension SessionEvent {
         case .state: "state"
         case .photo: "photo"
         case .recording: "recording"
+        case .metadata: "metadata"
         }
     }
 
@@ -139,6 +140,7 @@ extension SessionEvent {
         case .state(let s): try? encoder.encode(s)
         case .photo(let p): try? encoder.encode(PhotoJSON(p))
         case .recording(let r): try? encoder.encode(r)
+        case .metadata(let m): try? encoder.encode(m)
         }
         return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }

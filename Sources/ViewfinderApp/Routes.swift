@@ -105,6 +105,7 @@ extension Application {
         }
         addPhotoRoutes(&r)
         addMovieRoutes(&r)
+        addSceneRoutes(&r)
 
         // Preview, with mjpg-streamer's `/?action=` aliases that OctoPrint and HA expect:
         // `stream`/`snapshot` for the main camera, `stream_N`/`snapshot_N` for the Nth of
@@ -156,6 +157,7 @@ extension Application {
     func addSessionRoutes(_ r: inout Router, _ prefix: String, _ lookup: @escaping SessionLookup, isMain: Bool) {
         let cameras = self.cameras
         addRecordingRoutes(&r, prefix, lookup)
+        addMetadataRoutes(&r, prefix, lookup)
         r.get(prefix) { request in
             do throws(SessionError) { return json(await cameras.state(of: try lookup(request))) } catch { return error.http.response }
         }
@@ -243,7 +245,7 @@ extension Application {
     // MARK: - Metrics
 
     func metrics() async -> Response {
-        var up = "", encoded = "", clients = "", fps = "", recording = ""
+        var up = "", encoded = "", clients = "", fps = "", recording = "", metadata = ""
         for s in cameras.sessions {
             let state = await s.state()
             let label = "{camera=\"\(Self.labelValue(s.id))\"}"
@@ -256,6 +258,8 @@ extension Application {
                 + "viewfinder_recording_frames\(label) \(r.frames)\n"
                 + "viewfinder_recording_dropped\(label) \(r.dropped)\n"
                 + "viewfinder_recording_bytes\(label) \(r.bytes)\n"
+            metadata += "viewfinder_metadata_scans_total\(label) \(s.metadataScans)\n"
+                + "viewfinder_metadata_objects\(label) \(state.metadata.objects.count)\n"
         }
         let text = """
         # HELP viewfinder_up 1 while the camera's session is running.
@@ -271,7 +275,10 @@ extension Application {
         # TYPE viewfinder_recording_frames gauge
         # TYPE viewfinder_recording_dropped gauge
         # TYPE viewfinder_recording_bytes gauge
-        \(recording)# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
+        \(recording)# HELP viewfinder_metadata_scans_total Frames the metadata output scanned; viewfinder_metadata_objects: codes in view.
+        # TYPE viewfinder_metadata_scans_total counter
+        # TYPE viewfinder_metadata_objects gauge
+        \(metadata)# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
         # TYPE viewfinder_main_camera gauge
         viewfinder_main_camera{camera="\(Self.labelValue(cameras.mainID))"} 1
         # HELP viewfinder_http_connections Open HTTP connections.

@@ -19,6 +19,9 @@ public final class MJPEGTestCamera: CaptureDevice, Sendable {
         jpeg = yuyv.withUnsafeBytes { try! JPEGEncoder().encodeYUYV($0, width: 640, height: 480, stride: 1280, quality: 90) }
     }
 
+    /// A camera whose every frame is `jpeg` (640x480).
+    public init(jpeg: [UInt8]) { self.jpeg = jpeg }
+
     public var formats: [FormatOption] { [FormatOption(pixelFormat: .mjpeg, width: 640, height: 480, fps: [30])] }
     public var capabilities: Capabilities { .fixed }
 

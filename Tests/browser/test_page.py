@@ -6,7 +6,9 @@ page, waits for preview frames, then uses switch, torch, zoom, tap-to-focus and 
 shutter, checking after each that the server's state changed; checks that a second tab
 follows within a second, that the photo shows in the gallery and can be deleted, and that
 the console stayed clean. Records a movie with the record button (its time counting), plays
-it in the gallery and deletes it. With two cameras configured, starts, switches to and stops them
+it in the gallery and deletes it. Shows a QR code to the synthetic camera, turns detection on
+from the Codes panel and finds its box over the preview and its value in the list of codes.
+With two cameras configured, starts, switches to and stops them
 from their tiles; checks that preview, shutter and switch fit a 1280x720 window (and
 1280x657, and a 390x844 phone) without scrolling. Saves screenshots to Tests/browser/out/.
 
@@ -22,6 +24,7 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -82,6 +85,16 @@ class Server:
     def get(self, path):
         with urllib.request.urlopen(self.url.rstrip("/") + path, timeout=10) as r:
             return json.loads(r.read())
+
+    def post(self, path, body):
+        """POSTs JSON; the answer's JSON (an HTTP error fails with the server's message)."""
+        request = urllib.request.Request(self.url.rstrip("/") + path, data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            raise AssertionError(f"POST {path} {body}: HTTP {e.code} {e.read().decode(errors='replace')}") from None
 
     def state(self):
         return self.get("/api/session")
@@ -533,6 +546,97 @@ class CamerasTest(ServedPage):
         finally:
             d.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
             d.set_window_size(1280, 1000)
+
+
+class CodesTest(ServedPage):
+    """The metadata output on the page: a code the synthetic camera shows is boxed over the
+    preview and listed once detection is on. A server of its own: the rear camera main, at
+    1×, its lens focused on the middle of the picture (the other tests move all of that)."""
+
+    wait = PageTest.wait
+    js = PageTest.js
+
+    def code_box(self, value):
+        """The box over the preview for `value` and the picture's rectangle on the page (as
+        object-fit draws it, from the frame's own size), or None while there is no box."""
+        return self.js("""
+            const box = [...document.querySelectorAll('#code-overlay .code-box')].find((b) => b.dataset.value === arguments[0]);
+            if (!box) return null;
+            const img = document.getElementById('preview'), r = img.getBoundingClientRect(), b = box.getBoundingClientRect();
+            const scale = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
+            const w = img.naturalWidth * scale, h = img.naturalHeight * scale;
+            return {box: {x: b.left + b.width / 2, y: b.top + b.height / 2, width: b.width, height: b.height},
+                    picture: {x: r.left + r.width / 2, y: r.top + r.height / 2, width: w, height: h},
+                    shown: !document.getElementById('code-overlay').hidden && getComputedStyle(box).display !== 'none'};""",
+                       value)
+
+    def test_the_page_boxes_a_code_in_the_preview(self):
+        d, server = self.driver, self.server
+        d.get_log("browser")  # what the pages before logged
+        d.get(server.url)
+        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640, "preview frames")
+        self.assertEqual(server.state()["camera"]["id"], "rear")
+        self.assertEqual(server.state()["metadata"]["types"], [], "detection is off until asked for")
+
+        # The Codes panel offers the camera's types, none ticked.
+        qr = "#code-types input[value='qr']"
+        self.wait(lambda: d.find_element(By.ID, "codes-group").is_displayed()
+                  and len(d.find_elements(By.CSS_SELECTOR, qr)) == 1, "the Codes panel")
+        offered = [i.get_attribute("value") for i in d.find_elements(By.CSS_SELECTOR, "#code-types input[type=checkbox]")]
+        self.assertLessEqual({"qr", "ean13", "ean8", "upca", "code128", "code39"}, set(offered))
+        self.assertEqual(set(offered), set(next(c for c in server.get("/api/cameras")["cameras"]
+                                                if c["id"] == "rear")["capabilities"]["metadata"]["availableTypes"]))
+        self.assertFalse(any(i.is_selected() for i in d.find_elements(By.CSS_SELECTOR, "#code-types input")))
+        self.assertFalse(d.find_element(By.ID, "code-overlay").is_displayed(), "no boxes while nothing is found")
+
+        # A QR code in the middle of the rear camera's scene; detection on from the page.
+        scene = server.post("/api/cameras/rear/scene",
+                            {"codes": [{"type": "qr", "value": "hello", "x": 0.5, "y": 0.5, "size": 0.4}]})
+        self.assertEqual([c["value"] for c in scene["codes"]], ["hello"])
+        d.find_element(By.CSS_SELECTOR, qr).click()
+        self.wait(lambda: server.state()["metadata"]["types"] == ["qr"], "detection on at the server")
+        self.assertTrue(d.find_element(By.CSS_SELECTOR, qr).is_selected())
+
+        # Its box over the preview, around the middle of the picture; its value in the list.
+        found = self.wait(lambda: (lambda g: g if g and g["shown"] and g["box"]["width"] > 0 else None)(self.code_box("hello")),
+                          "a box for hello over the preview", timeout=15)
+        box, picture = found["box"], found["picture"]
+        self.assertLessEqual(abs(box["x"] - picture["x"]), 0.15 * picture["width"], f"box {box} in picture {picture}")
+        self.assertLessEqual(abs(box["y"] - picture["y"]), 0.15 * picture["height"], f"box {box} in picture {picture}")
+        self.assertTrue(0.1 * picture["height"] < box["height"] < 0.7 * picture["height"], f"box {box} in picture {picture}")
+        self.assertTrue(d.find_element(By.CSS_SELECTOR, '#code-overlay .code-box[data-value="hello"]').is_displayed())
+        self.assertIn("hello", d.find_element(By.CSS_SELECTOR, '#code-overlay .code-box[data-value="hello"] .code-label').text)
+        self.wait(lambda: "hello" in d.find_element(By.ID, "codes").text, "hello in the list of codes")
+        first = d.find_element(By.CSS_SELECTOR, "#codes li")
+        self.assertEqual(first.get_attribute("data-value"), "hello")
+        self.assertEqual(first.find_element(By.CSS_SELECTOR, ".code-type").text.split("\n")[0], "QR")
+        self.assertTrue(first.find_element(By.CSS_SELECTOR, "time").get_attribute("datetime"))
+        self.assertEqual(first.find_element(By.CSS_SELECTOR, "button").text, "Copy")
+        objects = server.state()["metadata"]["objects"]
+        self.assertEqual([(o["type"], o["value"]) for o in objects], [("qr", "hello")])
+        d.save_screenshot(str(OUT / "codes.png"))
+
+        # The code leaves the scene: its box goes; the list remembers it.
+        server.post("/api/cameras/rear/scene", {"codes": []})
+        self.wait(lambda: self.code_box("hello") is None, "the box goes when the code leaves", timeout=15)
+        self.assertFalse(d.find_element(By.ID, "code-overlay").is_displayed())
+        self.assertEqual(len(d.find_elements(By.CSS_SELECTOR, "#codes li")), 1)
+        self.assertIn("hello", d.find_element(By.ID, "codes").text)
+
+        # Detection off from the page.
+        d.find_element(By.CSS_SELECTOR, qr).click()
+        self.wait(lambda: server.state()["metadata"]["types"] == [], "detection off at the server")
+
+        # A server without the metadata output (no `metadata` in its state): no Codes panel,
+        # no boxes, nothing breaks. (In one script: the page's own poll must not come in between.)
+        self.assertEqual(self.js("const s = Object.assign({}, state); delete s.metadata; applyState(s);"
+                                 "return ['codes-group', 'code-overlay', 'codes-part'].map((id) => document.getElementById(id).hidden);"),
+                         [True, True, True], "nothing of codes from a server without them")
+        self.js("return fetch('/api/session').then((r) => r.json()).then(applyState)")
+        self.wait(lambda: d.find_element(By.ID, "codes-group").is_displayed(), "the Codes panel is back")
+
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [], f"console errors: {errors}")
 
 
 class SignedInTest(unittest.TestCase):

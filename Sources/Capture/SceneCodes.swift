@@ -1,0 +1,60 @@
+// Codes the synthetic camera can show, so the metadata output has something real to read
+// (seed 001's test double). They are drawn into the scene before the simulated lens, so an
+// out-of-focus lens blurs them as it blurs everything else, and they go through the same
+// zoom, rotation and mirror as the rest of the picture.
+
+import Barcodes
+import CameraCore
+
+/// A code in the scene: its centre (x, y) normalised in the frame, its height a fraction of
+/// the frame's height (a 1D code is twice as wide as it is tall).
+public struct SceneCode: Sendable, Codable, Equatable {
+    public var type: MetadataObjectType
+    public var value: String
+    public var x: Double
+    public var y: Double
+    public var size: Double
+
+    public init(type: MetadataObjectType, value: String, x: Double, y: Double, size: Double) {
+        self.type = type
+        self.value = value
+        self.x = x
+        self.y = y
+        self.size = size
+    }
+}
+
+/// A scene code with its modules laid out, ready to draw at any frame size.
+struct PlacedCode: Sendable {
+    let code: SceneCode
+    let grid: ModuleGrid
+
+    init(_ code: SceneCode) throws(SymbolError) {
+        guard [code.x, code.y, code.size].allSatisfy(\.isFinite), (0...1).contains(code.x), (0...1).contains(code.y),
+              code.size > 0, code.size <= 1 else {
+            throw .invalidValue(code.type, "x and y are within 0…1 and size within 0…1 (above 0)")
+        }
+        self.code = code
+        grid = try Symbol.grid(code.type, code.value)
+    }
+
+    /// Draws the code's modules: dark at Y 16, light at Y 235, neutral chroma (pixel exact,
+    /// not snapped to pixel pairs: a bar one pixel too wide would be another digit).
+    func draw(into c: YUYVCanvas) {
+        let h = code.size * Double(c.height)
+        let w = grid.height == 1 ? 2 * h : h * Double(grid.width) / Double(grid.height)
+        let x0 = code.x * Double(c.width) - w / 2, y0 = code.y * Double(c.height) - h / 2
+        let left = max(0, Int(x0.rounded())), right = min(c.width, Int((x0 + w).rounded()))
+        let top = max(0, Int(y0.rounded())), bottom = min(c.height, Int((y0 + h).rounded()))
+        guard left < right, top < bottom else { return }
+        let columns = (left..<right).map { min(grid.width - 1, max(0, Int((Double($0) + 0.5 - x0) / w * Double(grid.width)))) }
+        for py in top..<bottom {
+            let gy = grid.height == 1 ? 0 : min(grid.height - 1, max(0, Int((Double(py) + 0.5 - y0) / h * Double(grid.height))))
+            let row = c.base + py * c.stride
+            for (i, px) in (left..<right).enumerated() {
+                row[px * 2] = grid[columns[i], gy] ? 16 : 235
+                row[(px * 2) | 1] = 128  // U or V: the code is grey
+            }
+        }
+    }
+}

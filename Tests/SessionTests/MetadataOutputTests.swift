@@ -1,0 +1,82 @@
+// The metadata output on a session: zbar reads what the camera shows, on its own worker,
+// and the codes come out in the picture's coordinates. An MJPEG camera is scanned from its
+// luma alone (libjpeg-turbo decodes greyscale).
+
+import Barcodes
+import CameraCore
+import CaptureTestSupport
+import Foundation
+import JPEG
+import Testing
+@testable import Session
+
+@Suite struct MetadataOutputTests {
+    /// A 640x480 JPEG showing a QR code of `value` centred at (cx, cy) pixels, 6 px a module.
+    static func qrJPEG(_ value: String, cx: Int = 320, cy: Int = 240) throws -> [UInt8] {
+        let grid = try Symbol.grid(.qr, value)
+        var yuyv = [UInt8](repeating: 128, count: 640 * 480 * 2)
+        for i in stride(from: 0, to: yuyv.count, by: 2) { yuyv[i] = 200 }
+        let side = grid.width * 6, x0 = cx - side / 2, y0 = cy - side / 2
+        for y in 0..<side { for x in 0..<side { yuyv[((y0 + y) * 640 + x0 + x) * 2] = grid[x / 6, y / 6] ? 16 : 235 } }
+        return try yuyv.withUnsafeBytes { try JPEGEncoder().encodeYUYV($0, width: 640, height: 480, stride: 1280, quality: 90) }
+    }
+
+    /// Subscribed from its creation, so no event published after it is missed.
+    final class Watcher: Sendable {
+        let hub: EventHub
+        init(_ hub: EventHub) { self.hub = hub; hub.subscribe(ObjectIdentifier(self), initial: []) }
+        deinit { hub.unsubscribe(ObjectIdentifier(self)) }
+
+        /// The next `metadata` event, within `timeout` seconds (polled every 10 ms).
+        func next(timeout: Double = 10) async -> MetadataEvent? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                while let e = hub.next(ObjectIdentifier(self), wake: {}) {
+                    if case .metadata(let m) = e { return m }
+                }
+                try? await Task.sleep(nanoseconds: 10_000_000)
+            }
+            return nil
+        }
+    }
+
+    @Test func anMJPEGCamerasCodeIsReadFromItsLumaAndPlacedInThePicture() async throws {
+        let camera = MJPEGTestCamera(jpeg: try Self.qrJPEG("mjpeg-qr", cx: 200, cy: 240))
+        let events = EventHub()
+        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480"), events: events)
+        try await s.start()
+        let watcher = Watcher(events)
+        let state = try await s.setMetadata(types: ["qr"], rectOfInterest: nil)
+        #expect(state.metadata.types == [.qr])
+        let event = try #require(await watcher.next())
+        let object = try #require(event.objects.first)
+        #expect(event.camera == "mjpeg" && object.type == .qr && object.value == "mjpeg-qr" && object.encoding == nil)
+        let centre = (object.bounds.x + object.bounds.width / 2, object.bounds.y + object.bounds.height / 2)
+        #expect(abs(centre.0 - 200.0 / 640) < 0.02 && abs(centre.1 - 0.5) < 0.02, "\(object.bounds)")
+        #expect(object.corners.count == 4)
+
+        // Turned a quarter clockwise: the code on the left of the frame is at the top of the picture.
+        _ = try await s.orientation(OrientationRequest(rotation: 90))
+        _ = try await s.setMetadata(types: ["qr"], rectOfInterest: nil)  // forget what was in view: announce afresh
+        let t = try #require(await watcher.next()?.objects.first)
+        let tc = (t.bounds.x + t.bounds.width / 2, t.bounds.y + t.bounds.height / 2)
+        #expect(abs(tc.0 - 0.5) < 0.02 && abs(tc.1 - 200.0 / 640) < 0.02, "\(t.bounds)")
+
+        // Off: no more scans.
+        _ = try await s.setMetadata(types: [], rectOfInterest: nil)
+        #expect(await s.state().metadata == MetadataState(types: [], rectOfInterest: nil, objects: []))
+        await s.stop()
+    }
+
+    @Test func unknownTypesAndBadRectanglesChangeNothing() async throws {
+        let s = try CaptureSession(cameras: [MJPEGTestCamera()], configuration: SessionConfiguration(preset: "640x480"))
+        await #expect(throws: SessionError.unsupported("metadata type 'vp9'", supported: MetadataObjectType.allCases.map(\.rawValue))) {
+            try await s.setMetadata(types: ["qr", "vp9"], rectOfInterest: nil)
+        }
+        for rect in [NormalizedRect(x: 0.5, y: 0.5, width: 0.6, height: 0.1), NormalizedRect(x: 0, y: 0, width: 0, height: 1),
+                     NormalizedRect(x: -0.1, y: 0, width: 0.5, height: 0.5), NormalizedRect(x: .nan, y: 0, width: 1, height: 1)] {
+            await #expect(throws: SessionError.self) { try await s.setMetadata(types: ["qr"], rectOfInterest: rect) }
+        }
+        #expect(await s.state().metadata.types.isEmpty)
+    }
+}
