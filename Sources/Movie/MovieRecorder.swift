@@ -228,8 +228,8 @@ public final class MovieRecorder: Sendable {
             defer { s.waiters = [] }
             return s.waiters
         }
+        onEnd(outcome)  // first: the end is told to the session before whoever waits for the file
         for w in waiters { w.resume(returning: outcome) }
-        onEnd(outcome)
     }
 
     static func size(of path: String) -> Int64 {
