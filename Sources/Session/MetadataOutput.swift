@@ -43,7 +43,8 @@ public struct MetadataObject: Sendable, Equatable, Codable {
         self.corners = corners
         let xs = corners.map(\.x), ys = corners.map(\.y)
         let (x0, y0) = (xs.min() ?? 0, ys.min() ?? 0)
-        bounds = NormalizedRect(x: x0, y: y0, width: (xs.max() ?? 0) - x0, height: (ys.max() ?? 0) - y0)
+        func r(_ v: Double) -> Double { (v * 10000).rounded() / 10000 }  // as the corners: 0.1 ‰ of the picture
+        bounds = NormalizedRect(x: r(x0), y: r(y0), width: r((xs.max() ?? 0) - x0), height: r((ys.max() ?? 0) - y0))
     }
 
     var key: String { type.rawValue + "\u{0}" + value }
@@ -92,7 +93,9 @@ public final class MetadataOutput: Sendable {
         var camera: String
         var workerRunning = false
         var busy = false
-        var lastTaken = -Double.infinity
+        /// When the next frame is due (monotonic seconds): a grid at the rate, so frames a little
+        /// early or late (capture jitter) keep the rate rather than slip a frame each time.
+        var nextDue = 0.0
         var pending: Pending?
         var spare: [UInt8] = []
         var objects: [MetadataObject] = []
@@ -131,7 +134,7 @@ public final class MetadataOutput: Sendable {
             s.objects = []
             s.keys = []
             s.generation += 1
-            s.lastTaken = -.infinity
+            s.nextDue = 0
             if let waiting = s.pending {  // taken under the old settings: not scanned
                 s.pending = nil
                 s.busy = false
@@ -157,9 +160,9 @@ public final class MetadataOutput: Sendable {
     func offer(_ frame: borrowing RawFrame, transform: FrameTransform) {
         let now = Clock.monotonic()
         let spare = shared.withLock { s -> [UInt8]?? in
-            guard !s.types.isEmpty, !s.busy, now - s.lastTaken >= interval else { return nil }
+            guard !s.types.isEmpty, !s.busy, now >= s.nextDue - interval / 4 else { return nil }
             s.busy = true
-            s.lastTaken = now
+            s.nextDue = max(s.nextDue + interval, now + interval / 2)  // after a stall: no burst
             defer { s.spare = [] }
             return .some(s.spare)
         }

@@ -80,3 +80,25 @@ import Testing
         #expect(await s.state().metadata.types.isEmpty)
     }
 }
+
+@Suite struct MetadataObjectTests {
+    @Test func textIsTextAndOtherBytesAreBase64() {
+        let corners = [NormalizedPoint(x: 0.1, y: 0.2), NormalizedPoint(x: 0.3, y: 0.2), NormalizedPoint(x: 0.3, y: 0.5)]
+        let text = MetadataObject(type: .qr, bytes: Array("grüß".utf8), corners: corners)
+        #expect(text.value == "grüß" && text.encoding == nil)
+        let binary = MetadataObject(type: .qr, bytes: [0xFF, 0x00, 0xFE], corners: corners)
+        #expect(binary.value == "/wD+" && binary.encoding == "base64")
+        #expect(binary.bounds == NormalizedRect(x: 0.1, y: 0.2, width: 0.2, height: 0.3))
+    }
+
+    @Test func viewPointsFollowZoomRotationAndMirror() {
+        let p = (x: 0.25, y: 0.4)
+        func at(_ t: FrameTransform) -> (Double, Double) { let v = t.viewPoint(x: p.x, y: p.y); return ((v.x * 1e6).rounded() / 1e6, (v.y * 1e6).rounded() / 1e6) }
+        #expect(at(.identity) == (0.25, 0.4))
+        #expect(at(FrameTransform(rotation: 90)) == (0.6, 0.25))
+        #expect(at(FrameTransform(rotation: 180)) == (0.75, 0.6))
+        #expect(at(FrameTransform(rotation: 270)) == (0.4, 0.75))
+        #expect(at(FrameTransform(rotation: 90, mirrored: true)) == (0.4, 0.25))
+        #expect(at(FrameTransform(zoom: 2)) == (0, 0.3))
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Capture
 import Testing
 @testable import ViewfinderApp
 
@@ -40,7 +41,24 @@ import Testing
         (#"{"cameras": [{"id": "x", "source": "image"}]}"#, "cameras[0].path: required for an image camera"),
         (#"{"cameras": [{"id": "a", "source": "synthetic"}], "session": {"camera": "b"}}"#, "session.camera: no camera with id 'b'"),
         (#"[1, 2]"#, "expected an object, found an array"),
+        (#"{"cameras": [{"id": "c", "source": "v4l2", "device": "/dev/video0", "codes": [{"type": "qr", "value": "x"}]}]}"#,
+         "cameras[0].codes: only a synthetic camera's scene shows codes"),
+        (#"{"cameras": [{"id": "s", "source": "synthetic", "codes": [{"type": "qrcode", "value": "x"}]}]}"#,
+         "cameras[0].codes[0].type: unknown type 'qrcode'"),
+        (#"{"metadata": {"rate": 0}}"#, "metadata.rate: scans a second within 0.1…60"),
+        (#"{"recording": {"preset": "fastest"}}"#,
+         "recording.preset: unknown libx264 preset 'fastest'; one of ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow"),
     ]
+
+    @Test func aSyntheticCameraStartsWithTheCodesOfItsEntry() throws {
+        let c = try Configuration.parse(Array(#"""
+            {"cameras": [{"id": "s", "source": "synthetic", "codes": [{"type": "ean13", "value": "4006381333931", "x": 0.2, "y": 0.7, "size": 0.25}]}],
+             "metadata": {"rate": 5}, "recording": {"directory": "/tmp/m", "preset": "ultrafast"}}
+            """#.utf8))
+        guard case .list(let entries) = c.cameras else { Issue.record("not a list"); return }
+        #expect(entries.first?.codes == [SceneCode(type: .ean13, value: "4006381333931", x: 0.2, y: 0.7, size: 0.25)])
+        #expect(c.metadata.rate == 5 && c.recording.directory == "/tmp/m" && c.recording.preset == "ultrafast")
+    }
 
     @Test func badFilesNameTheKey() {
         for (json, message) in Self.bad {

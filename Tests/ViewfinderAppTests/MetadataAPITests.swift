@@ -3,6 +3,7 @@ import CameraCore
 import Foundation
 import HTTPServer
 import JPEG
+import Metadata
 import Testing
 @testable import ViewfinderApp
 
@@ -85,6 +86,15 @@ import Testing
             let state = try #require(try await fetch(port, "/api/session").json as? [String: Any])
             let inState = ((state["metadata"] as? [String: Any])?["objects"] as? [[String: Any]])?.first
             #expect(inState?["value"] as? String == "hello")
+            // The truth: where zbar finds the code in the picture viewers get.
+            let snapshot = try JPEGDecoder.decodeRGB(try await fetch(port, "/snapshot").body)
+            let luma = (0..<(snapshot.width * snapshot.height)).map { i in UInt8(snapshot.pixels[i * 3 + 1]) }
+            let seen = try #require(luma.withUnsafeBytes {
+                CodeScanner().scan($0, width: snapshot.width, height: snapshot.height, stride: snapshot.width, types: [.qr])
+            }.first)
+            let xs = seen.corners.map { $0.x / Double(snapshot.width) }, ys = seen.corners.map { $0.y / Double(snapshot.height) }
+            let inPicture = ((xs.min()! + xs.max()!) / 2, (ys.min()! + ys.max()!) / 2)
+            #expect(abs(inPicture.0 - t.0) < 0.02 && abs(inPicture.1 - t.1) < 0.02, "reported \(t), in the snapshot \(inPicture)")
 
             // The code leaves the scene: an event with no objects.
             _ = try await scene(port, "[]")
