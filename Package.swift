@@ -32,7 +32,9 @@ let package = Package(
 
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
         .target(name: "CameraCore"),
-        .target(name: "JPEG", dependencies: ["CTurboJPEG", "CameraCore"]),
+        // The encode path's de-interleaves in SSE2/NEON (a C kernel, no system library).
+        .target(name: "CPixels"),
+        .target(name: "JPEG", dependencies: ["CTurboJPEG", "CPixels", "CameraCore"]),
         // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
         .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore"]),
         .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes"]),
@@ -65,7 +67,7 @@ let package = Package(
         // Stateful models of real cameras at the ioctl seam, shared by the test targets.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG"], path: "Tests/CaptureTestSupport"),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes"]),
-        .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CameraCore"]),
+        .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
         .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore"]),
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),

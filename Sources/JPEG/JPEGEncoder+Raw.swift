@@ -2,6 +2,7 @@
 // rotation and mirroring. Without a transform each format takes its cheapest route into
 // libturbojpeg; with one, every format goes through the same gather (JPEGEncoder+Gather).
 
+import CPixels
 import CTurboJPEG
 import CameraCore
 
@@ -37,9 +38,9 @@ extension JPEGEncoder {
         case .yuyv where evenW && src.count >= s * h:
             return try encodeYUYV(src, width: w, height: h, stride: s, quality: q)  // the benchmarked path
         case .uyvy where evenW:
-            return try encodePacked422(src, width: w, height: h, stride: s, quality: q, y0: 1, u: 0, y1: 3, v: 2)
+            return try encodePacked422(src, width: w, height: h, stride: s, quality: q, y0: 1, u: 0, v: 2)
         case .yvyu where evenW:
-            return try encodePacked422(src, width: w, height: h, stride: s, quality: q, y0: 0, u: 3, y1: 2, v: 1)
+            return try encodePacked422(src, width: w, height: h, stride: s, quality: q, y0: 0, u: 3, v: 1)
         case .nv12 where evenW && evenH:
             return try encodeSemiPlanar(src, width: w, height: h, stride: s, chromaRows: h / 2, subsampling: TJSAMP_420, quality: q)
         case .nv16 where evenW:
@@ -61,22 +62,14 @@ extension JPEGEncoder {
         }
     }
 
-    /// UYVY and YVYU: YUYV's split with the byte order as parameters (YUYV keeps its own
-    /// loop with constant offsets, the benchmarked one).
+    /// UYVY and YVYU: YUYV's split (CPixels) with their byte order.
     private func encodePacked422(_ src: UnsafeRawBufferPointer, width: Int, height: Int, stride: Int, quality: Int,
-                                 y0: Int, u: Int, y1: Int, v: Int) throws(JPEGError) -> [UInt8] {
+                                 y0: Int, u: Int, v: Int) throws(JPEGError) -> [UInt8] {
         let cw = width / 2, ySize = width * height, cSize = cw * height
         return try withScratch(ySize + 2 * cSize) { yPlane throws(JPEGError) in
             let uPlane = yPlane + ySize, vPlane = uPlane + cSize
-            let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            for row in 0..<height {
-                var sp = s + row * stride
-                var yp = yPlane + row * width, up = uPlane + row * cw, vp = vPlane + row * cw
-                for _ in 0..<cw {
-                    yp[0] = sp[y0]; up[0] = sp[u]; yp[1] = sp[y1]; vp[0] = sp[v]
-                    sp += 4; yp += 2; up += 1; vp += 1
-                }
-            }
+            vf_split_packed422(src.baseAddress!.assumingMemoryBound(to: UInt8.self), stride, Int32(width), Int32(height),
+                               Int32(y0), Int32(u), Int32(v), yPlane, uPlane, vPlane)
             return try compressPlanes([UnsafePointer(yPlane), UnsafePointer(uPlane), UnsafePointer(vPlane)],
                                       strides: [Int32(width), Int32(cw), Int32(cw)],
                                       width: width, height: height, subsampling: TJSAMP_422, quality: quality)
