@@ -39,25 +39,19 @@ this and rewrites its section of bench/RESULTS.md.
 import json
 import os
 import re
-import resource
-import select
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import cpu_seconds, machine, threads  # noqa: E402  (bench/bench.py)
-import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
+from server import (ROOT, child_cpu, get, paired, paired_summary, post, preview_kept, publish,  # noqa: E402
+                    require_binaries, running_session, session, start_server, stop_server, timed, window,
+                    written_by)  # (bench/server.py: the server, its API, viewers, windows, the run)
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / ".build/release/viewfinder"
-VIEWERS = ROOT / "bench/out/viewers"
 SECONDS = float(os.environ.get("BENCH_METADATA_SECONDS", "5"))
 RUNS = int(os.environ.get("BENCH_METADATA_RUNS", "3"))
 IMAGES = int(os.environ.get("BENCH_METADATA_IMAGES", "50"))  # images per zbarimg invocation
@@ -68,32 +62,9 @@ CODE = {"type": "qr", "value": "hello", "x": 0.5, "y": 0.5, "size": 0.4}
 HEADING = "## Metadata: QR detection (zbar) at 1280x720, 30 fps"
 
 
-def request(port, path, body=None, timeout=10):
-    """(status, parsed JSON) of a GET, or of a POST when `body` is given."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
-                                 method="GET" if body is None else "POST")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-
-def post(port, path, obj):
-    status, body = request(port, path, json.dumps(obj).encode())
-    if status != 200:
-        raise RuntimeError(f"POST {path}: {status} {body}")
-    return body
-
-
-def session(port):
-    return request(port, "/api/session")[1]
-
-
 def scans(port, camera):
     """viewfinder_metadata_scans_total of `camera`, from /metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
+    text = get(port, "/metrics", timeout=10).decode()
     m = re.search(rf'^viewfinder_metadata_scans_total\{{camera="{re.escape(camera)}"\}} (\S+)', text, re.M)
     if not m:
         raise RuntimeError(f"no viewfinder_metadata_scans_total for {camera} in /metrics")
@@ -118,80 +89,30 @@ def write_config(work, rate, quality=80):
 
 def start(config, workdir):
     """A server with the code in its scene: (process, port, camera id)."""
-    p = subprocess.Popen([str(BIN), "--config", str(config), "--cameras", "synthetic", "--preset", SIZE,
-                          "--fps", str(FPS), "--log-level", "warning"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=workdir)
-    try:
-        ready, _, _ = select.select([p.stdout], [], [], 30)
-        line = p.stdout.readline().decode() if ready else ""
-        m = re.search(r"127\.0\.0\.1:(\d+)", line)
-        if not m:
-            raise RuntimeError(f"viewfinder did not start: {line!r}")
-        port = int(m.group(1))
-        deadline = time.monotonic() + 30
-        while True:
-            s = session(port)
-            if s["state"] == "running" and f"{s['format']['width']}x{s['format']['height']}" == SIZE:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"session not running at {SIZE}: {s['state']} {s['format']}")
-            time.sleep(0.05)
-        camera = s["camera"]["id"]
+    def ready(port):
+        camera = running_session(port, SIZE)["camera"]["id"]
         shown = post(port, f"/api/cameras/{camera}/scene", {"codes": [CODE]})["codes"]
         if len(shown) != 1 or shown[0]["value"] != CODE["value"]:
             raise RuntimeError(f"scene: {shown}")
-        return p, port, camera
-    except BaseException:
-        stop_server(p)
-        raise
+        return camera
+    return start_server(["--config", str(config), "--cameras", "synthetic", "--preset", SIZE, "--fps", str(FPS)],
+                        workdir, ready)
 
 
-def stop_server(p):
-    p.terminate()
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait(10)
-
-
-def window(p, port, camera):
+def detection_window(p, port, camera):
     """One window with one viewer: server CPU %, the viewer's fps, the lowest stream.fps,
     scans per second, and how many of the once-a-second samples found the code."""
-    viewer = subprocess.Popen([str(VIEWERS), str(port), "1", str(SECONDS + 0.5)], stdout=subprocess.PIPE, text=True)
-    try:
-        time.sleep(1.0)  # the viewer's own warm-up second
-        n0 = scans(port, camera)
-        c0, t0 = cpu_seconds(p.pid), time.monotonic()
-        stream_fps, hits = [], []
-        end = t0 + SECONDS
-        while (left := end - time.monotonic()) > 0:
-            time.sleep(min(1.0, left))
-            if end - time.monotonic() > 0.05:
-                s = session(port)
-                stream_fps.append(s["stream"]["fps"])
-                hits.append(found(s))
-        c1, t1 = cpu_seconds(p.pid), time.monotonic()
-        n1 = scans(port, camera)
-        s1 = session(port)
-        nthreads = threads(p.pid)
-        r = json.loads(viewer.communicate(timeout=30)[0])
-    finally:
-        if viewer.poll() is None:
-            viewer.kill()
-            viewer.wait(10)
-    time.sleep(0.5)  # let the closed viewer drain
-    return dict(cpu=(c1 - c0) / (t1 - t0) * 100, viewerFps=r["fpsMedian"] if r["open"] else 0.0,
-                streamFpsMin=min(stream_fps) if stream_fps else s1["stream"]["fps"],
-                scansPerSecond=(n1 - n0) / (t1 - t0), found=(sum(hits), len(hits)),
-                objects=s1["metadata"]["objects"], threads=nthreads)
+    w = window(p, port, SECONDS, lambda port: scans(port, camera), found)
+    hits = w["samples"]
+    return dict(w, scansPerSecond=w["perSecond"], found=(sum(hits), len(hits)),
+                objects=w["session"]["metadata"]["objects"])
 
 
 def measure(work, rate):
     p, port, camera = start(write_config(work, rate), work)
     try:
         time.sleep(1.0)  # the synthetic camera's exposure and white balance settle
-        off = window(p, port, camera)
+        off = detection_window(p, port, camera)
         if off["scansPerSecond"] or off["found"][0]:
             raise RuntimeError(f"detection off but {off['scansPerSecond']} scans/s, found {off['found']}")
         post(port, "/api/session/metadata", {"types": ["qr"]})
@@ -200,14 +121,13 @@ def measure(work, rate):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"rate {rate}: the code was not found in 10 s: {session(port)['metadata']}")
             time.sleep(0.05)
-        on = window(p, port, camera)
+        on = detection_window(p, port, camera)
     finally:
         stop_server(p)
     cost = on["cpu"] - off["cpu"]
     return dict(off=off["cpu"], on=on["cpu"], cost=cost, scansPerSecond=on["scansPerSecond"],
                 msPerScan=cost / 100 / on["scansPerSecond"] * 1000 if on["scansPerSecond"] else float("nan"),
-                viewerFps=(off["viewerFps"], on["viewerFps"]), streamFpsMin=(off["streamFpsMin"], on["streamFpsMin"]),
-                found=on["found"], objects=on["objects"], threads=(off["threads"], on["threads"]))
+                found=on["found"], objects=on["objects"], **paired(off, on))
 
 
 # ---------------------------------------------------------------- the reference: zbarimg
@@ -218,8 +138,7 @@ def grab_frame(work):
     try:
         time.sleep(1.0)  # as in the measurement: exposure and white balance settled
         jpeg = work / "snap.jpg"
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/snapshot", timeout=10) as r:
-            jpeg.write_bytes(r.read())
+        jpeg.write_bytes(get(port, "/snapshot", timeout=10))
     finally:
         stop_server(p)
     pgm = work / "snap.pgm"
@@ -235,19 +154,18 @@ def zbarimg_command(pgm, images):
     return ["zbarimg", "-q", "--raw", "--nodbus", "-Sdisable", "-Sqrcode.enable", *([str(pgm)] * images)]
 
 
-def child_cpu(cmd, images):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=120)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+def zbarimg_cpu(pgm, images):
+    seconds, out = child_cpu(zbarimg_command(pgm, images), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, timeout=120)
     if out.returncode != 0 or out.stdout.split() != [CODE["value"]] * images:
         raise RuntimeError(f"zbarimg: status {out.returncode}, output {out.stdout[:200]!r}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds
 
 
 def reference(pgm):
     """zbarimg's CPU ms per image, the process start excluded."""
-    whole = child_cpu(zbarimg_command(pgm, IMAGES), IMAGES)
-    first = child_cpu(zbarimg_command(pgm, 1), 1)
+    whole = zbarimg_cpu(pgm, IMAGES)
+    first = zbarimg_cpu(pgm, 1)
     return dict(msPerImage=(whole - first) / (IMAGES - 1) * 1000, whole=whole, first=first)
 
 
@@ -300,12 +218,8 @@ def bench_metadata():
             costRuns=[r["cost"] for r in rs], msPerScan=med(r["msPerScan"] for r in rs),
             msRuns=[r["msPerScan"] for r in rs], scansPerSecond=med(r["scansPerSecond"] for r in rs),
             scansRuns=[r["scansPerSecond"] for r in rs],
-            viewerFps=(med(r["viewerFps"][0] for r in rs), med(r["viewerFps"][1] for r in rs)),
-            viewerFpsMin=(min(r["viewerFps"][0] for r in rs), min(r["viewerFps"][1] for r in rs)),
-            viewerFpsRuns=([r["viewerFps"][0] for r in rs], [r["viewerFps"][1] for r in rs]),
-            streamFpsMin=(min(r["streamFpsMin"][0] for r in rs), min(r["streamFpsMin"][1] for r in rs)),
             found=(sum(r["found"][0] for r in rs), sum(r["found"][1] for r in rs)), objects=rs[-1]["objects"],
-            threads=(max(r["threads"][0] for r in rs), max(r["threads"][1] for r in rs))))
+            **paired_summary(rs)))
     return rows, ref
 
 
@@ -313,8 +227,7 @@ def markdown(rows, ref, started, load, took):
     lines = [
         HEADING,
         "",
-        f"Written by `make bench` or `python3 bench/metadata.py` ({started}, {took:.0f} s). Machine: {machine()}. "
-        f"Load average before / after: {load[0]} / {load[1]}.",
+        written_by("metadata.py", started, load, took),
         "",
         "Command: `viewfinder --config FILE --cameras synthetic --preset 1280x720 --fps 30` where FILE sets "
         '`"metadata": {"rate": R}` (10, the default, then 30); the scene shows a QR code (`POST '
@@ -397,41 +310,16 @@ def markdown(rows, ref, started, load, took):
     else:
         lines += [f"The code was in `metadata.objects` in every sample with detection on (\"{obj['value']}\" "
                   f"{where}, the scene's centre).", ""]
-    slow = [r for r in rows if min(r["viewerFpsMin"]) < FPS - 1 or min(r["streamFpsMin"]) < FPS - 2]
-    if slow:
-        lines += ["The preview fell below 30 fps in: " + "; ".join(
-            f"rate {r['rate']} (viewer's lowest run {r['viewerFpsMin'][0]:.2f} without, "
-            f"{r['viewerFpsMin'][1]:.2f} with detection; stream fps down to {r['streamFpsMin'][0]:g} / "
-            f"{r['streamFpsMin'][1]:g})" for r in slow) + ". See the load average: the 2 cores are shared "
-                  "by the server's threads and the viewer.", ""]
-    else:
-        low = min(rows, key=lambda r: min(r["viewerFpsMin"]))
-        lines += ["The preview kept its 30 fps with detection as without: the viewer's lowest run was "
-                  f"{min(low['viewerFpsMin']):.2f} fps (rate {low['rate']}, runs without detection "
-                  f"{', '.join(f'{f:.2f}' for f in low['viewerFpsRuns'][0])}, with "
-                  f"{', '.join(f'{f:.2f}' for f in low['viewerFpsRuns'][1])}), `stream.fps` never under "
-                  f"{min(min(r['streamFpsMin']) for r in rows):g}.", ""]
+    lines += preview_kept(rows, FPS, lambda r: f"rate {r['rate']}", "detection", "the server's threads and the viewer")
     return lines
 
 
 def main():
-    if not VIEWERS.exists():
-        sys.exit("bench/out/viewers missing: run bench/run (make bench), or "
-                 "gcc -O2 -Wall -o bench/out/viewers bench/viewers.c")
-    if not BIN.exists():
-        sys.exit(f"{BIN} missing: swift build -c release --product viewfinder")
+    require_binaries()
     if not shutil.which("zbarimg"):
         sys.exit("zbarimg missing: scripts/install-deps --bench (Debian package zbar-tools)")
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load0 = Path("/proc/loadavg").read_text().split()[0]
-    t = time.monotonic()
-    rows, ref = bench_metadata()
-    took = time.monotonic() - t
-    load1 = Path("/proc/loadavg").read_text().split()[0]
-    section = markdown(rows, ref, started, (load0, load1), took)
-    print("\n".join(section))
-    print(f"metadata: {took:.0f} s", file=sys.stderr)
-    results.write_section(HEADING, section)
+    (rows, ref), started, load, took = timed(bench_metadata)
+    publish("metadata", markdown(rows, ref, started, load, took), took)
 
 
 if __name__ == "__main__":

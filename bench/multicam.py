@@ -19,33 +19,21 @@ this and rewrites its section of bench/RESULTS.md.
 import json
 import os
 import re
-import select
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import cpu_seconds, machine, threads  # noqa: E402  (bench/bench.py)
-import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
+from server import (ROOT, cpu_seconds, get, publish, require_binaries, start_server, stop_server,  # noqa: E402
+                    threads, timed, viewer, viewer_fps, wait_until, written_by)  # (bench/server.py)
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / ".build/release/viewfinder"
-VIEWERS = ROOT / "bench/out/viewers"
-TICK = os.sysconf("SC_CLK_TCK")
 COUNTS = tuple(int(n) for n in os.environ.get("BENCH_MULTICAM_COUNTS", "1 2 4").split())
 SECONDS = float(os.environ.get("BENCH_MULTICAM_SECONDS", "5"))
 RUNS = int(os.environ.get("BENCH_MULTICAM_RUNS", "3"))
 HEADING = "## Several cameras: 1, 2 and 4 synthetic cameras at 1280x720, 30 fps"
-
-
-def get(port, path, timeout=5):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
-        return r.read()
 
 
 def encoded(port):
@@ -70,32 +58,19 @@ def write_config(work, n):
 
 
 def start(config, ids, workdir):
-    p = subprocess.Popen([str(BIN), "--config", str(config), "--log-level", "warning"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=workdir)
-    ready, _, _ = select.select([p.stdout], [], [], 30)
-    line = p.stdout.readline().decode() if ready else ""
-    m = re.search(r"127\.0\.0\.1:(\d+)", line)
-    if not m:
-        p.kill()
-        raise RuntimeError(f"viewfinder did not start: {line!r}")
-    port = int(m.group(1))
-    deadline = time.monotonic() + 30
-    while True:  # every camera's own session running
-        cams = json.loads(get(port, "/api/cameras"))["cameras"]
-        if sorted(c["id"] for c in cams if c["state"] == "running") == sorted(ids):
-            return p, port
-        if time.monotonic() > deadline:
-            p.kill()
-            raise RuntimeError(f"cameras not running: {[(c['id'], c['state']) for c in cams]}")
-        time.sleep(0.05)
+    def running(port):  # every camera's own session running
+        wait_until(lambda: json.loads(get(port, "/api/cameras"))["cameras"],
+                   lambda cams: sorted(c["id"] for c in cams if c["state"] == "running") == sorted(ids),
+                   lambda cams: f"cameras not running: {[(c['id'], c['state']) for c in cams]}")
+    p, port, _ = start_server(["--config", str(config)], workdir, running)
+    return p, port
 
 
 def measure(p, port, ids, watched):
     """One window: server CPU %, viewers' CPU %, per-camera fps received, per-camera fps encoded."""
     viewers = []
     if watched:
-        viewers = [subprocess.Popen([str(VIEWERS), str(port), "1", str(SECONDS + 0.5), f"/cameras/{i}/stream"],
-                                    stdout=subprocess.PIPE, text=True) for i in ids]
+        viewers = [viewer(port, SECONDS + 0.5, f"/cameras/{i}/stream") for i in ids]
     time.sleep(1.0)  # warm-up (the viewers' own warm-up second)
     e0, te0 = encoded(port), time.monotonic()
     c0, v0, t0 = cpu_seconds(p.pid), sum(cpu_seconds(v.pid) for v in viewers), time.monotonic()
@@ -103,10 +78,7 @@ def measure(p, port, ids, watched):
     c1, v1, t1 = cpu_seconds(p.pid), sum(cpu_seconds(v.pid) for v in viewers), time.monotonic()
     nthreads = threads(p.pid)
     e1, te1 = encoded(port), time.monotonic()
-    fps = []
-    for v in viewers:
-        r = json.loads(v.communicate(timeout=30)[0])
-        fps.append(r["fpsMedian"] if r["open"] else 0.0)
+    fps = [viewer_fps(v) for v in viewers]
     if watched:
         time.sleep(0.5)  # let the closed viewers drain
     enc = [(e1[i] - e0[i]) / (te1 - te0) for i in ids]
@@ -127,8 +99,7 @@ def bench_multicam():
                     for watched in (False, True):
                         results[(n, watched)].append(measure(p, port, ids, watched))
                 finally:
-                    p.terminate()
-                    p.wait(10)
+                    stop_server(p)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = []
@@ -149,8 +120,7 @@ def markdown(rows, started, load):
     lines = [
         HEADING,
         "",
-        f"Written by `make bench` or `python3 bench/multicam.py` ({started}). Machine: {machine()}. "
-        f"Load average before / after: {load[0]} / {load[1]}.",
+        written_by("multicam.py", started, load),
         "",
         "Command: `viewfinder --config FILE` where FILE lists N cameras "
         '`{"id": "cK", "source": "synthetic", "position": "external", "autostart": true, '
@@ -198,18 +168,9 @@ def markdown(rows, started, load):
 
 
 def main():
-    if not VIEWERS.exists():
-        sys.exit("bench/out/viewers missing: run bench/run (make bench), or "
-                 "gcc -O2 -Wall -o bench/out/viewers bench/viewers.c")
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load0 = Path("/proc/loadavg").read_text().split()[0]
-    t = time.monotonic()
-    rows = bench_multicam()
-    load1 = Path("/proc/loadavg").read_text().split()[0]
-    section = markdown(rows, started, (load0, load1))
-    print("\n".join(section))
-    print(f"multicam: {time.monotonic() - t:.0f} s", file=sys.stderr)
-    results.write_section(HEADING, section)
+    require_binaries()
+    rows, started, load, took = timed(bench_multicam)
+    publish("multicam", markdown(rows, started, load), took)
 
 
 if __name__ == "__main__":

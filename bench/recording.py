@@ -37,26 +37,19 @@ this and rewrites its section of bench/RESULTS.md.
 """
 import json
 import os
-import re
-import resource
-import select
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import cpu_seconds, machine, threads  # noqa: E402  (bench/bench.py)
-import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
+from server import (ROOT, child_cpu, paired, paired_summary, preview_kept, publish, request,  # noqa: E402
+                    require_binaries, running_session, session, start_server, stop_server, timed, window,
+                    written_by)  # (bench/server.py: the server, its API, viewers, windows, the run)
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / ".build/release/viewfinder"
-VIEWERS = ROOT / "bench/out/viewers"
 SECONDS = float(os.environ.get("BENCH_RECORDING_SECONDS", "5"))
 RUNS = int(os.environ.get("BENCH_RECORDING_RUNS", "3"))
 FRAMES = int(os.environ.get("BENCH_RECORDING_FRAMES", "150"))  # frames for the ffmpeg reference
@@ -64,21 +57,6 @@ FPS = 30
 DEFAULT = "superfast"
 CASES = [("1280x720", "ultrafast"), ("1280x720", "superfast"), ("1280x720", "veryfast"), ("1920x1080", "superfast")]
 HEADING = "## Recording: H.264 movies (libx264) at 1280x720 and 1920x1080, 30 fps"
-
-
-def request(port, path, body=None, timeout=10):
-    """(status, parsed JSON) of a GET, or of a POST when `body` is given (b"" for none)."""
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body,
-                                 method="GET" if body is None else "POST")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null")
-
-
-def session(port):
-    return request(port, "/api/session")[1]
 
 
 def write_config(work, preset):
@@ -95,34 +73,9 @@ def write_config(work, preset):
 
 
 def start(config, size, workdir):
-    p = subprocess.Popen([str(BIN), "--config", str(config), "--cameras", "synthetic", "--preset", size,
-                          "--fps", str(FPS), "--log-level", "warning"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=workdir)
-    ready, _, _ = select.select([p.stdout], [], [], 30)
-    line = p.stdout.readline().decode() if ready else ""
-    m = re.search(r"127\.0\.0\.1:(\d+)", line)
-    if not m:
-        p.kill()
-        raise RuntimeError(f"viewfinder did not start: {line!r}")
-    port = int(m.group(1))
-    deadline = time.monotonic() + 30
-    while True:
-        s = session(port)
-        if s["state"] == "running" and f"{s['format']['width']}x{s['format']['height']}" == size:
-            return p, port
-        if time.monotonic() > deadline:
-            p.kill()
-            raise RuntimeError(f"session not running at {size}: {s['state']} {s['format']}")
-        time.sleep(0.05)
-
-
-def stop_server(p):
-    p.terminate()
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait(10)
+    p, port, _ = start_server(["--config", str(config), "--cameras", "synthetic", "--preset", size,
+                               "--fps", str(FPS)], workdir, lambda port: running_session(port, size))
+    return p, port
 
 
 def start_recording(port, options):
@@ -138,28 +91,11 @@ def stop_recording(port):
     return movie
 
 
-def window(p, port):
+def recording_window(p, port):
     """One window with one viewer: server CPU %, the viewer's fps, the lowest stream.fps,
     recorded frames per second and the recording state at the end."""
-    viewer = subprocess.Popen([str(VIEWERS), str(port), "1", str(SECONDS + 0.5)], stdout=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # the viewer's own warm-up second
-    s0 = session(port)
-    c0, t0 = cpu_seconds(p.pid), time.monotonic()
-    stream_fps = []
-    end = t0 + SECONDS
-    while (left := end - time.monotonic()) > 0:
-        time.sleep(min(1.0, left))
-        if end - time.monotonic() > 0.05:
-            stream_fps.append(session(port)["stream"]["fps"])
-    c1, t1 = cpu_seconds(p.pid), time.monotonic()
-    s1 = session(port)
-    nthreads = threads(p.pid)
-    r = json.loads(viewer.communicate(timeout=30)[0])
-    time.sleep(0.5)  # let the closed viewer drain
-    return dict(cpu=(c1 - c0) / (t1 - t0) * 100, viewerFps=r["fpsMedian"] if r["open"] else 0.0,
-                streamFpsMin=min(stream_fps) if stream_fps else s1["stream"]["fps"],
-                recFps=(s1["recording"]["frames"] - s0["recording"]["frames"]) / (t1 - t0),
-                dropped=s1["recording"]["dropped"], threads=nthreads)
+    w = window(p, port, SECONDS, lambda port: session(port)["recording"]["frames"])
+    return dict(w, recFps=w["perSecond"], dropped=w["session"]["recording"]["dropped"])
 
 
 def measure(work, size, preset):
@@ -167,10 +103,10 @@ def measure(work, size, preset):
     p, port = start(config, size, work)
     try:
         time.sleep(1.0)  # the synthetic camera's exposure and white balance settle
-        base = window(p, port)
+        base = recording_window(p, port)
         # Bounded: the movie ends by itself if the stop below never came.
         start_recording(port, {"codec": "h264", "maxDuration": SECONDS + 60})
-        rec = window(p, port)
+        rec = recording_window(p, port)
         dropped = session(port)["recording"]["dropped"]
         movie = stop_recording(port)
     finally:
@@ -179,10 +115,8 @@ def measure(work, size, preset):
     cost = rec["cpu"] - base["cpu"]
     return dict(base=base["cpu"], rec=rec["cpu"], cost=cost,
                 msPerFrame=cost / 100 / rec["recFps"] * 1000 if rec["recFps"] else float("nan"),
-                recFps=rec["recFps"], viewerFps=(base["viewerFps"], rec["viewerFps"]),
-                streamFpsMin=(base["streamFpsMin"], rec["streamFpsMin"]), dropped=dropped,
-                frames=movie["frames"], bytesPerSecond=movie["bytes"] / movie["duration"],
-                threads=(base["threads"], rec["threads"]))
+                recFps=rec["recFps"], dropped=dropped, frames=movie["frames"],
+                bytesPerSecond=movie["bytes"] / movie["duration"], **paired(base, rec))
 
 
 # ---------------------------------------------------------------- the reference: ffmpeg's CLI
@@ -224,20 +158,17 @@ def ffmpeg_command(yuv, size, preset, out, frames=None):
             "-f", "mp4", "-movflags", "frag_keyframe+empty_moov", str(out)]
 
 
-def child_cpu(cmd):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(cmd, check=True, timeout=300)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+def ffmpeg_cpu(cmd):
+    return child_cpu(cmd, check=True, timeout=300)[0]
 
 
 def reference(work, yuv, size, preset):
     """The CLI's CPU ms per frame, process start and x264's set-up excluded; and its bytes per second."""
     out = work / "reference.mp4"  # a file rather than /dev/null for its size: some kB, nothing to the timing
-    whole = child_cpu(ffmpeg_command(yuv, size, preset, out))
+    whole = ffmpeg_cpu(ffmpeg_command(yuv, size, preset, out))
     bps = out.stat().st_size / (FRAMES / FPS)
     out.unlink()
-    first = child_cpu(ffmpeg_command(yuv, size, preset, "/dev/null", frames=1))
+    first = ffmpeg_cpu(ffmpeg_command(yuv, size, preset, "/dev/null", frames=1))
     return dict(msPerFrame=(whole - first) / (FRAMES - 1) * 1000, whole=whole, first=first, bytesPerSecond=bps)
 
 
@@ -265,13 +196,8 @@ def bench_recording():
             base=med(r["base"] for r in rs), rec=med(r["rec"] for r in rs), cost=med(r["cost"] for r in rs),
             costRuns=[r["cost"] for r in rs], msPerFrame=med(r["msPerFrame"] for r in rs),
             msRuns=[r["msPerFrame"] for r in rs], recFps=med(r["recFps"] for r in rs),
-            viewerFps=(med(r["viewerFps"][0] for r in rs), med(r["viewerFps"][1] for r in rs)),
-            viewerFpsMin=(min(r["viewerFps"][0] for r in rs), min(r["viewerFps"][1] for r in rs)),
-            viewerFpsRuns=([r["viewerFps"][0] for r in rs], [r["viewerFps"][1] for r in rs]),
-            streamFpsMin=(min(r["streamFpsMin"][0] for r in rs), min(r["streamFpsMin"][1] for r in rs)),
             dropped=[r["dropped"] for r in rs], frames=[r["frames"] for r in rs],
-            bytesPerSecond=med(r["bytesPerSecond"] for r in rs),
-            threads=(max(r["threads"][0] for r in rs), max(r["threads"][1] for r in rs)),
+            bytesPerSecond=med(r["bytesPerSecond"] for r in rs), **paired_summary(rs),
             refMs=med(f["msPerFrame"] for f in fs), refRuns=[f["msPerFrame"] for f in fs],
             refFirst=med(f["first"] for f in fs) * 1000, refBytesPerSecond=med(f["bytesPerSecond"] for f in fs)))
     return rows
@@ -281,8 +207,7 @@ def markdown(rows, started, load, took):
     lines = [
         HEADING,
         "",
-        f"Written by `make bench` or `python3 bench/recording.py` ({started}, {took:.0f} s). Machine: {machine()}. "
-        f"Load average before / after: {load[0]} / {load[1]}.",
+        written_by("recording.py", started, load, took),
         "",
         "Command: `viewfinder --config FILE --cameras synthetic --preset WxH --fps 30` where FILE sets "
         '`"recording": {"directory": TMP, "preset": P}`; one viewer `bench/out/viewers PORT 1 '
@@ -341,21 +266,9 @@ def markdown(rows, started, load, took):
         "more per frame.",
         "",
     ]
-    slow = [r for r in rows if min(r["viewerFpsMin"]) < FPS - 1 or min(r["streamFpsMin"]) < FPS - 2]
+    lines += preview_kept(rows, FPS, lambda r: f"{r['size']} {r['preset']}", "recording",
+                          "the server, x264's threads and the viewer")
     drops = [r for r in rows if any(r["dropped"])]
-    if slow:
-        lines += ["The preview fell below 30 fps in: " + "; ".join(
-            f"{r['size']} {r['preset']} (viewer's lowest run {r['viewerFpsMin'][0]:.2f} without, "
-            f"{r['viewerFpsMin'][1]:.2f} with recording; stream fps down to {r['streamFpsMin'][0]:g} / "
-            f"{r['streamFpsMin'][1]:g})" for r in slow) + ". See the load average: the 2 cores are shared "
-                  "by the server, x264's threads and the viewer.", ""]
-    else:
-        low = min(rows, key=lambda r: min(r["viewerFpsMin"]))
-        lines += ["The preview kept its 30 fps with recording as without: the viewer's lowest run was "
-                  f"{min(low['viewerFpsMin']):.2f} fps ({low['size']} {low['preset']}, runs without recording "
-                  f"{', '.join(f'{f:.2f}' for f in low['viewerFpsRuns'][0])}, with "
-                  f"{', '.join(f'{f:.2f}' for f in low['viewerFpsRuns'][1])}), `stream.fps` never under "
-                  f"{min(min(r['streamFpsMin']) for r in rows):g}.", ""]
     if drops:
         lines += ["Frames dropped by the recorder (its queue full while x264 fell behind): " + "; ".join(
             f"{r['size']} {r['preset']}: {', '.join(str(d) for d in r['dropped'])} over {', '.join(str(f) for f in r['frames'])} "
@@ -366,21 +279,9 @@ def markdown(rows, started, load, took):
 
 
 def main():
-    if not VIEWERS.exists():
-        sys.exit("bench/out/viewers missing: run bench/run (make bench), or "
-                 "gcc -O2 -Wall -o bench/out/viewers bench/viewers.c")
-    if not BIN.exists():
-        sys.exit(f"{BIN} missing: swift build -c release --product viewfinder")
-    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load0 = Path("/proc/loadavg").read_text().split()[0]
-    t = time.monotonic()
-    rows = bench_recording()
-    took = time.monotonic() - t
-    load1 = Path("/proc/loadavg").read_text().split()[0]
-    section = markdown(rows, started, (load0, load1), took)
-    print("\n".join(section))
-    print(f"recording: {took:.0f} s", file=sys.stderr)
-    results.write_section(HEADING, section)
+    require_binaries()
+    rows, started, load, took = timed(bench_recording)
+    publish("recording", markdown(rows, started, load, took), took)
 
 
 if __name__ == "__main__":
