@@ -3,8 +3,10 @@
 
 Each figure is the median of several runs, measured on this machine in this run, next to
 its reference measured in the same run:
-  - encode: Viewfinder's YUYV -> JPEG step vs libjpeg-turbo's own tjbench on the same
-    image, size, quality and 4:2:2 subsampling (fast DCT on both sides);
+  - encode: Viewfinder's YUYV -> JPEG step vs tjbench -yuv's compress-from-planar-YUV
+    (libjpeg-turbo's own benchmark) on the same pixels at 720p, 1080p and 2160p, quality 80,
+    4:2:2, fast DCT on both sides (`python3 bench/bench.py encode` runs only this and
+    rewrites its section of RESULTS.md);
   - start-up: process start to the first JPEG served (no external reference here);
   - TLS: server CPU for 10 viewers over plain HTTP vs HTTPS (bench/tls.py);
   - fan-out: server CPU and per-viewer fps at 720p30 with 0, 1, 10 and 100 viewers;
@@ -27,6 +29,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
 import tls  # noqa: E402  (bench/tls.py: plain HTTP vs TLS)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,24 +85,165 @@ def median(xs):
 
 # ---------------------------------------------------------------- encode
 
+ENCODE_HEADING = "## JPEG encode (YUYV → JPEG, quality 80, 4:2:2)"
+ENCODE_SIZES = [(1280, 720), (1920, 1080), (3840, 2160)]
+ENCODE_GOAL = 0.95  # issue 14: Viewfinder at >= 0.95x tjbench's compress-from-planar speed ...
+ENCODE_GOAL_SIZES = ("1280x720", "1920x1080")  # ... at 720p and 1080p
+# Per-run figures on a shared 2-core VM move by ±15 %, uncorrelated between the two sides: more
+# runs than the other benches, so the median ratio settles to a few per cent.
+ENCODE_RUNS = int(os.environ.get("BENCH_ENCODE_RUNS", "9"))
+
+
+def read_ppm(path):
+    """(width, height, height×width×3 uint8 array) from a binary PPM as ffmpeg writes it."""
+    import numpy as np
+    data = path.read_bytes()
+    m = re.match(rb"P6\s+(\d+)\s+(\d+)\s+255\s", data)
+    w, h = int(m.group(1)), int(m.group(2))
+    return w, h, np.frombuffer(data, np.uint8, w * h * 3, m.end()).reshape(h, w, 3)
+
+
+def yuyv_from_rgb(rgb):
+    """YUYV bytes from RGB with JFIF's BT.601 full-range matrix; each horizontal pair's Cb and
+    Cr are the mean of the two pixels' (unrounded) values. Rounded half up, clamped to 0…255."""
+    import numpy as np
+    r, g, b = (rgb[..., i].astype(np.float64) for i in range(3))
+    y = 0.299 * r + 0.587 * g + 0.114 * b
+    cb = -0.168736 * r - 0.331264 * g + 0.5 * b + 128
+    cr = 0.5 * r - 0.418688 * g - 0.081312 * b + 128
+    q = lambda x: np.clip(np.floor(x + 0.5), 0, 255).astype(np.uint8)  # noqa: E731
+    h, w = y.shape
+    out = np.empty((h, w * 2), np.uint8)
+    out[:, 0::4] = q(y[:, 0::2])
+    out[:, 1::4] = q((cb[:, 0::2] + cb[:, 1::2]) / 2)
+    out[:, 2::4] = q(y[:, 1::2])
+    out[:, 3::4] = q((cr[:, 0::2] + cr[:, 1::2]) / 2)
+    return out.tobytes()
+
+
+def tjbench(ppm, *extra):
+    """One tjbench run (quality 80, 4:2:2, fast DCT, compression only): {stage: (ms per frame,
+    bytes out)} for each stage it prints: with -yuv, "Encode YUV" (RGB -> planar YUV) and
+    "Comp from YUV" (planar YUV -> JPEG)."""
+    out = sh("tjbench", str(ppm), "80", "-subsamp", "422", "-fastdct", *extra,
+             "-benchtime", "1", "-warmup", "1", "-componly", "-nowrite")
+    stages = re.findall(r"^(\S.*?)\s+-->\s+Frame rate:\s+([\d.]+) fps\s+Output image size:\s+(\d+) bytes",
+                        out, re.M)
+    return {name: (1000 / float(fps), int(size)) for name, fps, size in stages}
+
+
+def encode_frames(w, h):
+    return max(30, 200 * 1280 * 720 // (w * h))  # 200 at 720p, 88 at 1080p, 30 at 2160p
+
+
 def bench_encode():
+    """Viewfinder's YUYV -> JPEG against tjbench's compress-from-planar-YUV on the same pixels.
+    One noisy testsrc2 frame per size, as a PPM; the YUYV file is made from that PPM here, so
+    both sides compress the same picture. Each run: Viewfinder, then tjbench -yuv, so load drift
+    hits both. (tjbench's RGB -> JPEG path, the old reference, is not run: it cost as much as
+    the reference itself; its colour-conversion share shows as the Encode YUV figure.)"""
     rows = []
-    for w, h in [(1280, 720), (1920, 1080)]:
-        yuyv, ppm = OUT / f"frame-{w}x{h}.yuyv", OUT / f"frame-{w}x{h}.ppm"
-        src = ["-f", "lavfi", "-i", f"testsrc2=size={w}x{h},noise=alls=12:allf=t", "-frames:v", "1"]
-        sh("ffmpeg", "-v", "error", "-y", *src, "-pix_fmt", "yuyv422", "-f", "rawvideo", str(yuyv))
-        # The reference gets the very same pixels: the PPM is made from our YUYV file.
-        sh("ffmpeg", "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "yuyv422", "-s", f"{w}x{h}",
-           "-i", str(yuyv), str(ppm))
-        ours, ref = [], []
-        for _ in range(RUNS):
-            r = json.loads(sh(str(ENCODE), "encode", str(yuyv), str(w), str(h), "80", "200"))
-            ours.append(r["medianMs"])
-            out = sh("tjbench", str(ppm), "80", "-subsamp", "422", "-fastdct", "-benchtime", "1", "-warmup", "1", "-quiet")
-            m = re.search(r"4:2:2\s+80\s+\d+\s+\d+\s+([\d.]+)\s+([\d.]+)", out)  # Mpixels/s, ratio
-            ref.append(w * h / 1e6 / float(m.group(1)) * 1000)
-        rows.append((f"{w}x{h}", median(ours), median(ref), r["jpegBytes"], int(w * h * 3 / float(m.group(2)))))
+    for w, h in ENCODE_SIZES:
+        print(f"  encode {w}x{h}…", file=sys.stderr)
+        ppm, yuyv, jpg = OUT / f"frame-{w}x{h}.ppm", OUT / f"frame-{w}x{h}.yuyv", OUT / f"frame-{w}x{h}.jpg"
+        sh("ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size={w}x{h},noise=alls=12:allf=t",
+           "-frames:v", "1", "-pix_fmt", "rgb24", str(ppm))
+        pw, ph, rgb = read_ppm(ppm)
+        assert (pw, ph) == (w, h), (pw, ph)
+        yuyv.write_bytes(yuyv_from_rgb(rgb))
+        frames = encode_frames(w, h)
+        ours, planar, rgb2yuv, paired = [], [], [], []
+        for _ in range(ENCODE_RUNS):
+            vf = json.loads(sh(str(ENCODE), "encode", str(yuyv), str(w), str(h), "80", str(frames), str(jpg)))
+            tj = tjbench(ppm, "-yuv")
+            ours.append(vf["medianMs"])
+            planar.append(tj["Comp from YUV"][0])
+            rgb2yuv.append(tj["Encode YUV"][0])
+            paired.append(planar[-1] / ours[-1])
+            print(f"    Viewfinder {ours[-1]:.2f} ms, Comp from YUV {planar[-1]:.2f} ms (ratio {paired[-1]:.2f})",
+                  file=sys.stderr)
+        rows.append(dict(size=f"{w}x{h}", frames=frames, ours=median(ours), planar=median(planar),
+                         rgb2yuv=median(rgb2yuv),
+                         ratio=median(planar) / median(ours), lo=min(paired), hi=max(paired),
+                         ourBytes=vf["jpegBytes"], planarBytes=tj["Comp from YUV"][1]))
     return rows
+
+
+def build_info():
+    """Which encoder was measured: the commit, and whether Sources/ had uncommitted changes."""
+    try:
+        head = sh("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD").strip()
+        dirty = sh("git", "-C", str(ROOT), "status", "--porcelain", "--", "Sources", "Package.swift").strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return f"commit {head}" + (" plus uncommitted changes under Sources/ or in Package.swift" if dirty else "")
+
+
+def encode_section(rows, load):
+    goal = [r for r in rows if r["size"] in ENCODE_GOAL_SIZES]
+    holds = all(r["ratio"] >= ENCODE_GOAL for r in goal)
+    sizes_agree = all(abs(r["ourBytes"] / r["planarBytes"] - 1) <= 0.01 for r in rows)
+    lines = [
+        ENCODE_HEADING,
+        "",
+        f"Machine: {machine()}; load average {load[0]:.2f} before, {load[1]:.2f} after. Release build "
+        f"of `viewfinder-bench` ({build_info()}). Median of {ENCODE_RUNS} runs (`BENCH_ENCODE_RUNS`); each run times "
+        "Viewfinder and then tjbench (libjpeg-turbo's own benchmark, the same library Viewfinder links) "
+        "on the same frame, so the ratios come from one run of `make bench`.",
+        "",
+        "Frame: one noisy `testsrc2` picture per size (`ffmpeg -f lavfi -i testsrc2=size=WxH,"
+        "noise=alls=12:allf=t -frames:v 1 FRAME.ppm`). bench.py makes `FRAME.yuyv` from that PPM with "
+        "JFIF's BT.601 full-range matrix (Y = 0.299R + 0.587G + 0.114B, Cb = −0.168736R − 0.331264G "
+        "+ 0.5B + 128, Cr = 0.5R − 0.418688G − 0.081312B + 128; rounded, clamped) and 2:1 chroma "
+        "averaging (each pair's Cb/Cr is the mean of the two pixels'), so both sides compress the same pixels.",
+        "",
+        "Commands:",
+        "",
+        "- Viewfinder: `viewfinder-bench encode FRAME.yuyv W H 80 N FRAME.jpg` — de-interleaves YUYV into "
+        "planes and compresses them (`tjCompressFromYUVPlanes`, fast DCT); the median of N timed frames "
+        "after 10 warm-up frames (N = " + ", ".join(f"{r['frames']} at {r['size']}" for r in rows) + ").",
+        "- **Reference (the fair one):** `tjbench FRAME.ppm 80 -subsamp 422 -fastdct -yuv -benchtime 1 "
+        "-warmup 1 -componly -nowrite`, its **Comp from YUV** line: compression from planar YUV already "
+        "in memory (tjbench converts the PPM to planes first and times that separately, as Encode YUV). "
+        "The figure is 1000 / its frame rate, a mean over ≥ 1 s.",
+        "- Not the reference any more: this section used to compare against tjbench's RGB → JPEG path "
+        "(`tjbench FRAME.ppm 80 -subsamp 422 -fastdct`, without `-yuv`), on different pixels. That path "
+        "includes an RGB → YCbCr conversion Viewfinder never does; tjbench -yuv times that conversion "
+        "on its own, shown below as Encode YUV (context only).",
+        "",
+        f"Ratio = tjbench Comp-from-YUV ms ÷ Viewfinder ms: the fraction of compress-from-planar speed "
+        f"Viewfinder reaches (1.00 = as fast; below 1 Viewfinder is slower). Per-run range: the lowest and "
+        f"highest of the {ENCODE_RUNS} paired per-run ratios (Viewfinder and tjbench timed back to back).",
+        "",
+        "| size | Viewfinder ms/frame | tjbench Comp from YUV ms/frame (reference) | ratio (per-run range) "
+        "| JPEG bytes Viewfinder / tjbench -yuv (difference) | tjbench Encode YUV ms (RGB → planes, context) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        diff = (r["ourBytes"] / r["planarBytes"] - 1) * 100
+        lines.append(f"| {r['size']} | {r['ours']:.2f} | {r['planar']:.2f} | {r['ratio']:.2f} "
+                     f"({r['lo']:.2f}–{r['hi']:.2f}) | {r['ourBytes']} / {r['planarBytes']} ({diff:+.2f} %) "
+                     f"| {r['rgb2yuv']:.2f} |")
+    verdict = ", ".join(f"{r['ratio']:.2f} at {r['size']}" for r in goal)
+    straddle = [r["size"] for r in goal if r["lo"] < ENCODE_GOAL <= r["hi"]]
+    lines += [
+        "",
+        f"Goal (issue 14): ratio ≥ {ENCODE_GOAL:.2f} at 720p and 1080p. This run: {verdict} — "
+        + ("**holds**." if holds else "**does not hold**.")
+        + (f" The per-run ratios straddle {ENCODE_GOAL:.2f} at {' and '.join(straddle)}: there the verdict "
+           "is within this machine's run-to-run noise." if straddle else ""),
+        "",
+        "JPEG sizes " + ("agree within 1 % at every size" if sizes_agree else "**differ by more than 1 %**")
+        + " (tjbench -yuv's size is the one it prints for Comp from YUV; its planes come from libjpeg-turbo's "
+        "own fixed-point RGB → YCbCr and its pair averaging with alternating rounding bias, ours from the "
+        "floating-point matrix above, so the two can differ by rounding).",
+        "",
+        "Viewfinder's figure is a median of per-frame times, tjbench's a mean over its timed second (it "
+        "prints no median): a preempted frame moves a mean but not a median, so on a loaded machine the "
+        "comparison leans slightly towards Viewfinder.",
+        "",
+    ]
+    return lines
 
 
 # ---------------------------------------------------------------- start-up
@@ -248,11 +392,23 @@ def machine():
             f"Linux {platform.release()}; {swift}")
 
 
+def main_encode():
+    """`python3 bench/bench.py encode`: only the encode benchmark; rewrites its section of RESULTS.md."""
+    OUT.mkdir(exist_ok=True)
+    load0 = os.getloadavg()[0]
+    enc = bench_encode()
+    section = encode_section(enc, (load0, os.getloadavg()[0]))
+    print("\n".join(section))
+    results.write_section(ENCODE_HEADING, section)
+
+
 def main():
     OUT.mkdir(exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     print("encode…", file=sys.stderr)
+    load0 = os.getloadavg()[0]
     enc = bench_encode()
+    load = (load0, os.getloadavg()[0])
     print("start-up…", file=sys.stderr)
     listen, first = bench_startup()
     print("fan-out…", file=sys.stderr)
@@ -267,27 +423,11 @@ def main():
         "# Benchmarks",
         "",
         f"Written by `make bench` ({started}). Machine: {machine()}.",
-        f"Each figure is the median of {RUNS} runs (fan-out: {max(3, RUNS // 2)}), measured in the same run as its reference.",
+        f"Each figure is the median of {RUNS} runs (encode: {ENCODE_RUNS}; fan-out: {max(3, RUNS // 2)}), measured in the same run as its reference.",
         "Release build. Numbers on a shared 2-core VM move by ±10 % between runs; ratios move less.",
         "",
-        "## JPEG encode (YUYV → JPEG, quality 80, 4:2:2)",
-        "",
-        "Command: `viewfinder-bench encode FRAME.yuyv W H 80 200` vs "
-        "`tjbench FRAME.ppm 80 -subsamp 422 -fastdct -benchtime 1 -warmup 1`, on the same noisy "
-        "`testsrc2` frame. Viewfinder de-interleaves YUYV into planes and compresses them "
-        "(no colour conversion); tjbench converts RGB and compresses.",
-        "",
-        "The PPM is made from the YUYV file, but ffmpeg's YUV→RGB conversion softens the noise, "
-        "so tjbench's JPEGs come out smaller (sizes shown): entropy coding is most of the cost, "
-        "so the ratio overstates Viewfinder's overhead rather than understating it.",
-        "",
-        "| size | Viewfinder ms/frame | tjbench ms/frame (reference) | ratio | JPEG bytes (Viewfinder / tjbench) |",
-        "|---|---|---|---|---|",
-    ]
-    for size, ours, ref, ob, rb in enc:
-        lines.append(f"| {size} | {ours:.2f} | {ref:.2f} | {ours / ref:.2f} | {ob} / {rb} |")
+    ] + encode_section(enc, load)
     lines += [
-        "",
         "## Start-up",
         "",
         "Command: `viewfinder --port 0 --preset 1280x720 --cameras synthetic`, timed from process start.",
@@ -332,4 +472,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main_encode() if sys.argv[1:] == ["encode"] else main()
