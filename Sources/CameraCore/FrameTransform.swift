@@ -56,3 +56,11 @@ public struct ZoomRamp: Sendable, Equatable {
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// How much colour a preview JPEG keeps: as the source has it (4:2:2 from 4:2:2 and RGB
+/// sources, the default), or at most 4:2:0 (half the chroma rows: smaller frames for thin
+/// links; `stream.subsampling`).
+public enum ChromaSubsampling: String, Sendable, Codable, CaseIterable {
+    case s422 = "422"
+    case s420 = "420"
+}

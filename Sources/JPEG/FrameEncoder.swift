@@ -12,9 +12,12 @@ public final class FrameEncoder {
 
     public init() {}
 
-    /// The frame as a JPEG at `quality` through `transform`.
-    public func encode(_ frame: borrowing RawFrame, quality: Int, transform: FrameTransform) throws(JPEGError) -> EncodedImage {
+    /// The frame as a JPEG at `quality` through `transform`; `.s420` halves the chroma rows
+    /// of what it encodes (a camera's own JPEG stays as the camera made it).
+    public func encode(_ frame: borrowing RawFrame, quality: Int, transform: FrameTransform,
+                       subsampling: ChromaSubsampling = .s422) throws(JPEGError) -> EncodedImage {
         if encoder == nil { encoder = try JPEGEncoder() }
+        encoder!.subsampling = subsampling
         let f = frame.format
         switch f.pixelFormat {
         case .mjpeg where transform.isIdentity:

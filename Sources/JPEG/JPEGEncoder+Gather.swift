@@ -12,18 +12,28 @@ struct GatherKey: Equatable {
     var height: Int
     var stride: Int
     var transform: FrameTransform
+    var subsampling: ChromaSubsampling
 }
 
 extension JPEGEncoder {
     func encodeGathered(_ src: UnsafeRawBufferPointer, format: PixelFormat, layout: RawLayout, width: Int,
                         height: Int, stride: Int, quality: Int, transform: FrameTransform) throws(JPEGError) -> EncodedImage {
-        let key = GatherKey(format: format, width: width, height: height, stride: stride, transform: transform)
-        if gatherCache?.key != key { gatherCache = (key, Self.tables(layout, width: width, height: height, transform: transform)) }
-        let tables = gatherCache!.tables
+        let key = GatherKey(format: format, width: width, height: height, stride: stride, transform: transform,
+                            subsampling: subsampling)
         let (outW, outH) = transform.outputSize(width: width, height: height)
+        // 4:2:0 asked for: a 4:2:2 source is gathered with half the chroma rows.
+        let output: RawLayout.Output = if case .yuv(let sub) = layout.output, sub == TJSAMP_422, subsampling == .s420, outH % 2 == 0 {
+            .yuv(TJSAMP_420)
+        } else {
+            layout.output
+        }
+        if gatherCache?.key != key {
+            gatherCache = (key, Self.tables(layout, output: output, width: width, height: height, transform: transform))
+        }
+        let tables = gatherCache!.tables
         let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
         let jpeg: [UInt8]
-        switch layout.output {
+        switch output {
         case .yuv(let subsampling) where tables.count == 2:
             let (luma, chroma) = (tables[0], tables[1])
             let lumaSize = luma.width * luma.height, chromaSize = chroma.width * chroma.height
@@ -58,9 +68,10 @@ extension JPEGEncoder {
     /// The tables for the luma plane and, for colour YUV, one set shared by U and V
     /// (subsampled as the output is: 4:2:2 halves columns, 4:2:0 also rows); a single set
     /// for greyscale and packed RGB.
-    static func tables(_ layout: RawLayout, width: Int, height: Int, transform: FrameTransform) -> [GatherTables] {
+    static func tables(_ layout: RawLayout, output: RawLayout.Output, width: Int, height: Int,
+                       transform: FrameTransform) -> [GatherTables] {
         let s = SampleTables(width: width, height: height, transform: transform)
-        guard case .yuv(let subsampling) = layout.output, layout.planes.count == 3 else {
+        guard case .yuv(let subsampling) = output, layout.planes.count == 3 else {
             return [GatherTables(s, layout.planes[0])]
         }
         return [GatherTables(s, layout.planes[0]),

@@ -70,9 +70,8 @@ extension JPEGEncoder {
             let uPlane = yPlane + ySize, vPlane = uPlane + cSize
             vf_split_packed422(src.baseAddress!.assumingMemoryBound(to: UInt8.self), stride, Int32(width), Int32(height),
                                Int32(y0), Int32(u), Int32(v), yPlane, uPlane, vPlane)
-            return try compressPlanes([UnsafePointer(yPlane), UnsafePointer(uPlane), UnsafePointer(vPlane)],
-                                      strides: [Int32(width), Int32(cw), Int32(cw)],
-                                      width: width, height: height, subsampling: TJSAMP_422, quality: quality)
+            return try compressPlanes422(y: yPlane, u: uPlane, v: vPlane, yStride: width, chromaWidth: cw,
+                                         width: width, height: height, quality: quality)
         }
     }
 }

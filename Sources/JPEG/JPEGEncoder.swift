@@ -20,6 +20,8 @@ public final class JPEGEncoder {
     var gatherCache: (key: GatherKey, tables: [GatherTables])?
     private var output: UnsafeMutablePointer<UInt8>?
     private var outputCapacity = 0
+    /// `.s420`: 4:2:2 and RGB sources are compressed as 4:2:0 (every other chroma row).
+    public var subsampling: ChromaSubsampling = .s422
 
     public init() throws(JPEGError) {
         guard let h = tjInitCompress() else { throw JPEGError.last("tjInitCompress", nil) }
@@ -57,10 +59,19 @@ public final class JPEGEncoder {
         return try planes.withUnsafeMutableBufferPointer { p throws(JPEGError) -> [UInt8] in
             let y = p.baseAddress!, u = y + ySize, v = u + cSize
             fill(y, u, v)
-            return try compressPlanes([UnsafePointer(y), UnsafePointer(u), UnsafePointer(v)],
-                                      strides: [Int32(width), Int32(chromaWidth), Int32(chromaWidth)],
-                                      width: width, height: height, subsampling: TJSAMP_422, quality: quality)
+            return try compressPlanes422(y: y, u: u, v: v, yStride: width, chromaWidth: chromaWidth,
+                                         width: width, height: height, quality: quality)
         }
+    }
+
+    /// 4:2:2 planes compressed as 4:2:2, or as 4:2:0 when `subsampling` asks for it: the
+    /// chroma planes are read every other row (twice their stride), no copy.
+    func compressPlanes422(y: UnsafePointer<UInt8>, u: UnsafePointer<UInt8>, v: UnsafePointer<UInt8>, yStride: Int,
+                           chromaWidth: Int, width: Int, height: Int, quality: Int) throws(JPEGError) -> [UInt8] {
+        let halve = subsampling == .s420 && height % 2 == 0
+        let cs = Int32(halve ? 2 * chromaWidth : chromaWidth)
+        return try compressPlanes([y, u, v], strides: [Int32(yStride), cs, cs], width: width, height: height,
+                                  subsampling: halve ? TJSAMP_420 : TJSAMP_422, quality: quality)
     }
 
     /// Encodes NV12 (a Y plane, then interleaved U/V at half resolution both ways): the UV
@@ -82,6 +93,10 @@ public final class JPEGEncoder {
             let u = p.baseAddress!, v = u + cw * ch
             let s = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
             vf_split_uv(s + stride * height, stride, Int32(cw), Int32(ch), u, v)
+            if subsampling == TJSAMP_422 {
+                return try compressPlanes422(y: s, u: u, v: v, yStride: stride, chromaWidth: cw,
+                                             width: width, height: height, quality: quality)
+            }
             return try compressPlanes([s, UnsafePointer(u), UnsafePointer(v)],
                                       strides: [Int32(stride), Int32(cw), Int32(cw)],
                                       width: width, height: height, subsampling: subsampling, quality: quality)
@@ -121,11 +136,12 @@ public final class JPEGEncoder {
     /// Packed 3-byte pixels in `order` (libturbojpeg converts to YCbCr), 4:2:2 like the rest.
     func compressPacked(_ pixels: UnsafePointer<UInt8>, width: Int, pitch: Int, height: Int, order: TJPF,
                         quality: Int) throws(JPEGError) -> [UInt8] {
-        ensureOutput(width: width, height: height, subsampling: TJSAMP_422)
+        let sampling = subsampling == .s420 ? TJSAMP_420 : TJSAMP_422
+        ensureOutput(width: width, height: height, subsampling: sampling)
         var out: UnsafeMutablePointer<UInt8>? = output
         var size: UInt = UInt(outputCapacity)
         let rc = tjCompress2(handle, pixels, Int32(width), Int32(pitch), Int32(height), Int32(order.rawValue), &out, &size,
-                             Int32(TJSAMP_422.rawValue), Int32(min(max(quality, 1), 100)), TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
+                             Int32(sampling.rawValue), Int32(min(max(quality, 1), 100)), TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
         guard rc == 0, let out else { throw JPEGError.last("tjCompress2", handle) }
         return Array(UnsafeBufferPointer(start: out, count: Int(size)))
     }

@@ -56,7 +56,7 @@ public actor CaptureSession {
         self.cameras = cameras
         self.logger = logger
         self.configuration = configuration
-        pipelineSettings = PipelineSettings(quality: configuration.streamQuality)
+        pipelineSettings = PipelineSettings(quality: configuration.streamQuality, subsampling: configuration.streamSubsampling)
         let chosen: any CaptureDevice
         if let id = configuration.camera {
             guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
@@ -97,7 +97,7 @@ public actor CaptureSession {
             zoom: s.zoom, focus: s.focus, exposure: s.exposure,
             whiteBalance: s.whiteBalance, torch: s.torch, orientation: s.orientation,
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
-                          quality: pipelineSettings.quality),
+                          quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue),
             frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.failures ?? 0),
             error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state)
     }

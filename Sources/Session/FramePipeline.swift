@@ -57,17 +57,18 @@ final class FramePipeline: @unchecked Sendable {  // the encoder: the capture th
         guard preview || !due.isEmpty else { return }  // nobody looks: don't encode
         let sequence = hub.takeSequence()
         for ticket in due {
-            ticket.fulfil(encode(frame, quality: ticket.quality, transform: transform, sequence: sequence))
+            ticket.fulfil(encode(frame, quality: ticket.quality, transform: transform, subsampling: .s422, sequence: sequence))
         }
-        if preview, let f = encode(frame, quality: settings.quality, transform: transform, sequence: sequence) {
+        if preview, let f = encode(frame, quality: settings.quality, transform: transform, subsampling: settings.subsampling,
+                                   sequence: sequence) {
             hub.publish(f)
         }
     }
 
     private func encode(_ frame: borrowing RawFrame, quality: Int, transform: FrameTransform,
-                        sequence: UInt64) -> EncodedFrame? {
+                        subsampling: ChromaSubsampling, sequence: UInt64) -> EncodedFrame? {
         do {
-            let image = try encoder.encode(frame, quality: quality, transform: transform)
+            let image = try encoder.encode(frame, quality: quality, transform: transform, subsampling: subsampling)
             return EncodedFrame(jpeg: image.jpeg, width: image.width, height: image.height,
                                 sequence: sequence, timestamp: frame.timestamp)
         } catch {
@@ -82,6 +83,8 @@ final class FramePipeline: @unchecked Sendable {  // the encoder: the capture th
 public final class PipelineSettings: Sendable {
     private struct Values {
         var quality: Int
+        /// The preview's chroma (photos keep the source's).
+        var subsampling: ChromaSubsampling
         var ramp = ZoomRamp.fixed(1)
         /// The lens's reach: the crop is the part of the zoom beyond it.
         var opticalMax = 1.0
@@ -90,7 +93,11 @@ public final class PipelineSettings: Sendable {
     }
     private let values: Mutex<Values>
 
-    public init(quality: Int) { values = Mutex(Values(quality: quality)) }
+    public init(quality: Int, subsampling: ChromaSubsampling = .s422) {
+        values = Mutex(Values(quality: quality, subsampling: subsampling))
+    }
+
+    public var subsampling: ChromaSubsampling { values.withLock { $0.subsampling } }
 
     public var quality: Int {
         get { values.withLock { $0.quality } }

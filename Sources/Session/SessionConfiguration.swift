@@ -1,6 +1,7 @@
 // What a session is started with: the camera, format and qualities from config.json, how
 // often devices are read back, and the placeholder frame the application draws.
 
+import CameraCore
 import Movie
 
 /// Renders the raw YUYV frame shown while nothing is captured ("NO SIGNAL", "STOPPED").
@@ -11,6 +12,8 @@ public struct SessionConfiguration: Sendable {
     public var preset: String
     public var fps: Int
     public var streamQuality: Int
+    /// The preview's chroma: as the source (4:2:2) or at most 4:2:0.
+    public var streamSubsampling: ChromaSubsampling
     public var captureQuality: Int
     /// How often device values are read back while running (automatic modes move them).
     public var readBackInterval: Double
@@ -26,7 +29,7 @@ public struct SessionConfiguration: Sendable {
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
                 placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) },
                 movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast",
-                metadataRate: Double = 10) {
+                metadataRate: Double = 10, streamSubsampling: ChromaSubsampling = .s422) {
         self.camera = camera
         self.preset = preset
         self.fps = fps
@@ -37,5 +40,6 @@ public struct SessionConfiguration: Sendable {
         self.movies = movies
         self.moviePreset = moviePreset
         self.metadataRate = metadataRate
+        self.streamSubsampling = streamSubsampling
     }
 }

@@ -60,7 +60,8 @@ public final class Application: Sendable {
                                                         captureQuality: configuration.capture.quality,
                                                         placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) },
                                                         movies: movies, moviePreset: configuration.recording.preset,
-                                                        metadataRate: configuration.metadata.rate),
+                                                        metadataRate: configuration.metadata.rate,
+                                                        streamSubsampling: configuration.stream.subsampling),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")

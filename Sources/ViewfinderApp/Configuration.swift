@@ -2,6 +2,7 @@
 // unknown key stops start-up with a message naming the key.
 
 import Auth
+import CameraCore
 import Capture
 import Foundation
 import HTTPServer
@@ -72,6 +73,8 @@ public struct Configuration: Sendable, Equatable {
     public struct Stream: Sendable, Equatable {
         public var quality = 80
         public var maxFps = 30
+        /// The preview's chroma: "422" (as the source) or "420" (smaller frames).
+        public var subsampling = ChromaSubsampling.s422
     }
 
     public struct Capture: Sendable, Equatable {
@@ -178,6 +181,9 @@ public struct Configuration: Sendable, Equatable {
         if let s = try root.object("stream") {
             c.stream.quality = try s.int("quality", in: 1...100) ?? c.stream.quality
             c.stream.maxFps = try s.int("maxFps", in: 1...120) ?? c.stream.maxFps
+            if let sub = try s.string("subsampling", allowed: ChromaSubsampling.allCases.map(\.rawValue)) {
+                c.stream.subsampling = ChromaSubsampling(rawValue: sub)!
+            }
             try s.finish()
         }
         if let s = try root.object("capture") {

@@ -61,7 +61,11 @@ final class MJPEGStream: StreamBody, Sendable {
                 schedule.withLock {
                     $0.lastSequence = frame.sequence
                     $0.lastSent = now
-                    $0.due = max(due, now) + minInterval
+                    // On a grid: a part sent a little late keeps the next one's slot, so the
+                    // capture's jitter never adds up to a skipped frame when the cap is the
+                    // camera's own rate (it did: runs of frames held back to the next tick);
+                    // after a pause the grid starts again from now.
+                    $0.due = now - due < minInterval ? due + minInterval : now + minInterval
                 }
                 return .data(parts.part(for: frame))
             }

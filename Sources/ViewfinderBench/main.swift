@@ -2,6 +2,7 @@
 // uses it. Prints one JSON object: median and p90 milliseconds per frame.
 //
 //   viewfinder-bench encode FILE.yuyv WIDTH HEIGHT [QUALITY] [FRAMES] [OUT.jpg]
+//   (VIEWFINDER_SUBSAMPLING=420 in the environment: the stream.subsampling "420" path)
 
 import CameraCore
 import Foundation
@@ -17,6 +18,7 @@ let quality = args.count > 5 ? Int(args[5]) ?? 80 : 80
 let frames = args.count > 6 ? Int(args[6]) ?? 200 : 200
 let frame = [UInt8](data.prefix(width * height * 2))
 let encoder = try JPEGEncoder()
+if ProcessInfo.processInfo.environment["VIEWFINDER_SUBSAMPLING"] == "420" { encoder.subsampling = .s420 }
 var times: [Double] = []
 var last: [UInt8] = []
 for i in 0..<(frames + 10) {
@@ -29,5 +31,5 @@ for i in 0..<(frames + 10) {
 }
 times.sort()
 let median = times[times.count / 2], p90 = times[times.count * 9 / 10]
-print(#"{"width": \#(width), "height": \#(height), "quality": \#(quality), "frames": \#(frames), "medianMs": \#(median), "p90Ms": \#(p90), "jpegBytes": \#(last.count)}"#)
+print(#"{"width": \#(width), "height": \#(height), "quality": \#(quality), "frames": \#(frames), "medianMs": \#(median), "p90Ms": \#(p90), "jpegBytes": \#(last.count), "subsampling": "\#(encoder.subsampling.rawValue)"}"#)
 if args.count > 7 { _ = FileManager.default.createFile(atPath: args[7], contents: Data(last)) }

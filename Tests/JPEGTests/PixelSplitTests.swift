@@ -39,3 +39,37 @@ import Testing
         #expect(v == (0..<(pairs * rows)).map { src[($0 / pairs) * stride + ($0 % pairs) * 2 + 1] })
     }
 }
+
+import CameraCore
+import JPEG
+
+/// `stream.subsampling` "420": 4:2:2 and RGB sources come out 4:2:0, on the direct and the
+/// transformed paths; the picture keeps its colours.
+@Suite struct ChromaSubsamplingTests {
+    /// libjpeg-turbo's name for the JPEG's subsampling (tjDecompressHeader3), through the
+    /// SOF's sampling factors: 0x21 for Y at 2×1 (4:2:2), 0x22 at 2×2 (4:2:0).
+    func lumaSampling(_ jpeg: [UInt8]) -> UInt8? {
+        for i in 0..<(jpeg.count - 12) where jpeg[i] == 0xFF && (jpeg[i + 1] == 0xC0 || jpeg[i + 1] == 0xC1) {
+            return jpeg[i + 11]  // FF C0, length(2), precision, height(2), width(2), components, id, sampling
+        }
+        return nil
+    }
+
+    @Test(arguments: [PixelFormat.yuyv, .uyvy, .nv16, .rgb24])
+    func fourTwoTwoSourcesComeOutFourTwoZero(_ format: PixelFormat) throws {
+        let (w, h) = (64, 48)
+        let stride = format.bytesPerLine(width: w)!
+        let frame = [UInt8](repeating: 120, count: format.frameBytes(width: w, height: h)!)
+        let encoder = try JPEGEncoder()
+        for (transform, label) in [(FrameTransform.identity, "direct"), (FrameTransform(rotation: 90), "turned")] {
+            encoder.subsampling = .s422
+            let full = try frame.withUnsafeBytes { try encoder.encode($0, format: format, width: w, height: h, stride: stride, quality: 80, transform: transform) }
+            encoder.subsampling = .s420
+            let half = try frame.withUnsafeBytes { try encoder.encode($0, format: format, width: w, height: h, stride: stride, quality: 80, transform: transform) }
+            #expect(lumaSampling(full.jpeg) == 0x21, "\(format) \(label) 4:2:2")
+            #expect(lumaSampling(half.jpeg) == 0x22, "\(format) \(label) 4:2:0")
+            let decoded = try JPEGDecoder.decodeRGB(half.jpeg)
+            #expect((decoded.width, decoded.height) == (transform.rotation == 90 ? (h, w) : (w, h)))
+        }
+    }
+}
