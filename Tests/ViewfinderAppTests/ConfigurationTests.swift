@@ -1,4 +1,5 @@
 import Foundation
+import CameraCore
 import Capture
 import Testing
 @testable import ViewfinderApp
@@ -46,6 +47,7 @@ import Testing
         (#"{"cameras": [{"id": "s", "source": "synthetic", "codes": [{"type": "qrcode", "value": "x"}]}]}"#,
          "cameras[0].codes[0].type: unknown type 'qrcode'"),
         (#"{"metadata": {"rate": 0}}"#, "metadata.rate: scans a second within 0.1…60"),
+        (#"{"stream": {"subsampling": "444"}}"#, "stream.subsampling: '444' is not one of 422, 420"),
         (#"{"recording": {"preset": "fastest"}}"#,
          "recording.preset: unknown libx264 preset 'fastest'; one of ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow"),
     ]
@@ -58,6 +60,7 @@ import Testing
         guard case .list(let entries) = c.cameras else { Issue.record("not a list"); return }
         #expect(entries.first?.codes == [SceneCode(type: .ean13, value: "4006381333931", x: 0.2, y: 0.7, size: 0.25)])
         #expect(c.metadata.rate == 5 && c.recording.directory == "/tmp/m" && c.recording.preset == "ultrafast")
+        #expect(try Configuration.parse(Array(#"{"stream": {"subsampling": "420"}}"#.utf8)).stream.subsampling == .s420)
     }
 
     @Test func badFilesNameTheKey() {
