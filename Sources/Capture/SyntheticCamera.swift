@@ -52,7 +52,7 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
     public var capabilities: Capabilities { .simulated }
 
     public var formats: [FormatOption] {
-        Self.sizes.map { FormatOption(pixelFormat: .yuyv, width: $0.0, height: $0.1, fps: [30, 15, 5]) }
+        Self.sizes.map { FormatOption(pixelFormat: .yuyv, width: $0.0, height: $0.1, fps: [60, 30, 15, 5]) }
     }
 
     public func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError) {
