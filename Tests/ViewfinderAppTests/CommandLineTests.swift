@@ -42,7 +42,7 @@ import Testing
         #expect(text.status == 0)
         #expect(text.out.contains("rear: Synthetic rear camera"), "\(text.out)")
         #expect(text.out.contains("front: Synthetic front camera"), "\(text.out)")
-        #expect(text.out.contains("YUYV: ") && text.out.contains("1280x720@30"), "\(text.out)")
+        #expect(text.out.contains("YUYV: ") && text.out.contains("1280x720@60/30/15/5"), "\(text.out)")
         #expect(text.out.contains("torch yes"))
 
         let json = try await run(["cameras", "--cameras", "synthetic", "--json"])
