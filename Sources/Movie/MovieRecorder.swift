@@ -103,7 +103,7 @@ public final class MovieRecorder: Sendable {
     // MARK: - The capture thread's side
 
     /// Takes the frame if the recording wants it. Never blocks on the encoder.
-    public func offer(_ frame: borrowing RawFrame, transform: FrameTransform) {
+    public func offer(_ frame: borrowing RawFrame, transform: @autoclosure () -> FrameTransform) {
         let t = frame.timestamp
         let taken = shared.withLock { s -> [UInt8]?? in
             guard s.ending == nil, s.outcome == nil else { return nil }
@@ -126,7 +126,7 @@ public final class MovieRecorder: Sendable {
         var buffer = spare ?? []
         if buffer.count < n { buffer = [UInt8](repeating: 0, count: n) }
         buffer.withUnsafeMutableBytes { $0.copyMemory(from: frame.bytes) }
-        let pending = Pending(buffer: buffer, count: n, stride: frame.stride, timestamp: t, zoom: transform.zoom)
+        let pending = Pending(buffer: buffer, count: n, stride: frame.stride, timestamp: t, zoom: transform().zoom)
         shared.withLock { $0.queue.append(pending); $0.backlog += 1 }
         wake.signal()
     }

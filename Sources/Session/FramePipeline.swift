@@ -49,13 +49,15 @@ final class FramePipeline: @unchecked Sendable {  // the encoder: the capture th
     func handle(_ frame: borrowing RawFrame) {
         guard active.withLock({ $0 }) else { return }
         counters.withLock { $0.captured += 1 }
-        let transform = settings.transform(at: Clock.monotonic())
-        if let r = recorder.withLock({ $0 }) { r.offer(frame, transform: transform) }
-        metadata.offer(frame, transform: transform)
+        // The outputs read the transform only for a frame they take (most frames they don't).
+        let now = Clock.monotonic()
+        if let r = recorder.withLock({ $0 }) { r.offer(frame, transform: self.settings.transform(at: now)) }
+        metadata.offer(frame, transform: self.settings.transform(at: now))
         let due = photos.due(at: frame.timestamp)
         let preview = hub.hasDemand
         guard preview || !due.isEmpty else { return }  // nobody looks: don't encode
         let sequence = hub.takeSequence()
+        let transform = settings.transform(at: now)
         for ticket in due {
             ticket.fulfil(encode(frame, quality: ticket.quality, transform: transform, subsampling: .s422, sequence: sequence))
         }

@@ -157,7 +157,7 @@ public final class MetadataOutput: Sendable {
     func cameraStopped() { shared.withLock { $0.objects = []; $0.keys = [] } }
 
     /// The capture thread's side: takes the frame when the worker is free and due.
-    func offer(_ frame: borrowing RawFrame, transform: FrameTransform) {
+    func offer(_ frame: borrowing RawFrame, transform: @autoclosure () -> FrameTransform) {
         let now = Clock.monotonic()
         let spare = shared.withLock { s -> [UInt8]?? in
             guard !s.types.isEmpty, !s.busy, now >= s.nextDue - interval / 4 else { return nil }
@@ -172,7 +172,7 @@ public final class MetadataOutput: Sendable {
         if buffer.count < n { buffer = [UInt8](repeating: 0, count: n) }
         buffer.withUnsafeMutableBytes { $0.copyMemory(from: frame.bytes) }
         let p = Pending(bytes: buffer, count: n, format: frame.format, stride: frame.stride, sequence: frame.sequence,
-                        timestamp: frame.timestamp, transform: transform)
+                        timestamp: frame.timestamp, transform: transform())
         shared.withLock { $0.pending = p }
         wake.signal()
     }
