@@ -2,6 +2,7 @@
 // until the owner stops it or `step` reports the end, then runs `end` once on the same
 // thread. `stop` returns only after the last frame has been handed over.
 
+import CameraCore
 import Foundation
 import Synchronization
 
@@ -13,6 +14,7 @@ final class CaptureLoop: Sendable {
     /// whether the owner stopped it (false means the loop ended by itself).
     init(name: String, step: @escaping @Sendable () -> Bool, end: @escaping @Sendable (_ stoppedByOwner: Bool) -> Void = { _ in }) {
         let thread = Thread { [self] in
+            ThreadName.set(name)
             while isRunning && step() {}
             end(!isRunning)
             finished.signal()

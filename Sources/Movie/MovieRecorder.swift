@@ -80,7 +80,7 @@ public final class MovieRecorder: Sendable {
         startedAt = Clock.now()
         try store.ensureDirectory()
         let work = try Work(setup, path: store.partialPath(setup.id))
-        let thread = Thread { [self] in run(work) }
+        let thread = Thread { [self] in ThreadName.set("movie"); run(work) }
         thread.name = "viewfinder.movie"
         thread.start()
     }

@@ -145,7 +145,7 @@ public final class MetadataOutput: Sendable {
             return true
         }
         if start {
-            let t = Thread { [self] in work() }
+            let t = Thread { [self] in ThreadName.set("metadata"); work() }
             t.name = "viewfinder.metadata"
             t.start()
         } else {
