@@ -26,6 +26,20 @@ public struct SceneCode: Sendable, Codable, Equatable {
 
 /// A scene code with its modules laid out, ready to draw at any frame size.
 struct PlacedCode: Sendable {
+    /// Its top-left corner and size in pixels in a `width`×`height` frame.
+    private func geometry(width: Int, height: Int) -> (x0: Double, y0: Double, w: Double, h: Double) {
+        let h = code.size * Double(height)
+        let w = grid.height == 1 ? 2 * h : h * Double(grid.width) / Double(grid.height)
+        return (code.x * Double(width) - w / 2, code.y * Double(height) - h / 2, w, h)
+    }
+
+    /// Every pixel `draw` writes, grown to pixel pairs.
+    func bounds(width: Int, height: Int) -> PixelRect {
+        let (x0, y0, w, h) = geometry(width: width, height: height)
+        return PixelRect(x0: Int(x0.rounded()), y0: Int(y0.rounded()), x1: Int((x0 + w).rounded()), y1: Int((y0 + h).rounded()),
+                         clippedTo: width, height)
+    }
+
     let code: SceneCode
     let grid: ModuleGrid
 
@@ -41,9 +55,7 @@ struct PlacedCode: Sendable {
     /// Draws the code's modules: dark at Y 16, light at Y 235, neutral chroma (pixel exact,
     /// not snapped to pixel pairs: a bar one pixel too wide would be another digit).
     func draw(into c: YUYVCanvas) {
-        let h = code.size * Double(c.height)
-        let w = grid.height == 1 ? 2 * h : h * Double(grid.width) / Double(grid.height)
-        let x0 = code.x * Double(c.width) - w / 2, y0 = code.y * Double(c.height) - h / 2
+        let (x0, y0, w, h) = geometry(width: c.width, height: c.height)
         let left = max(0, Int(x0.rounded())), right = min(c.width, Int((x0 + w).rounded()))
         let top = max(0, Int(y0.rounded())), bottom = min(c.height, Int((y0 + h).rounded()))
         guard left < right, top < bottom else { return }

@@ -16,7 +16,7 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
     private let codes = CodeBoard()
 
     public static let sizes: [(Int, Int)] = [(160, 120), (320, 240), (352, 288), (640, 480),
-                                              (1280, 720), (1920, 1080)]
+                                              (1280, 720), (1920, 1080), (3840, 2160)]
 
     public init(id: String, position: CameraDescriptor.Position, scene: SyntheticSceneKind? = nil) {
         let name = "Synthetic \(position == .unspecified ? id : position.rawValue) camera"
@@ -70,14 +70,11 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         let canvas = YUYVCanvas(buffer, width: format.width, height: format.height)
         let box = BufferBox(buffer)
         let sensor = self.sensor
-        let scratch = RenderScratch()
+        let renderer = SceneRenderer(scene: scene, canvas: canvas)
         let codes = self.codes
         let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
-            scene.render(into: canvas, sequence: seq, timestamp: ts)
-            for code in codes.current { code.draw(into: canvas) }  // before the lens: focus matters
-            let optics = sensor.step(sceneLuma: canvas.meanLuma(), width: format.width)
-            canvas.blurLuma(radius: optics.blurRadius, scratch: &scratch.plane, sums: &scratch.sums)
-            canvas.applyTone(gain: optics.gain, add: optics.add, du: optics.du, dv: optics.dv)
+            // The codes are drawn before the lens: focus matters.
+            renderer.render(sequence: seq, codes: codes.current) { sensor.step(sceneLuma: $0, width: format.width) }
             scene.drawCaption(canvas, sequence: seq, timestamp: ts)
             handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(box.buffer),
                              stride: format.width * 2, sequence: seq, timestamp: ts))
@@ -98,12 +95,6 @@ final class CodeBoard: Sendable {
         get { codes.withLock { $0 } }
         set { codes.withLock { $0 = newValue } }
     }
-}
-
-/// Buffers the blur reuses from frame to frame; touched only by the capture thread.
-final class RenderScratch: @unchecked Sendable {
-    var plane: [UInt8] = []
-    var sums: [Int32] = []
 }
 
 /// Owns a frame buffer that a capture thread draws into; freed when the camera lets go.

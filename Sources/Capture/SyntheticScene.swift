@@ -40,15 +40,36 @@ final class SyntheticScene: @unchecked Sendable {
         }
     }
 
-    /// Renders frame `sequence` into `canvas` (the caption comes after the optics).
-    func render(into canvas: YUYVCanvas, sequence: UInt64, timestamp: Double) {
-        background.withUnsafeBytes { src in
-            canvas.base.update(from: src.baseAddress!.assumingMemoryBound(to: UInt8.self), count: src.count)
-        }
+    /// The static part of every frame.
+    func withBackground<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        background.withUnsafeBytes(body)
+    }
+
+    /// Draws what moves in frame `sequence` over what `canvas` holds (the background, at
+    /// least inside `movingBounds`); the caption comes after the optics.
+    func drawMoving(into canvas: YUYVCanvas, sequence: UInt64) {
         let t = Double(sequence) / 30.0  // motion follows frames, so it is deterministic
         switch kind {
-        case .bars: drawBouncingBlock(canvas, t: t)
-        case .person: drawFace(canvas, t: t)
+        case .bars: let b = block(t: t); canvas.fill(x: b.x, y: b.y, width: b.size, height: b.size, .white)
+        case .person: drawFace(canvas, face(t: t))
+        }
+    }
+
+    /// Where frame `sequence` differs from the background: every pixel `drawMoving` writes.
+    func movingBounds(sequence: UInt64) -> PixelRect {
+        let t = Double(sequence) / 30.0
+        switch kind {
+        case .bars:
+            let b = block(t: t)
+            return PixelRect(x0: b.x, y0: b.y, x1: b.x + b.size, y1: b.y + b.size, clippedTo: width, height)
+        case .person:
+            let f = face(t: t)
+            return f.ellipses.reduce(PixelRect(x0: 0, y0: 0, x1: 0, y1: 0)) { box, e in
+                box.union(PixelRect(x0: Int((e.cx - e.rx).rounded(.down)) - 2, y0: Int((e.cy - e.ry).rounded(.down)) - 1,
+                                    x1: Int((e.cx + e.rx).rounded(.up)) + 2, y1: Int((e.cy + e.ry).rounded(.up)) + 2,
+                                    clippedTo: width, height))
+            }.union(PixelRect(x0: f.mouth.x, y0: f.mouth.y, x1: f.mouth.x + f.mouth.width, y1: f.mouth.y + f.mouth.height,
+                              clippedTo: width, height))
         }
     }
 
@@ -85,12 +106,12 @@ final class SyntheticScene: @unchecked Sendable {
         }
     }
 
-    private func drawBouncingBlock(_ c: YUYVCanvas, t: Double) {
+    /// The white block at time `t`: it crosses the floor band and back every four seconds.
+    private func block(t: Double) -> (x: Int, y: Int, size: Int) {
         let band = height / 3, size = max(4, band / 3)
         let phase = t.truncatingRemainder(dividingBy: 4) / 2  // 0...2 over four seconds
         let travel = Double(width - size)
-        let x = Int(travel * (phase <= 1 ? phase : 2 - phase))
-        c.fill(x: x, y: height - band + band / 3, width: size, height: size, .white)
+        return (Int(travel * (phase <= 1 ? phase : 2 - phase)), height - band + band / 3, size)
     }
 
     // MARK: - Front: a person
@@ -103,20 +124,26 @@ final class SyntheticScene: @unchecked Sendable {
         c.fillEllipse(cx: w / 2, cy: h * 1.02, rx: h * 0.42, ry: h * 0.36, shirt)
     }
 
-    private func drawFace(_ c: YUYVCanvas, t: Double) {
+    struct Ellipse { var cx, cy, rx, ry: Double; var colour: YUV }
+    /// The face at time `t`, back to front: hair, skin, the eyes' whites and pupils; the mouth.
+    private func face(t: Double) -> (ellipses: [Ellipse], mouth: (x: Int, y: Int, width: Int, height: Int)) {
         let h = Double(height), w = Double(width)
         let sway = sin(t * 2 * .pi / 5) * h * 0.04
         let cx = w / 2 + sway, cy = h * 0.42, ry = h * 0.22, rx = h * 0.17
-        c.fillEllipse(cx: cx, cy: cy - ry * 0.35, rx: rx * 1.08, ry: ry * 0.8, Self.hair)
-        c.fillEllipse(cx: cx, cy: cy + ry * 0.08, rx: rx, ry: ry * 0.92, Self.skin)
+        var e = [Ellipse(cx: cx, cy: cy - ry * 0.35, rx: rx * 1.08, ry: ry * 0.8, colour: Self.hair),
+                 Ellipse(cx: cx, cy: cy + ry * 0.08, rx: rx, ry: ry * 0.92, colour: Self.skin)]
         let look = sin(t * 2 * .pi / 3) * rx * 0.08
         for side in [-1.0, 1.0] {
             let ex = cx + side * rx * 0.4, ey = cy - ry * 0.02
-            c.fillEllipse(cx: ex, cy: ey, rx: rx * 0.2, ry: ry * 0.1, .white)
-            c.fillEllipse(cx: ex + look, cy: ey, rx: rx * 0.08, ry: ry * 0.08, YUV(r: 40, g: 30, b: 20))
+            e.append(Ellipse(cx: ex, cy: ey, rx: rx * 0.2, ry: ry * 0.1, colour: .white))
+            e.append(Ellipse(cx: ex + look, cy: ey, rx: rx * 0.08, ry: ry * 0.08, colour: YUV(r: 40, g: 30, b: 20)))
         }
-        c.fill(x: Int(cx - rx * 0.35), y: Int(cy + ry * 0.45), width: Int(rx * 0.7),
-               height: max(2, Int(ry * 0.06)), YUV(r: 150, g: 60, b: 60))
+        return (e, (Int(cx - rx * 0.35), Int(cy + ry * 0.45), Int(rx * 0.7), max(2, Int(ry * 0.06))))
+    }
+
+    private func drawFace(_ c: YUYVCanvas, _ f: (ellipses: [Ellipse], mouth: (x: Int, y: Int, width: Int, height: Int))) {
+        for e in f.ellipses { c.fillEllipse(cx: e.cx, cy: e.cy, rx: e.rx, ry: e.ry, e.colour) }
+        c.fill(x: f.mouth.x, y: f.mouth.y, width: f.mouth.width, height: f.mouth.height, YUV(r: 150, g: 60, b: 60))
     }
 
     // MARK: - Caption

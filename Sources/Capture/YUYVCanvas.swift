@@ -81,6 +81,19 @@ public struct YUYVCanvas: @unchecked Sendable {
         }
     }
 
+    /// The sum and count of the luma samples of `meanLuma`'s grid (every `step`th pixel of
+    /// every `step`th row, from 0) that fall inside `rect`, in a whole frame `bytes` wide `width`.
+    static func lumaGrid(_ bytes: UnsafeRawBufferPointer, width: Int, in rect: PixelRect, step: Int = 8) -> (sum: Int, count: Int) {
+        func first(_ v: Int) -> Int { (v + step - 1) / step * step }
+        var sum = 0, n = 0
+        let p = bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        for y in Swift.stride(from: first(rect.y0), to: rect.y1, by: step) {
+            let row = p + y * width * 2
+            for x in Swift.stride(from: first(rect.x0), to: rect.x1, by: step) { sum += Int(row[x * 2]); n += 1 }
+        }
+        return (sum, n)
+    }
+
     /// Mean luma, sampled on a sparse grid (cheap enough for every frame).
     public func meanLuma(step: Int = 8) -> Double {
         var sum = 0, n = 0
@@ -125,26 +138,6 @@ public struct YUYVCanvas: @unchecked Sendable {
                     let sub = tmp.baseAddress! + max(y - r, 0) * w
                     for x in 0..<w { col[x] += Int32(add[x]) - Int32(sub[x]) }
                 }
-            }
-        }
-    }
-
-    /// Y' = Y·gain + add, U' = U + du, V' = V + dv, through lookup tables, in one pass.
-    public func applyTone(gain: Double, add: Double, du: Double, dv: Double) {
-        if gain == 1 && add == 0 && du == 0 && dv == 0 { return }
-        func clamp(_ v: Double) -> UInt8 { UInt8(max(0, min(255, v.rounded()))) }
-        var lut = [UInt8](repeating: 0, count: 768)
-        for i in 0..<256 {
-            lut[i] = clamp(Double(i) * gain + add)
-            lut[256 + i] = clamp(Double(i) + du)
-            lut[512 + i] = clamp(Double(i) + dv)
-        }
-        lut.withUnsafeBufferPointer { t in
-            let ly = t.baseAddress!, lu = ly + 256, lv = ly + 512
-            var p = base
-            for _ in 0..<(width * height / 2) {
-                p[0] = ly[Int(p[0])]; p[1] = lu[Int(p[1])]; p[2] = ly[Int(p[2])]; p[3] = lv[Int(p[3])]
-                p += 4
             }
         }
     }
