@@ -97,8 +97,9 @@ public actor CaptureSession {
             zoom: s.zoom, focus: s.focus, exposure: s.exposure,
             whiteBalance: s.whiteBalance, torch: s.torch, orientation: s.orientation,
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
-                          quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue),
-            frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.failures ?? 0),
+                          quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue,
+                          workers: configuration.streamWorkers),
+            frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.dropped ?? 0),
             error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state)
     }
 
@@ -247,7 +248,8 @@ public actor CaptureSession {
     func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
         generation += 1
         metadata.setCamera(device.descriptor.id)
-        let p = FramePipeline(hub: hub, settings: pipelineSettings, metadata: metadata, logger: logger)
+        let p = FramePipeline(hub: hub, settings: pipelineSettings, metadata: metadata,
+                              workers: configuration.streamWorkers, name: device.descriptor.id, logger: logger)
         let launched = generation
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
@@ -259,7 +261,10 @@ public actor CaptureSession {
         do throws(CameraError) { _ = try device.apply(SettingsChange(old: nil, new: wanted)) } catch {
             logger.warning("camera \(id) before its start: \(error.description)")
         }
-        try device.start(format: format) { frame in p.handle(frame) }
+        do throws(CameraError) { try device.start(format: format) { frame in p.handle(frame) } } catch {
+            p.deactivate()  // its encode threads end now, not at the next retry
+            throw error
+        }
         for refusal in device.takeRestoreRefusals() {
             logger.warning("camera \(id) kept its own value after stream-on: \(refusal.description); the state shows what it has")
         }

@@ -1,6 +1,7 @@
 // Keeps the newest encoded frame and hands it to every viewer: latest frame wins, nobody
 // queues. Viewers park with a waker; a publish wakes those allowed to send again, and a
-// ticker wakes the rest at their deadline (the once-a-second resend, per-client fps caps).
+// one-shot timer, armed for the earliest deadline, wakes the rest at theirs (the
+// once-a-second resend, a per-client fps cap) — no polling while frames flow.
 // Thread-safe and synchronous on purpose: it is read from libmicrohttpd's C callbacks.
 
 import CameraCore
@@ -25,6 +26,8 @@ public final class FrameHub: Sendable {
         var viewers = 0
         var frameWaiters: [UUID: (after: UInt64, continuation: CheckedContinuation<EncodedFrame?, Never>)] = [:]
         var ticker: DispatchSourceTimer?
+        /// When the ticker fires next (infinity: not armed).
+        var tickAt = Double.infinity
         // Rate measurement over the last second of publishes.
         var publishTimes: [Double] = []
         var encodedFrames: UInt64 = 0
@@ -46,18 +49,28 @@ public final class FrameHub: Sendable {
         state.withLock { s in defer { s.nextSequence += 1 }; return s.nextSequence }
     }
 
-    public func publish(_ frame: EncodedFrame) {
+    /// Makes `frame` the newest, unless a frame with a later sequence is already out (an
+    /// encode worker that finished late): viewers only ever move forward. False when dropped.
+    @discardableResult
+    public func publish(_ frame: EncodedFrame) -> Bool {
         let now = Clock.monotonic()
-        let (toWake, continuations) = state.withLock { s -> ([@Sendable () -> Void], [CheckedContinuation<EncodedFrame?, Never>]) in
+        let published = state.withLock { s -> ([@Sendable () -> Void], [CheckedContinuation<EncodedFrame?, Never>])? in
+            if let latest = s.latest, latest.sequence >= frame.sequence { return nil }
             s.latest = frame
             s.encodedFrames += 1
             s.publishTimes.append(now)
             if s.publishTimes.count > 120 { s.publishTimes.removeFirst(s.publishTimes.count - 120) }
             var wake: [@Sendable () -> Void] = []
-            for (id, w) in s.waiters where w.notBefore <= now {
-                wake.append(w.wake)
-                s.waiters[id] = nil
+            var early = Double.infinity  // the soonest a viewer held back by its cap may send this frame
+            for (id, w) in s.waiters {
+                if w.notBefore <= now {
+                    wake.append(w.wake)
+                    s.waiters[id] = nil
+                } else {
+                    early = min(early, w.notBefore)
+                }
             }
+            if early < .infinity { arm(&s, at: early) }
             var ready: [CheckedContinuation<EncodedFrame?, Never>] = []
             for (token, entry) in s.frameWaiters where frame.sequence > entry.after {
                 ready.append(entry.continuation)
@@ -65,8 +78,10 @@ public final class FrameHub: Sendable {
             }
             return (wake, ready)
         }
+        guard let (toWake, continuations) = published else { return false }
         for w in toWake { w() }
         for c in continuations { c.resume(returning: frame) }
+        return true
     }
 
     // MARK: - Consuming
@@ -97,8 +112,9 @@ public final class FrameHub: Sendable {
         let now = Clock.monotonic()
         let immediate = state.withLock { s -> Bool in
             if let latest = s.latest, latest.sequence != lastSequence, notBefore <= now { return true }
-            s.waiters[id] = Waiter(lastSequence: lastSequence, notBefore: notBefore, resendAt: resendAt, wake: wake)
-            startTicker(&s)
+            let w = Waiter(lastSequence: lastSequence, notBefore: notBefore, resendAt: resendAt, wake: wake)
+            s.waiters[id] = w
+            arm(&s, at: Self.deadline(w, newest: s.latest?.sequence))
             return false
         }
         if immediate { wake() }
@@ -110,7 +126,13 @@ public final class FrameHub: Sendable {
         if let f = latestFrame, f.sequence > sequence { return f }
         let token = UUID()
         return await withCheckedContinuation { (c: CheckedContinuation<EncodedFrame?, Never>) in
-            state.withLock { s in s.frameWaiters[token] = (after: sequence, continuation: c) }
+            // Checked again under the lock: a frame published since the look above would not wake us.
+            let ready = state.withLock { s -> EncodedFrame? in
+                if let f = s.latest, f.sequence > sequence { return f }
+                s.frameWaiters[token] = (after: sequence, continuation: c)
+                return nil
+            }
+            if let ready { c.resume(returning: ready); return }
             tickQueue.asyncAfter(deadline: .now() + timeout) { [weak self] in
                 self?.expire(token)
             }
@@ -124,25 +146,43 @@ public final class FrameHub: Sendable {
 
     // MARK: - Ticker
 
-    private func startTicker(_ s: inout State) {
-        guard s.ticker == nil else { return }
-        let t = DispatchSource.makeTimerSource(queue: tickQueue)
-        t.schedule(deadline: .now() + 0.02, repeating: 0.02, leeway: .milliseconds(5))
-        t.setEventHandler { [weak self] in self?.tick() }
-        s.ticker = t
-        t.resume()
+    /// When a parked viewer must be woken without a publish: at its cap's end if a frame it
+    /// has not sent is there, else at its resend time.
+    private static func deadline(_ w: Waiter, newest: UInt64?) -> Double {
+        newest != nil && newest != w.lastSequence ? min(w.notBefore, w.resendAt) : w.resendAt
+    }
+
+    /// Makes the one-shot ticker fire by `t` (monotonic seconds).
+    private func arm(_ s: inout State, at t: Double) {
+        guard t < s.tickAt else { return }
+        s.tickAt = t
+        if s.ticker == nil {
+            let timer = DispatchSource.makeTimerSource(queue: tickQueue)
+            timer.setEventHandler { [weak self] in self?.tick() }
+            timer.schedule(deadline: .distantFuture)
+            timer.resume()
+            s.ticker = timer
+        }
+        s.ticker!.schedule(deadline: .now() + max(0, t - Clock.monotonic()), leeway: .milliseconds(1))
     }
 
     private func tick() {
         let now = Clock.monotonic()
         let toWake = state.withLock { s -> [@Sendable () -> Void] in
+            s.tickAt = .infinity
             var wake: [@Sendable () -> Void] = []
+            var next = Double.infinity
             let newest = s.latest?.sequence
-            for (id, w) in s.waiters where w.resendAt <= now || (w.notBefore <= now && newest != nil && newest != w.lastSequence) {
-                wake.append(w.wake)
-                s.waiters[id] = nil
+            for (id, w) in s.waiters {
+                let d = Self.deadline(w, newest: newest)
+                if d <= now {
+                    wake.append(w.wake)
+                    s.waiters[id] = nil
+                } else {
+                    next = min(next, d)
+                }
             }
-            if s.waiters.isEmpty { s.ticker?.cancel(); s.ticker = nil }
+            if next < .infinity { arm(&s, at: next) }
             return wake
         }
         for w in toWake { w() }

@@ -1,7 +1,8 @@
-// Capture → encode → publish for one running camera. Runs on the camera's capture thread;
-// encodes each frame once, and only when someone will look at it: a viewer, a snapshot
-// waiting, or a photo (encoded at its own quality). No lock is held while encoding or
-// while waking anyone.
+// Capture → encode → publish for one running camera. The capture thread offers each frame
+// to the outputs (movie, metadata) and, only when someone will look at it (a viewer, a
+// snapshot waiting, or a photo), hands a copy to the encode workers (EncodeWorkers); they encode
+// (photos at their own quality) and publish, newest wins. The capture thread never waits
+// for an encoder, and no lock is held while encoding or while waking anyone.
 
 import CameraCore
 import Foundation
@@ -10,33 +11,50 @@ import Logging
 import Movie
 import Synchronization
 
-final class FramePipeline: @unchecked Sendable {  // the encoder: the capture thread's alone
+final class FramePipeline: Sendable {
     private let hub: FrameHub
     private let settings: PipelineSettings
     private let logger: Logger
     private let photos = PhotoCapture()
     private let active = Mutex(true)
-    private let counters = Mutex((captured: UInt64(0), failures: UInt64(0)))
-    private let encoder = FrameEncoder()
+    private let counters = Counters()
+    private let workers: EncodeWorkers
     /// The movie output, when recording: offered every frame, before any encode.
     private let recorder = Mutex<MovieRecorder?>(nil)
 
     /// The metadata output: offered frames at its own rate, whatever the viewers do.
     private let metadata: MetadataOutput
 
-    init(hub: FrameHub, settings: PipelineSettings, metadata: MetadataOutput, logger: Logger) {
+    init(hub: FrameHub, settings: PipelineSettings, metadata: MetadataOutput, workers: Int, name: String, logger: Logger) {
         self.hub = hub
         self.metadata = metadata
         self.settings = settings
         self.logger = logger
+        let counters = self.counters
+        self.workers = EncodeWorkers(count: workers, name: name, encode: { encoder, frame, quality, transform, subsampling, sequence in
+            do {
+                let image = try encoder.encode(frame, quality: quality, transform: transform, subsampling: subsampling)
+                return EncodedFrame(jpeg: image.jpeg, width: image.width, height: image.height,
+                                    sequence: sequence, timestamp: frame.timestamp)
+            } catch {
+                let n = counters.values.withLock { c -> UInt64 in c.failures += 1; return c.failures }
+                if n == 1 || n % 100 == 0 { logger.error("encode failed: \(error)") }
+                return nil
+            }
+        }, publish: { [hub] frame in hub.publish(frame) })
     }
 
-    var failures: UInt64 { counters.withLock { $0.failures } }
+    /// Frames someone was waiting for that did not reach them: every worker was busy, or
+    /// the encode failed.
+    var dropped: UInt64 { workers.skipped + counters.values.withLock { $0.failures } }
 
-    /// After this returns no new frame from this pipeline is taken (the one in flight, if
-    /// any, finishes before its camera's `stop` returns); waiting photos answer at once.
+    var workerCount: Int { workers.count }
+
+    /// After this returns no new frame from this pipeline is taken, and every frame already
+    /// handed to a worker has been published (or dropped as older); waiting photos answer at once.
     func deactivate() {
         active.withLock { $0 = false }
+        workers.close()
         photos.close()
     }
 
@@ -48,37 +66,26 @@ final class FramePipeline: @unchecked Sendable {  // the encoder: the capture th
 
     func handle(_ frame: borrowing RawFrame) {
         guard active.withLock({ $0 }) else { return }
-        counters.withLock { $0.captured += 1 }
+        counters.values.withLock { $0.captured += 1 }
         // The outputs read the transform only for a frame they take (most frames they don't).
         let now = Clock.monotonic()
         if let r = recorder.withLock({ $0 }) { r.offer(frame, transform: self.settings.transform(at: now)) }
         metadata.offer(frame, transform: self.settings.transform(at: now))
-        let due = photos.due(at: frame.timestamp)
+        let (timestamp, format, stride) = (frame.timestamp, frame.format, frame.stride)
         let preview = hub.hasDemand
-        guard preview || !due.isEmpty else { return }  // nobody looks: don't encode
-        let sequence = hub.takeSequence()
-        let transform = settings.transform(at: now)
-        for ticket in due {
-            ticket.fulfil(encode(frame, quality: ticket.quality, transform: transform, subsampling: .s422, sequence: sequence))
-        }
-        if preview, let f = encode(frame, quality: settings.quality, transform: transform, subsampling: settings.subsampling,
-                                   sequence: sequence) {
-            hub.publish(f)
+        guard preview || photos.isDue(at: timestamp) else { return }  // nobody looks: don't encode
+        _ = workers.submit(frame) {
+            EncodeWorkers.Job(format: format, stride: stride, timestamp: timestamp,
+                              sequence: hub.takeSequence(), transform: settings.transform(at: now),
+                              preview: preview ? (settings.quality, settings.subsampling) : nil,
+                              photos: photos.due(at: timestamp))
         }
     }
+}
 
-    private func encode(_ frame: borrowing RawFrame, quality: Int, transform: FrameTransform,
-                        subsampling: ChromaSubsampling, sequence: UInt64) -> EncodedFrame? {
-        do {
-            let image = try encoder.encode(frame, quality: quality, transform: transform, subsampling: subsampling)
-            return EncodedFrame(jpeg: image.jpeg, width: image.width, height: image.height,
-                                sequence: sequence, timestamp: frame.timestamp)
-        } catch {
-            let n = counters.withLock { c -> UInt64 in c.failures += 1; return c.failures }
-            if n == 1 || n % 100 == 0 { logger.error("encode failed: \(error)") }
-            return nil
-        }
-    }
+/// Frames captured; failed encodes (counted by the workers).
+private final class Counters: Sendable {
+    let values = Mutex((captured: UInt64(0), failures: UInt64(0)))
 }
 
 /// What the capture thread reads per frame while the session may change it.

@@ -56,6 +56,11 @@ final class PhotoCapture: Sendable {
         return ticket
     }
 
+    /// True when a frame exposed at `timestamp` would answer a ticket (no allocation).
+    func isDue(at timestamp: Double) -> Bool {
+        pending.withLock { p in p.tickets.contains { timestamp >= $0.requested } }
+    }
+
     /// The tickets a frame exposed at `timestamp` answers, taken off the list. No
     /// allocation when nothing is pending (this runs for every frame).
     func due(at timestamp: Double) -> [CaptureTicket] {

@@ -14,6 +14,8 @@ public struct SessionConfiguration: Sendable {
     public var streamQuality: Int
     /// The preview's chroma: as the source (4:2:2) or at most 4:2:0.
     public var streamSubsampling: ChromaSubsampling
+    /// Encode threads per running camera (µStreamer's `--workers`); at least 1.
+    public var streamWorkers: Int
     public var captureQuality: Int
     /// How often device values are read back while running (automatic modes move them).
     public var readBackInterval: Double
@@ -29,7 +31,8 @@ public struct SessionConfiguration: Sendable {
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
                 placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) },
                 movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast",
-                metadataRate: Double = 10, streamSubsampling: ChromaSubsampling = .s422) {
+                metadataRate: Double = 10, streamSubsampling: ChromaSubsampling = .s422,
+                streamWorkers: Int = 1) {
         self.camera = camera
         self.preset = preset
         self.fps = fps
@@ -41,5 +44,6 @@ public struct SessionConfiguration: Sendable {
         self.moviePreset = moviePreset
         self.metadataRate = metadataRate
         self.streamSubsampling = streamSubsampling
+        self.streamWorkers = max(1, streamWorkers)
     }
 }

@@ -13,6 +13,8 @@ public struct SessionState: Sendable, Equatable, Codable {
         public var clients: Int, fps: Double, quality: Int
         /// "422" (as the source) or "420" (`stream.subsampling`).
         public var subsampling: String
+        /// Encode threads while running (`stream.workers`).
+        public var workers: Int
     }
     public struct FrameInfo: Sendable, Equatable, Codable {
         public var sequence: UInt64, dropped: UInt64

@@ -61,7 +61,8 @@ public final class Application: Sendable {
                                                         placeholder: { w, h, message in PlaceholderFrame.render(width: w, height: h, message: message) },
                                                         movies: movies, moviePreset: configuration.recording.preset,
                                                         metadataRate: configuration.metadata.rate,
-                                                        streamSubsampling: configuration.stream.subsampling),
+                                                        streamSubsampling: configuration.stream.subsampling,
+                                                        streamWorkers: configuration.stream.workers),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")

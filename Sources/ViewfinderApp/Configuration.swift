@@ -75,6 +75,10 @@ public struct Configuration: Sendable, Equatable {
         public var maxFps = 30
         /// The preview's chroma: "422" (as the source) or "420" (smaller frames).
         public var subsampling = ChromaSubsampling.s422
+        /// Encode threads per running camera (µStreamer's `--workers`): one per core by default.
+        public var workers = Stream.defaultWorkers
+        public static let workersRange = 1...32
+        public static var defaultWorkers: Int { min(max(1, ProcessInfo.processInfo.activeProcessorCount), 8) }
     }
 
     public struct Capture: Sendable, Equatable {
@@ -184,6 +188,7 @@ public struct Configuration: Sendable, Equatable {
             if let sub = try s.string("subsampling", allowed: ChromaSubsampling.allCases.map(\.rawValue)) {
                 c.stream.subsampling = ChromaSubsampling(rawValue: sub)!
             }
+            c.stream.workers = try s.int("workers", in: Stream.workersRange) ?? c.stream.workers
             try s.finish()
         }
         if let s = try root.object("capture") {

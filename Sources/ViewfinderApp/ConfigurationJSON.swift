@@ -60,7 +60,7 @@ extension Configuration {
             ("session", object([("camera", str(session.camera)), ("preset", str(session.preset)),
                                 ("fps", "\(session.fps)"), ("autostart", "\(session.autostart)")])),
             ("stream", object([("quality", "\(stream.quality)"), ("maxFps", "\(stream.maxFps)"),
-                               ("subsampling", str(stream.subsampling.rawValue))])),
+                               ("subsampling", str(stream.subsampling.rawValue)), ("workers", "\(stream.workers)")])),
             ("capture", object([("quality", "\(capture.quality)"), ("directory", str(capture.directory))])),
             ("recording", object([("directory", str(recording.directory)), ("preset", str(recording.preset))])),
             ("metadata", object([("rate", "\(metadata.rate)")])),

@@ -14,6 +14,7 @@ public struct ConfigurationOverrides: Sendable, Equatable {
     public var preset: String?
     public var fps: Int?
     public var quality: Int?
+    public var workers: Int?
     public var noAutostart = false
 
     public init() {}
@@ -58,6 +59,10 @@ public struct ConfigurationOverrides: Sendable, Equatable {
         if let quality {
             guard (1...100).contains(quality) else { throw bad("--quality: \(quality) is outside 1…100") }
             c.stream.quality = quality
+        }
+        if let workers {
+            guard Configuration.Stream.workersRange.contains(workers) else { throw bad("--workers: \(workers) is outside 1…32") }
+            c.stream.workers = workers
         }
         if noAutostart { c.session.autostart = false }
     }

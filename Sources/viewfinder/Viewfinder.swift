@@ -36,6 +36,7 @@ struct ConfigOptions: ParsableArguments {
     @Option(help: "Preset: photo, high, medium, low or WIDTHxHEIGHT (session.preset).") var preset: String?
     @Option(help: "Frames per second (session.fps).") var fps: Int?
     @Option(help: "Preview JPEG quality 1–100 (stream.quality).") var quality: Int?
+    @Option(help: "Encode threads per camera, 1–32 (stream.workers; default one per core).") var workers: Int?
     @Flag(help: "Do not start the session at launch (session.autostart = false).") var noAutostart = false
 
     /// The configuration to serve; a bad file or flag is reported naming the key and exits 2.
@@ -43,7 +44,7 @@ struct ConfigOptions: ParsableArguments {
         var o = ConfigurationOverrides()
         o.host = host; o.port = port; o.publicDirectory = publicDirectory; o.allowOrigin = allowOrigin
         o.maxConnections = maxConnections; o.cameras = cameras; o.camera = camera; o.preset = preset
-        o.fps = fps; o.quality = quality; o.noAutostart = noAutostart
+        o.fps = fps; o.quality = quality; o.workers = workers; o.noAutostart = noAutostart
         return try effective(o, path: config)
     }
 }

@@ -63,7 +63,7 @@ import Testing
         let path = dir + "/config.json"
         try Data(#"{"server": {"port": 9000, "publicDirectory": "/nonexistent"}, "cameras": "synthetic", "stream": {"quality": 70}}"#.utf8)
             .write(to: URL(fileURLWithPath: path))
-        let r = try await run(["check-config", "--config", path, "--fps", "15"])
+        let r = try await run(["check-config", "--config", path, "--fps", "15", "--workers", "3"])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.err.contains("valid"), "\(r.err)")
         #expect(r.err.contains("warning: server.publicDirectory"), "\(r.err)")
@@ -74,6 +74,7 @@ import Testing
         expected.cameras = .synthetic
         expected.stream.quality = 70
         expected.session.fps = 15
+        expected.stream.workers = 3
         #expect(try Configuration.parse(Array(r.out.utf8)) == expected, "\(r.out)")
 
         // ./config.json is read when present, as serve does.

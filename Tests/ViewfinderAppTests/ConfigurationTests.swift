@@ -35,6 +35,7 @@ import Testing
         (#"{"server": {"host": "localhost:80"}}"#, "server.host: 'localhost:80' is not an IPv4 address"),
         (#"{"sever": {}}"#, "sever: unknown key"),
         (#"{"stream": {"quality": 0}}"#, "stream.quality: 0 is outside 1…100"),
+        (#"{"stream": {"workers": 0}}"#, "stream.workers: 0 is outside 1…32"),
         (#"{"session": {"preset": "huge"}}"#, "session.preset: unknown preset 'huge'"),
         (#"{"session": {"autostart": "yes"}}"#, "session.autostart: expected true or false, found a string"),
         (#"{"cameras": "all"}"#, #"cameras: expected "auto", "synthetic" or a list of cameras"#),
@@ -61,6 +62,8 @@ import Testing
         #expect(entries.first?.codes == [SceneCode(type: .ean13, value: "4006381333931", x: 0.2, y: 0.7, size: 0.25)])
         #expect(c.metadata.rate == 5 && c.recording.directory == "/tmp/m" && c.recording.preset == "ultrafast")
         #expect(try Configuration.parse(Array(#"{"stream": {"subsampling": "420"}}"#.utf8)).stream.subsampling == .s420)
+        #expect(try Configuration.parse(Array(#"{"stream": {"workers": 3}}"#.utf8)).stream.workers == 3)
+        #expect(try Configuration.parse(Array("{}".utf8)).stream.workers == min(ProcessInfo.processInfo.activeProcessorCount, 8))
     }
 
     @Test func badFilesNameTheKey() {
