@@ -4,8 +4,10 @@
 Runs through scripts/vm, here in its qemu VM (software emulation: absolute figures are 15–40×
 below hardware; the ratio between the two servers is the result). For each size, each
 server streams vivid's YUYV at 30 fps requested, JPEG quality 80, to one viewer for a
-few seconds; we record the frames the viewer received per second and the server's CPU
-(user + system, % of one core). Medians of RUNS runs. Writes bench/RESULTS-v4l2.md.
+few seconds to 1 and to 20 viewers, both with the same encode workers (`--workers`, one per
+vCPU: µStreamer's default, and Viewfinder's); we record the frames each viewer received per
+second (the median viewer) and the server's CPU (user + system, % of one core). Medians of
+RUNS runs. Writes bench/RESULTS-v4l2.md.
 """
 import json
 import os
@@ -24,6 +26,8 @@ RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "6"))
 TICK = os.sysconf("SC_CLK_TCK")
 DEVICE = os.environ.get("V4L2_VM_DEVICES", "/dev/video0").split()[0]
+WORKERS = os.cpu_count() or 1
+CLIENTS = [1, 20]
 
 
 def free_port():
@@ -50,18 +54,21 @@ def wait_port(port, timeout=60):
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def measure(cmd, port, boundary):
+def measure(cmd, port, boundary, clients):
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port)
         time.sleep(2)  # the first frames under emulation
-        client = subprocess.Popen([str(VIEWERS), str(port), "1", str(SECONDS), "/stream", boundary],
+        client = subprocess.Popen([str(VIEWERS), str(port), str(clients), str(SECONDS), "/stream", boundary],
                                   stdout=subprocess.PIPE, text=True)
         time.sleep(1)  # the client's warm-up second
         c0, t0 = cpu_seconds(p.pid), time.monotonic()
         out = client.communicate(timeout=SECONDS + 60)[0]
         c1, t1 = cpu_seconds(p.pid), time.monotonic()
-        return json.loads(out)["fpsMedian"], (c1 - c0) / (t1 - t0) * 100
+        r = json.loads(out)
+        if r.get("open", clients) < clients:
+            raise RuntimeError(f"{cmd[0]}: only {r.get('open')} of {clients} viewers stayed connected")
+        return r["fpsMedian"], (c1 - c0) / (t1 - t0) * 100
     finally:
         p.terminate()
         try:
@@ -74,25 +81,27 @@ def measure(cmd, port, boundary):
 def main():
     rows = []
     for w, h in [(640, 480), (1280, 720), (1920, 1080)]:
-        res = {}
-        for name in ("viewfinder", "ustreamer"):
-            fps, cpu = [], []
-            for _ in range(RUNS):
-                port = free_port()
-                if name == "viewfinder":
-                    cmd = [str(BIN), "--port", str(port), "--preset", f"{w}x{h}", "--fps", "30", "--quality", "80",
-                           "--log-level", "error"]
-                    boundary = "viewfinderframe"
-                else:
-                    cmd = ["ustreamer", f"--device={DEVICE}", "--format=YUYV", f"--resolution={w}x{h}",
-                           "--desired-fps=30", "--quality=80", "--host=127.0.0.1", f"--port={port}", "--encoder=CPU"]
-                    boundary = "boundarydonotcross"
-                f, c = measure(cmd, port, boundary)
-                fps.append(f)
-                cpu.append(c)
-            res[name] = (statistics.median(fps), statistics.median(cpu))
-        rows.append((f"{w}x{h}", res))
-        print(rows[-1], file=sys.stderr)
+        for clients in CLIENTS:
+            res = {}
+            for name in ("viewfinder", "ustreamer"):
+                fps, cpu = [], []
+                for _ in range(RUNS):
+                    port = free_port()
+                    if name == "viewfinder":
+                        cmd = [str(BIN), "--port", str(port), "--preset", f"{w}x{h}", "--fps", "30", "--quality", "80",
+                               "--workers", str(WORKERS), "--log-level", "error"]
+                        boundary = "viewfinderframe"
+                    else:
+                        cmd = ["ustreamer", f"--device={DEVICE}", "--format=YUYV", f"--resolution={w}x{h}",
+                               "--desired-fps=30", "--quality=80", "--host=127.0.0.1", f"--port={port}", "--encoder=CPU",
+                               f"--workers={WORKERS}"]
+                        boundary = "boundarydonotcross"
+                    f, c = measure(cmd, port, boundary, clients)
+                    fps.append(f)
+                    cpu.append(c)
+                res[name] = (statistics.median(fps), statistics.median(cpu))
+            rows.append((f"{w}x{h}", clients, res))
+            print(rows[-1], file=sys.stderr)
 
     lines = [
         "# V4L2 benchmark: Viewfinder and µStreamer on the same vivid device",
@@ -100,17 +109,20 @@ def main():
         f"Written by `make bench-v4l2` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}) inside "
         "the `scripts/vm` VM (qemu, TCG software emulation, 2 vCPUs): absolute figures are far "
         "below hardware; compare the two servers, measured in the same run.",
-        f"vivid YUYV, 30 fps requested, JPEG quality 80, one viewer for {SECONDS:.0f} s; median of {RUNS} runs. "
-        "CPU: the server's user + system time, % of one core. µStreamer 4.9 (Debian) with "
-        "`--encoder=CPU` and its default workers; Viewfinder release build.",
+        f"vivid YUYV, 30 fps requested, JPEG quality 80, 1 and {CLIENTS[-1]} viewers (bench/out/viewers, one epoll "
+        f"loop) for {SECONDS:.0f} s; median of {RUNS} runs. fps: the median viewer's frames a second. CPU: the "
+        "server's user + system time, % of one core; per frame: CPU ÷ the median viewer's fps. µStreamer 4.9 "
+        f"(Debian) with `--encoder=CPU --workers={WORKERS}`; Viewfinder release build with `--workers {WORKERS}` "
+        "(both: one encode worker per vCPU).",
         "",
-        "| size | Viewfinder fps | µStreamer fps | fps ratio | Viewfinder CPU % | µStreamer CPU % | CPU per frame ratio |",
-        "|---|---|---|---|---|---|---|",
+        "| size | viewers | Viewfinder fps | µStreamer fps | fps ratio | Viewfinder CPU % | µStreamer CPU % | CPU per frame ratio |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for size, r in rows:
+    for size, clients, r in rows:
         (vf, vc), (uf, uc) = r["viewfinder"], r["ustreamer"]
         per = (vc / max(vf, 0.01)) / (uc / max(uf, 0.01)) if uc > 0 and uf > 0 else float("nan")
-        lines.append(f"| {size} | {vf:.1f} | {uf:.1f} | {vf / max(uf, 0.01):.2f} | {vc:.0f} | {uc:.0f} | {per:.2f} |")
+        lines.append(f"| {size} | {clients} | {vf:.1f} | {uf:.1f} | {vf / max(uf, 0.01):.2f} | {vc:.0f} | {uc:.0f} | {per:.2f} |")
+    lines += ["", "Ratios are Viewfinder ÷ µStreamer: fps above 1 and CPU per frame below 1 favour Viewfinder."]
     lines.append("")
     (ROOT / "bench/RESULTS-v4l2.md").write_text("\n".join(lines))
     print("\n".join(lines))
