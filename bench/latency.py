@@ -48,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (bench/bench.py: its encode frames, viewfinder-bench)
-from server import (ROOT, cpu_seconds, get, publish, require_binaries, running_session,  # noqa: E402
+from server import (ROOT, many_viewers_config, cpu_seconds, get, publish, require_binaries, running_session,  # noqa: E402
                     start_server, stop_server, timed, written_by)  # (bench/server.py)
 
 SIZES = ((1280, 720), (1920, 1080))
@@ -147,13 +147,7 @@ def latency_window(p, port, n, tid):
 
 
 def config(work):
-    path = work / "latency.json"
-    path.write_text(json.dumps({
-        "server": {"port": 0, "publicDirectory": str(ROOT / "Public"), "maxConnectionsPerAddress": 1000},
-        "capture": {"directory": str(work / "photos")},
-        "stream": {"quality": QUALITY},
-    }, indent=1))
-    return path
+    return many_viewers_config(work, "latency.json", QUALITY)
 
 
 def bench_latency():

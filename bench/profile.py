@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (bench/bench.py: build_info)
-from server import (ROOT, VIEWERS, cpu_seconds, get, publish, require_binaries, running_session,  # noqa: E402
+from server import (ROOT, many_viewers_config, VIEWERS, cpu_seconds, get, publish, require_binaries, running_session,  # noqa: E402
                     start_server, stop_server, timed, written_by)  # (bench/server.py)
 
 SECONDS = float(os.environ.get("BENCH_PROFILE_SECONDS", "10"))
@@ -310,13 +310,7 @@ def encoded(port):
 
 
 def config(work):
-    path = work / "profile.json"
-    path.write_text(json.dumps({
-        "server": {"port": 0, "publicDirectory": str(ROOT / "Public"), "maxConnectionsPerAddress": 1000},
-        "capture": {"directory": str(work / "photos")},
-        "stream": {"quality": QUALITY},
-    }, indent=1))
-    return path
+    return many_viewers_config(work, "profile.json", QUALITY)
 
 
 # ---------------------------------------------------------------- the run

@@ -83,6 +83,19 @@ def start_server(args, workdir, ready):
         raise
 
 
+def many_viewers_config(work, name, quality):
+    """A config file `work/name` for a server many local viewers watch: a free port, the page,
+    `server.maxConnectionsPerAddress` 1000 (they all come from 127.0.0.1), photos under `work`,
+    `stream.quality`."""
+    path = work / name
+    path.write_text(json.dumps({
+        "server": {"port": 0, "publicDirectory": str(ROOT / "Public"), "maxConnectionsPerAddress": 1000},
+        "capture": {"directory": str(work / "photos")},
+        "stream": {"quality": quality},
+    }, indent=1))
+    return path
+
+
 def wait_until(probe, done, failure, timeout=30):
     """probe() every 50 ms until done(its result), which is returned; after `timeout` s,
     RuntimeError(failure(the last result))."""
