@@ -479,7 +479,12 @@ def main():
         f"| {eff_median:.1f} | {eff_p90:.1f} | {eff_median / (1000 / 30):.2f} |",
         "",
     ] + tls_section
-    (ROOT / "bench/RESULTS.md").write_text("\n".join(lines))
+    # Only this script's part of the file: the other scripts' sections stay whatever order they run in.
+    head, *sections = "\n".join(lines).split("\n## ")
+    results.write_head(head.split("\n"))
+    for s in sections:
+        section = ("## " + s).split("\n")
+        results.write_section(section[0], section)
     print("\n".join(lines))
 
 
