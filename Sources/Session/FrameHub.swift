@@ -54,32 +54,41 @@ public final class FrameHub: Sendable {
     @discardableResult
     public func publish(_ frame: EncodedFrame) -> Bool {
         let now = Clock.monotonic()
-        let published = state.withLock { s -> ([@Sendable () -> Void], [CheckedContinuation<EncodedFrame?, Never>])? in
+        // Every parked viewer is taken out under the lock and sorted outside it: MHD's thread
+        // parks viewers on this lock while hundreds are woken.
+        let published = state.withLock { s -> ([ObjectIdentifier: Waiter], [CheckedContinuation<EncodedFrame?, Never>])? in
             if let latest = s.latest, latest.sequence >= frame.sequence { return nil }
             s.latest = frame
             s.encodedFrames += 1
             s.publishTimes.append(now)
             if s.publishTimes.count > 120 { s.publishTimes.removeFirst(s.publishTimes.count - 120) }
-            var wake: [@Sendable () -> Void] = []
-            var early = Double.infinity  // the soonest a viewer held back by its cap may send this frame
-            for (id, w) in s.waiters {
-                if w.notBefore <= now {
-                    wake.append(w.wake)
-                    s.waiters[id] = nil
-                } else {
-                    early = min(early, w.notBefore)
-                }
-            }
-            if early < .infinity { arm(&s, at: early) }
+            let parked = s.waiters
+            s.waiters.removeAll(keepingCapacity: true)
             var ready: [CheckedContinuation<EncodedFrame?, Never>] = []
             for (token, entry) in s.frameWaiters where frame.sequence > entry.after {
                 ready.append(entry.continuation)
                 s.frameWaiters[token] = nil
             }
-            return (wake, ready)
+            return (parked, ready)
         }
-        guard let (toWake, continuations) = published else { return false }
-        for w in toWake { w() }
+        guard let (parked, continuations) = published else { return false }
+        var wake: [@Sendable () -> Void] = []
+        wake.reserveCapacity(parked.count)
+        var held: [(ObjectIdentifier, Waiter)] = []  // capped viewers this frame came too early for
+        for (id, w) in parked {
+            if w.notBefore <= now { wake.append(w.wake) } else { held.append((id, w)) }
+        }
+        if !held.isEmpty {
+            state.withLock { s in
+                var early = Double.infinity  // the soonest one of them may send this frame
+                for (id, w) in held where s.waiters[id] == nil {
+                    s.waiters[id] = w
+                    early = min(early, w.notBefore)
+                }
+                if early < .infinity { arm(&s, at: early) }
+            }
+        }
+        for w in wake { w() }
         for c in continuations { c.resume(returning: frame) }
         return true
     }
@@ -148,12 +157,17 @@ public final class FrameHub: Sendable {
 
     /// When a parked viewer must be woken without a publish: at its cap's end if a frame it
     /// has not sent is there, else at its resend time.
+    private static let slot = 0.005
+
     private static func deadline(_ w: Waiter, newest: UInt64?) -> Double {
         newest != nil && newest != w.lastSequence ? min(w.notBefore, w.resendAt) : w.resendAt
     }
 
-    /// Makes the one-shot ticker fire by `t` (monotonic seconds).
-    private func arm(_ s: inout State, at t: Double) {
+    /// Makes the one-shot ticker fire at `t` (monotonic seconds) or up to 5 ms after: deadlines
+    /// are rounded up to 5 ms slots so that viewers due close together share one firing (never
+    /// early: a viewer woken before its cap allows would only park again).
+    private func arm(_ s: inout State, at deadline: Double) {
+        let t = (deadline / Self.slot).rounded(.up) * Self.slot
         guard t < s.tickAt else { return }
         s.tickAt = t
         if s.ticker == nil {

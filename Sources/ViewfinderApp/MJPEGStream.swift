@@ -1,9 +1,13 @@
 // One viewer of the multipart MJPEG preview. It always takes the hub's newest frame, so a
 // slow viewer skips frames instead of queueing them; it resends the last frame once a
 // second when nothing new arrives (proxies and Home Assistant drop silent streams), and
-// honours a per-client `?fps=N` cap. The cap is a schedule (GCRA), not a minimum gap:
-// a frame that arrives a little early against the schedule still goes out, so a cap equal
-// to the camera's rate loses no frames to jitter, while the long-run rate never exceeds it.
+// honours a per-client `?fps=N` cap. The cap is a schedule (GCRA), not a minimum gap: a
+// frame may go out up to one interval ahead of the schedule (one frame of burst), so a cap
+// equal to the camera's rate never holds a frame back, whatever the phase at which the
+// viewer connected, while the long-run rate never exceeds it. (With half an interval of
+// tolerance, a viewer that connected in the second half of a frame interval was held back
+// at every publish and woken by a timer up to half an interval later: latency, and with
+// hundreds of viewers a timer per viewer per frame.)
 // Its source is looked up at every frame: a viewer of the main session moves with it to the
 // camera it switches to, and counts as a viewer there (each camera encodes only while watched).
 
@@ -44,17 +48,20 @@ final class MJPEGStream: StreamBody, Sendable {
     func next() -> StreamChunk {
         let now = Clock.monotonic()
         let (hub, parts) = source()
-        let moved = schedule.withLock { s -> FrameHub? in
-            guard s.hub !== hub, !s.closed else { return nil }
-            defer { s.hub = hub; s.lastSequence = nil }
-            return s.hub
+        let (moved, last, sentAt, due, waker) = schedule.withLock { s in
+            var moved: FrameHub?
+            if s.hub !== hub && !s.closed {
+                moved = s.hub
+                s.hub = hub
+                s.lastSequence = nil
+            }
+            return (moved, s.lastSequence, s.lastSent, s.due, s.waker)
         }
         if let moved {  // the session moved to another camera: be counted there
             moved.removeViewer(ObjectIdentifier(self))
             hub.addViewer()
         }
-        let (last, sentAt, due, waker) = schedule.withLock { ($0.lastSequence, $0.lastSent, $0.due, $0.waker) }
-        let allowedFrom = due - minInterval / 2
+        let allowedFrom = due - minInterval
         if let frame = hub.latestFrame {
             let fresh = frame.sequence != last && now >= allowedFrom
             if fresh || now - sentAt >= 1.0 {
