@@ -986,7 +986,16 @@ function placeCodeOverlay() {
   });
 }
 
-$("preview").addEventListener("load", drawCodes); // the frame's size is known from the first one
+// The frame's size is known from the first frame: draw then, and again only when it changes
+// (a multipart preview fires "load" for every frame; rebuilding the boxes 30 times a second
+// would be work for nothing, and left nothing steady to point at).
+let codesDrawnFor = "";
+$("preview").addEventListener("load", () => {
+  const p = $("preview"), size = `${p.naturalWidth}x${p.naturalHeight}`;
+  if (size === codesDrawnFor) return;
+  codesDrawnFor = size;
+  drawCodes();
+});
 if ("ResizeObserver" in window) new ResizeObserver(() => placeCodeOverlay()).observe($("stage"));
 else window.addEventListener("resize", placeCodeOverlay);
 

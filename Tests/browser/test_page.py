@@ -604,8 +604,11 @@ class CodesTest(ServedPage):
         self.assertLessEqual(abs(box["x"] - picture["x"]), 0.15 * picture["width"], f"box {box} in picture {picture}")
         self.assertLessEqual(abs(box["y"] - picture["y"]), 0.15 * picture["height"], f"box {box} in picture {picture}")
         self.assertTrue(0.1 * picture["height"] < box["height"] < 0.7 * picture["height"], f"box {box} in picture {picture}")
-        self.assertTrue(d.find_element(By.CSS_SELECTOR, '#code-overlay .code-box[data-value="hello"]').is_displayed())
-        self.assertIn("hello", d.find_element(By.CSS_SELECTOR, '#code-overlay .code-box[data-value="hello"] .code-label').text)
+        # Read in one script: an element found by one WebDriver call can be replaced before the next.
+        shown = self.js("""const b = document.querySelector('#code-overlay .code-box[data-value="hello"]');
+                           return !!b && b.getClientRects().length > 0 && !b.closest('[hidden]')
+                                  && b.querySelector('.code-label').textContent.includes('hello');""")
+        self.assertTrue(shown, "the box for hello is shown with its label")
         self.wait(lambda: "hello" in d.find_element(By.ID, "codes").text, "hello in the list of codes")
         first = d.find_element(By.CSS_SELECTOR, "#codes li")
         self.assertEqual(first.get_attribute("data-value"), "hello")
