@@ -77,6 +77,16 @@ public final class PhotoStore: Sendable {
                          height: frame.height, capturedAt: Self.iso(frame.timestamp), camera: recorded)
     }
 
+    /// Removes the temporary files of saves a crash interrupted (before their rename: never
+    /// answered, never listed); called once at start-up, while nothing saves. The names removed.
+    @discardableResult
+    public func removeUnfinished() -> [String] {
+        turn.withLock { _ in
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            return names.filter { $0.hasPrefix(".tmp-") && unlink(directory + "/" + $0) == 0 }
+        }
+    }
+
     /// Newest first.
     public func list() -> [PhotoInfo] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []

@@ -89,6 +89,10 @@ public final class Application: Sendable {
             logger.warning("auth is \"none\": anyone who can reach \(configuration.server.host):\(configuration.server.port) can watch and steer the cameras")
         }
         photos = PhotoStore(directory: configuration.capture.directory)
+        let unfinished = photos.removeUnfinished()
+        if !unfinished.isEmpty {
+            logger.warning("removed \(unfinished.count) unfinished photo file(s) left by a crash (never answered, never listed)")
+        }
     }
 
     /// The bound port (the configured one, or the one picked for port 0).

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Synchronization
 import Testing
 
 /// The built `viewfinder` executable, run as users run it.
@@ -191,5 +192,46 @@ import Testing
         let state = try #require(try await fetch(port, "/api/session").json as? [String: Any])
         #expect(state["state"] as? String == "running" && (state["recording"] as? [String: Any])?["active"] as? Bool == false)
         #expect(p.isRunning)
+    }
+
+    /// Pulling the plug during a loop of stored captures (issue 15): every photo the server
+    /// acknowledged survives, and the directory holds only whole JPEGs, each one listed (a
+    /// photo is written to a hidden temporary file, synced and renamed before the answer).
+    @Test func aKilledServerLeavesOnlyWholeListedPhotos() async throws {
+        let (config, movies) = movieConfig()
+        let photos = (movies as NSString).deletingLastPathComponent + "/photos"
+        let (p, port, _) = try await launch(["--config", config, "--preset", "640x480"])
+        let acknowledged = Mutex<[String]>([])
+        let loop = Task {
+            // Until the kill: then the next request fails and the loop ends.
+            for _ in 0..<2000 {
+                guard let r = try? await fetch(port, "POST", "/api/session/capture?store=true"), r.status == 201,
+                      let id = (r.json as? [String: Any])?["id"] as? String else { return }
+                acknowledged.withLock { $0.append(id) }
+            }
+        }
+        #expect(await eventually(timeout: 30) { acknowledged.withLock { $0.count } >= 20 }, "photos stored")
+        kill(p.processIdentifier, SIGKILL)  // with a capture in flight, most likely mid-write
+        #expect(await waitForExit(p, timeout: 10))
+        _ = await loop.value
+        let stored = acknowledged.withLock { $0 }
+
+        let files = try FileManager.default.contentsOfDirectory(atPath: photos)
+        let jpegs = files.filter { $0.hasSuffix(".jpg") }
+        for name in jpegs {
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: photos + "/" + name)))
+            #expect(bytes.prefix(2) == [0xFF, 0xD8] && bytes.suffix(2) == [0xFF, 0xD9], "\(name) is whole")
+        }
+        let (again, port2, _) = try await launch(["--config", config])
+        defer { again.terminate() }
+        let list = try #require((try await fetch(port2, "/api/photos").json as? [String: Any])?["photos"] as? [[String: Any]])
+        let listed = Set(list.compactMap { $0["id"] as? String })
+        #expect(Set(stored).isSubset(of: listed), "every acknowledged photo is listed: \(Set(stored).subtracting(listed))")
+        #expect(listed == Set(jpegs.map { String($0.dropLast(4)) }), "every photo file is listed, and only those")
+        let left = try FileManager.default.contentsOfDirectory(atPath: photos).filter { $0.hasPrefix(".tmp-") }
+        #expect(left.isEmpty, "the restart removed the unfinished saves: \(left)")
+        for id in stored.suffix(3) {
+            #expect(try await fetch(port2, "/api/photos/\(id)").status == 200)
+        }
     }
 }
