@@ -37,7 +37,7 @@ final class FramePipeline: Sendable {
                 return EncodedFrame(jpeg: image.jpeg, width: image.width, height: image.height,
                                     sequence: sequence, timestamp: frame.timestamp)
             } catch {
-                let n = counters.values.withLock { c -> UInt64 in c.failures += 1; return c.failures }
+                let n = counters.failures.withLock { n -> UInt64 in n += 1; return n }
                 if n == 1 || n % 100 == 0 { logger.error("encode failed: \(error)") }
                 return nil
             }
@@ -46,7 +46,7 @@ final class FramePipeline: Sendable {
 
     /// Frames someone was waiting for that did not reach them: every worker was busy, or
     /// the encode failed.
-    var dropped: UInt64 { workers.skipped + counters.values.withLock { $0.failures } }
+    var dropped: UInt64 { workers.skipped + counters.failures.withLock { $0 } }
 
     var workerCount: Int { workers.count }
 
@@ -66,7 +66,6 @@ final class FramePipeline: Sendable {
 
     func handle(_ frame: borrowing RawFrame) {
         guard active.withLock({ $0 }) else { return }
-        counters.values.withLock { $0.captured += 1 }
         // The outputs read the transform only for a frame they take (most frames they don't).
         let now = Clock.monotonic()
         if let r = recorder.withLock({ $0 }) { r.offer(frame, transform: self.settings.transform(at: now)) }
@@ -83,9 +82,9 @@ final class FramePipeline: Sendable {
     }
 }
 
-/// Frames captured; failed encodes (counted by the workers).
+/// Failed encodes (counted by the workers).
 private final class Counters: Sendable {
-    let values = Mutex((captured: UInt64(0), failures: UInt64(0)))
+    let failures = Mutex(UInt64(0))
 }
 
 /// What the capture thread reads per frame while the session may change it.
