@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (bench/bench.py: build_info)
 from server import (ROOT, many_viewers_config, VIEWERS, cpu_seconds, get, publish, require_binaries, running_session,  # noqa: E402
                     start_server, stop_server, threads, timed, written_by)  # (bench/server.py)
+import server  # noqa: E402
 
 FLOOR = ROOT / "bench/out/floor"
 SIZE = "1280x720"
@@ -83,10 +84,9 @@ def start_floor(jpeg):
 def encoded(port):
     """viewfinder_frames_encoded_total summed over cameras (/metrics); None for the floor."""
     try:
-        text = get(port, "/metrics", timeout=10).decode()
+        return server.encoded(port)
     except OSError:
         return None
-    return sum(int(float(m.group(1))) for m in re.finditer(r"^viewfinder_frames_encoded_total\{[^}]*\} (\S+)", text, re.M))
 
 
 # ---------------------------------------------------------------- a window

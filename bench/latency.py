@@ -50,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (bench/bench.py: its encode frames, viewfinder-bench)
 from server import (ROOT, many_viewers_config, cpu_seconds, get, publish, require_binaries, running_session,  # noqa: E402
-                    start_server, stop_server, timed, written_by)  # (bench/server.py)
+                    start_server, stop_server, timed, written_by, encoded)  # (bench/server.py)
 
 SIZES = ((1280, 720), (1920, 1080))
 FPS = 30
@@ -112,11 +112,6 @@ def encode_threads(pid):
         except OSError:
             pass
     return tids
-
-
-def encoded(port):
-    text = get(port, "/metrics", timeout=10).decode()
-    return sum(int(float(m.group(1))) for m in re.finditer(r"^viewfinder_frames_encoded_total\{[^}]*\} (\S+)", text, re.M))
 
 
 # ---------------------------------------------------------------- windows

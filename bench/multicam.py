@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from server import (ROOT, cpu_seconds, get, publish, require_binaries, start_server, stop_server,  # noqa: E402
-                    threads, timed, viewer, viewer_fps, wait_until, written_by)  # (bench/server.py)
+                    threads, timed, viewer, viewer_fps, wait_until, written_by, encoded_by_camera)  # (bench/server.py)
 
 COUNTS = tuple(int(n) for n in os.environ.get("BENCH_MULTICAM_COUNTS", "1 2 4").split())
 SECONDS = float(os.environ.get("BENCH_MULTICAM_SECONDS", "5"))
@@ -36,11 +36,7 @@ RUNS = int(os.environ.get("BENCH_MULTICAM_RUNS", "3"))
 HEADING = "## Several cameras: 1, 2 and 4 synthetic cameras at 1280x720, 30 fps"
 
 
-def encoded(port):
-    """viewfinder_frames_encoded_total by camera, from /metrics."""
-    text = get(port, "/metrics").decode()
-    return {m.group(1): int(float(m.group(2)))
-            for m in re.finditer(r'^viewfinder_frames_encoded_total\{camera="([^"]+)"\} (\S+)', text, re.M)}
+encoded = encoded_by_camera  # (bench/server.py)
 
 
 def write_config(work, n):

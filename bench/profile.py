@@ -46,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402  (bench/bench.py: build_info)
 from server import (ROOT, many_viewers_config, VIEWERS, cpu_seconds, get, publish, require_binaries, running_session,  # noqa: E402
-                    start_server, stop_server, timed, written_by)  # (bench/server.py)
+                    start_server, stop_server, timed, written_by, encoded)  # (bench/server.py)
 
 SECONDS = float(os.environ.get("BENCH_PROFILE_SECONDS", "10"))
 N_VIEWERS = int(os.environ.get("BENCH_PROFILE_VIEWERS", "100"))
@@ -302,11 +302,6 @@ def task_cpu(pid):
         except (OSError, ValueError, IndexError):
             pass
     return out
-
-
-def encoded(port):
-    text = get(port, "/metrics", timeout=10).decode()
-    return sum(int(float(m.group(1))) for m in re.finditer(r"^viewfinder_frames_encoded_total\{[^}]*\} (\S+)", text, re.M))
 
 
 def config(work):

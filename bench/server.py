@@ -83,6 +83,18 @@ def start_server(args, workdir, ready):
         raise
 
 
+def encoded_by_camera(port):
+    """viewfinder_frames_encoded_total by camera, from /metrics."""
+    text = get(port, "/metrics", timeout=10).decode()
+    return {m.group(1): int(float(m.group(2)))
+            for m in re.finditer(r'^viewfinder_frames_encoded_total\{camera="([^"]+)"\} (\S+)', text, re.M)}
+
+
+def encoded(port):
+    """viewfinder_frames_encoded_total summed over the cameras."""
+    return sum(encoded_by_camera(port).values())
+
+
 def many_viewers_config(work, name, quality):
     """A config file `work/name` for a server many local viewers watch: a free port, the page,
     `server.maxConnectionsPerAddress` 1000 (they all come from 127.0.0.1), photos under `work`,
