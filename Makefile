@@ -34,6 +34,12 @@ test: test-deps
 	$(SWIFT) test --skip-build --filter MovieAPITests
 	/usr/bin/python3 Tests/browser/test_page.py
 
+## Robustness: schemathesis (PyPI, in a venv under .build/) runs every phase and check of
+## Public/openapi.yaml against the release server; zero failures pass (Tests/fuzz/).
+.PHONY: test-fuzz
+test-fuzz: test-deps release
+	/usr/bin/python3 Tests/fuzz/test_api.py
+
 ## The V4L2 tests against the kernel's vivid driver: build here, run on this machine when
 ## `modprobe vivid` works, else inside one qemu VM (scripts/vm installs what it needs).
 VM ?= scripts/vm

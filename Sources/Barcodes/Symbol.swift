@@ -42,11 +42,15 @@ public enum Symbol {
         }
     }
 
-    /// QR at error correction level M, with the four-module quiet zone.
+    /// QR at error correction level M, with the four-module quiet zone. The limit counts
+    /// characters, as the API's schema does (maxLength); 500 of them are at most 2,000 UTF-8
+    /// bytes, within level M's 2,331. The bytes are given with their count, so a NUL in the
+    /// text is encoded, not an end.
     static func qr(_ value: String) throws(SymbolError) -> ModuleGrid {
-        guard !value.isEmpty, value.utf8.count <= 1000 else { throw .invalidValue(.qr, "1 to 1000 bytes") }
-        guard let code = QRcode_encodeString8bit(value, 0, QR_ECLEVEL_M) else {
-            throw .library("QRcode_encodeString8bit", errno: errno)
+        guard (1...500).contains(value.unicodeScalars.count) else { throw .invalidValue(.qr, "1 to 500 characters") }
+        let bytes = Array(value.utf8)
+        guard let code = QRcode_encodeData(Int32(bytes.count), bytes, 0, QR_ECLEVEL_M) else {
+            throw .library("QRcode_encodeData", errno: errno)
         }
         defer { QRcode_free(code) }
         let n = Int(code.pointee.width), quiet = 4, side = n + 2 * quiet

@@ -15,13 +15,17 @@ extension CaptureSession {
             }
             chosen.insert(t)
         }
+        var rect = rectOfInterest
         if let r = rectOfInterest {
-            let inside = [r.x, r.y, r.width, r.height].allSatisfy { $0.isFinite && (0...1).contains($0) }
-            guard inside, r.width > 0, r.height > 0, r.x + r.width <= 1.000001, r.y + r.height <= 1.000001 else {
-                throw .invalidValue("rectOfInterest: x, y, width and height are within 0…1, the size above 0 and the rectangle inside the picture")
+            // Its corner on the picture and a size; a rectangle reaching past the edge is cut at
+            // it (the state shows the cut one), as a drag that overshoots the picture means.
+            guard [r.x, r.y].allSatisfy({ $0.isFinite && $0 >= 0 && $0 < 1 }),
+                  [r.width, r.height].allSatisfy({ $0.isFinite && $0 > 0 && $0 <= 1 }) else {
+                throw .invalidValue("rectOfInterest: x and y are within 0…1 (1 excluded), width and height above 0 and at most 1")
             }
+            rect = NormalizedRect(x: r.x, y: r.y, width: min(r.width, 1 - r.x), height: min(r.height, 1 - r.y))
         }
-        metadata.configure(types: chosen, rect: rectOfInterest)
+        metadata.configure(types: chosen, rect: rect)
         return announce()
     }
 

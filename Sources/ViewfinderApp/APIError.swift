@@ -60,12 +60,12 @@ extension JSONFieldError {
 /// Request bodies: empty means "no options"; anything else must be a JSON object.
 func bodyObject(_ request: Request) throws(HTTPError) -> JSONObjectReader {
     let trimmed = request.body.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-    if trimmed.isEmpty { return try! JSONObjectReader(.object([:])) }
+    if trimmed.isEmpty { return try! JSONObjectReader(.object([:]), nullIsAbsent: false) }
     let value: JSONValue
     do { value = try JSONValue.parse(request.body) } catch {
         throw HTTPError(400, "invalid_json", "The body is not valid JSON; send an object such as {\"camera\": \"front\"}.")
     }
-    do throws(JSONFieldError) { return try JSONObjectReader(value) } catch {
+    do throws(JSONFieldError) { return try JSONObjectReader(value, nullIsAbsent: false) } catch {
         throw HTTPError(400, "invalid_json", "The body must be a JSON object.")
     }
 }

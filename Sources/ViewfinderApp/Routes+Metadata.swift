@@ -14,7 +14,7 @@ extension Application {
                 let types: [String], rect: NormalizedRect?
                 do throws(JSONFieldError) {
                     types = try Self.strings(body, "types")
-                    rect = try body.object("rectOfInterest").map { o throws(JSONFieldError) in
+                    rect = try body.nullableObject("rectOfInterest").map { o throws(JSONFieldError) in
                         let rect = NormalizedRect(x: try Self.number(o, "x"), y: try Self.number(o, "y"),
                                                   width: try Self.number(o, "width"), height: try Self.number(o, "height"))
                         try o.finish()
@@ -84,7 +84,7 @@ extension Application {
         guard case .array(let items) = value else { throw JSONFieldError(path: path, problem: "expected a list, found \(value.typeName)") }
         var codes: [SceneCode] = []
         for (i, item) in items.enumerated() {
-            let o = try JSONObjectReader(item, path: "\(path)[\(i)]")
+            let o = try JSONObjectReader(item, path: "\(path)[\(i)]", nullIsAbsent: false)
             guard let name = try o.string("type") else { throw JSONFieldError(path: "\(path)[\(i)].type", problem: "required") }
             guard let type = MetadataObjectType(rawValue: name) else {
                 throw JSONFieldError(path: "\(path)[\(i)].type", problem: "unknown type '\(name)'")

@@ -81,8 +81,9 @@ extension Application {
             o.maxDuration = d
         }
         if let b = try body.double("maxBytes") {
-            guard b == b.rounded(), b >= 65536, b < 1e18 else {
-                throw JSONFieldError(path: "maxBytes", problem: "must be a whole number of bytes, at least 65536")
+            // At most 2^52, where every whole number is still exact in a JSON reader's double.
+            guard b == b.rounded(), b >= 65536, b <= 4_503_599_627_370_496 else {
+                throw JSONFieldError(path: "maxBytes", problem: "must be a whole number of bytes within 65536…4503599627370496 (2^52)")
             }
             o.maxBytes = Int64(b)
         }

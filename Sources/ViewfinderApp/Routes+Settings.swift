@@ -24,7 +24,7 @@ extension Application {
             await sessionCall(request) { b throws(SessionError) in
                 let session = try lookup(request)
                 let f = try fields(b) { b throws(JSONFieldError) in
-                    FocusRequest(mode: try b.string("mode"), lensPosition: try b.double("lensPosition"), point: try point(b))
+                    FocusRequest(mode: try b.string("mode"), lensPosition: try b.double("lensPosition", in: 0...1), point: try point(b))
                 }
                 return try await session.focus(f)
             }
@@ -55,7 +55,7 @@ extension Application {
                     guard let mode = try b.string("mode", allowed: ["on", "off", "auto"]) else {
                         throw JSONFieldError(path: "mode", problem: "required (on, off or auto)")
                     }
-                    return TorchRequest(mode: mode, level: try b.double("level"))
+                    return TorchRequest(mode: mode, level: try b.double("level", in: 0...1))
                 }
                 return try await session.torch(t)
             }
@@ -195,17 +195,18 @@ private func controlValues(_ request: Request) throws(HTTPError) -> [String: Int
     for (key, value) in fields {
         switch value {
         case .bool(let b): out[key] = b ? 1 : 0
-        case .number(let n) where n.isFinite && n == n.rounded() && abs(n) < 1e15: out[key] = Int(n)
-        default: throw HTTPError(400, "invalid_value", "\(key): expected a whole number or a boolean, found \(value.typeName)")
+        // V4L2's control values are 32-bit (struct v4l2_control).
+        case .number(let n) where n == n.rounded() && n >= Double(Int32.min) && n <= Double(Int32.max): out[key] = Int(n)
+        default: throw HTTPError(400, "invalid_value", "\(key): expected a whole number within \(Int32.min)…\(Int32.max) or a boolean, found \(value.typeName)")
         }
     }
     return out
 }
 
-/// `"point": {"x": 0…1, "y": 0…1}` (normalized, (0,0) top-left).
+/// `"point": {"x": 0…1, "y": 0…1}` (normalized, (0,0) top-left); a point off the picture is refused.
 private func point(_ b: JSONObjectReader) throws(JSONFieldError) -> Point? {
     guard let p = try b.object("point") else { return nil }
-    guard let x = try p.double("x"), let y = try p.double("y") else {
+    guard let x = try p.double("x", in: 0...1), let y = try p.double("y", in: 0...1) else {
         throw JSONFieldError(path: "point", problem: "needs x and y between 0 and 1")
     }
     try p.finish()

@@ -70,6 +70,26 @@ import Testing
         #expect(throws: (any Error).self) { try reader(#"{"x": 1e400}"#).double("x") }
     }
 
+    @Test func nullIsAbsentInConfigAndRefusedInRequests() throws {
+        let text = #"{"camera": null, "inner": {"n": null}}"#
+        let config = try reader(text)
+        #expect(try config.string("camera") == nil)
+        #expect(try config.object("inner")?.double("n") == nil)
+        let request = try JSONObjectReader(try JSONValue.parse(Array(text.utf8)), nullIsAbsent: false)
+        #expect(throws: JSONFieldError(path: "camera", problem: "expected a string, found null (leave the key out instead)")) {
+            try request.string("camera")
+        }
+        let inner = try #require(try request.object("inner"))
+        #expect(throws: JSONFieldError.self, "objects read from it inherit the rule") { try inner.double("n") }
+        #expect(try request.nullableObject("missing") == nil && request.value("camera") == nil, "a key that takes null reads it")
+    }
+
+    @Test func rangedNumbersAreRefusedNotClamped() throws {
+        let r = try reader(#"{"a": 0, "b": 1, "c": 1.0001}"#)
+        #expect(try r.double("a", in: 0...1) == 0 && r.double("b", in: 0...1) == 1)
+        #expect(throws: JSONFieldError(path: "c", problem: "1.0001 is outside 0.0…1.0")) { try r.double("c", in: 0...1) }
+    }
+
     @Test func nestedPathsAreNamed() throws {
         let r = try reader(#"{"server": {"port": "80"}}"#)
         let s = try #require(try r.object("server"))

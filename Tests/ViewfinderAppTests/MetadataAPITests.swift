@@ -188,13 +188,21 @@ import Testing
             let unknown = try await fetch(port, "POST", "/api/session/metadata", body: #"{"types": ["qr", "vp9"]}"#)
             #expect(unknown.status == 422 && code(unknown) == "unsupported")
             #expect(((unknown.json as? [String: [String: Any]])?["error"]?["supported"] as? [String])?.contains("ean13") == true)
-            for body in [#"{"types": "qr"}"#, #"{"types": [1]}"#, #"{}"#, #"{"types": ["qr"], "rectOfInterest": {"x": 0.5, "y": 0, "width": 0.8, "height": 1}}"#,
-                         #"{"types": ["qr"], "rectOfInterest": {"x": 0, "y": 0, "width": 1}}"#, #"{"types": ["qr"], "speed": 1}"#] {
+            for body in [#"{"types": "qr"}"#, #"{"types": [1]}"#, #"{}"#, #"{"types": ["qr"], "rectOfInterest": {"x": 1, "y": 0, "width": 0.5, "height": 1}}"#,
+                         #"{"types": ["qr"], "rectOfInterest": {"x": 0, "y": 0, "width": 1}}"#, #"{"types": ["qr"], "speed": 1}"#,
+                         #"{"types": ["qr"], "rectOfInterest": {"x": 0, "y": 0, "width": 0, "height": 1}}"#, #"{"types": null}"#] {
                 let r = try await fetch(port, "POST", "/api/session/metadata", body: body)
                 #expect(r.status == 400 && code(r) == "invalid_value", "\(body) → \(r.status)")
             }
             let state = try #require(try await fetch(port, "/api/session").json as? [String: Any])
             #expect(((state["metadata"] as? [String: Any])?["types"] as? [String])?.isEmpty == true)
+
+            // A rectangle reaching past the picture is cut at its edge, and the state says so.
+            let over = try await fetch(port, "POST", "/api/session/metadata",
+                                       body: #"{"types": ["qr"], "rectOfInterest": {"x": 0.5, "y": 0.25, "width": 0.8, "height": 0.5}}"#)
+            let rect = ((over.json as? [String: Any])?["metadata"] as? [String: Any])?["rectOfInterest"] as? [String: Double]
+            #expect(over.status == 200 && rect == ["x": 0.5, "y": 0.25, "width": 0.5, "height": 0.5], "\(over.status) \(String(describing: rect))")
+            _ = try await fetch(port, "POST", "/api/session/metadata", body: #"{"types": []}"#)
 
             let badEAN = try await scene(port, #"[{"type": "ean13", "value": "4006381333932"}]"#)
             #expect(badEAN.status == 400 && code(badEAN) == "invalid_value")

@@ -129,6 +129,17 @@ import Testing
         ("/api/session/torch", #"{"level": 1}"#, 400, "invalid_value"),
         ("/api/session/orientation", #"{"rotation": 45}"#, 400, "invalid_value"),
         ("/api/session/orientation", #"{"rotation": 90, "mirrored": "no"}"#, 400, "invalid_value"),
+        // Fixed ranges are refused, not clamped (the schema's minimum and maximum).
+        ("/api/session/torch", #"{"mode": "on", "level": 2}"#, 400, "invalid_value"),
+        ("/api/session/focus", #"{"lensPosition": 1.5}"#, 400, "invalid_value"),
+        ("/api/session/focus", #"{"mode": "auto", "point": {"x": -0.1, "y": 0.5}}"#, 400, "invalid_value"),
+        ("/api/session/exposure", #"{"point": {"x": 0.5, "y": 1.01}}"#, 400, "invalid_value"),
+        // A request's null is a wrong type, not "absent".
+        ("/api/session/orientation", #"{"rotation": 90, "mirrored": null}"#, 400, "invalid_value"),
+        ("/api/session/zoom", #"{"factor": 2, "rate": null}"#, 400, "invalid_value"),
+        ("/api/session/switch", #"{"camera": null}"#, 400, "invalid_value"),
+        ("/api/session/capture", #"{"store": null}"#, 400, "invalid_value"),
+        ("/api/session/controls", #"{"brightness": 2147483648}"#, 400, "invalid_value"),
     ]
 
     @Test func invalidInputChangesNothing() async throws {
