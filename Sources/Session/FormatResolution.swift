@@ -35,6 +35,9 @@ public enum FormatResolution {
                                    supported: Array(Set(formats.map(\.pixelFormat.rawValue))).sorted())
             }
         }
+        // A preset is checked even beside width and height (which win): a name that is not
+        // one is refused, whatever else the request says.
+        if let name = r.preset, Preset(name) == nil { throw .unsupported("preset '\(name)'", supported: Preset.names) }
         let presetName: String
         let preset: Preset
         if r.width != nil || r.height != nil {

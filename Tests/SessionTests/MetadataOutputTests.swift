@@ -73,11 +73,15 @@ import Testing
         await #expect(throws: SessionError.unsupported("metadata type 'vp9'", supported: MetadataObjectType.allCases.map(\.rawValue))) {
             try await s.setMetadata(types: ["qr", "vp9"], rectOfInterest: nil)
         }
-        for rect in [NormalizedRect(x: 0.5, y: 0.5, width: 0.6, height: 0.1), NormalizedRect(x: 0, y: 0, width: 0, height: 1),
-                     NormalizedRect(x: -0.1, y: 0, width: 0.5, height: 0.5), NormalizedRect(x: .nan, y: 0, width: 1, height: 1)] {
+        for rect in [NormalizedRect(x: 1, y: 0.5, width: 0.6, height: 0.1), NormalizedRect(x: 0, y: 0, width: 0, height: 1),
+                     NormalizedRect(x: -0.1, y: 0, width: 0.5, height: 0.5), NormalizedRect(x: .nan, y: 0, width: 1, height: 1),
+                     NormalizedRect(x: 0, y: 0, width: 1.5, height: 1)] {
             await #expect(throws: SessionError.self) { try await s.setMetadata(types: ["qr"], rectOfInterest: rect) }
         }
         #expect(await s.state().metadata.types.isEmpty)
+        // Reaching past the edge is cut at it.
+        let cut = try await s.setMetadata(types: ["qr"], rectOfInterest: NormalizedRect(x: 0.5, y: 0.5, width: 0.6, height: 0.1))
+        #expect(cut.metadata.rectOfInterest == NormalizedRect(x: 0.5, y: 0.5, width: 0.5, height: 0.1))
     }
 }
 

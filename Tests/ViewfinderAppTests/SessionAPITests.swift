@@ -140,6 +140,7 @@ import Testing
         ("/api/session/switch", #"{"camera": null}"#, 400, "invalid_value"),
         ("/api/session/capture", #"{"store": null}"#, 400, "invalid_value"),
         ("/api/session/controls", #"{"brightness": 2147483648}"#, 400, "invalid_value"),
+        ("/api/session/prepare", #"{"preset": "huge", "width": 640, "height": 480}"#, 422, "unsupported"),
     ]
 
     @Test func invalidInputChangesNothing() async throws {
