@@ -58,6 +58,9 @@ public protocol CaptureDevice: AnyObject, Sendable {
     /// stream-on, or when a replugged camera came up at its defaults), oldest first; taking
     /// them empties the list. The settings read back show what the device kept instead.
     func takeRestoreRefusals() -> [CameraError]
+    /// Frames the device produced broken since its last start, never handed to the handler
+    /// (V4L2: flagged V4L2_BUF_FLAG_ERROR by the driver, shorter than the format, not a JPEG).
+    var rejectedFrames: UInt64 { get }
 }
 
 extension CaptureDevice {
@@ -72,6 +75,7 @@ extension CaptureDevice {
     public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings { change.new }
     public func readBack(_ settings: DeviceSettings) -> DeviceSettings? { nil }
     public func takeRestoreRefusals() -> [CameraError] { [] }
+    public var rejectedFrames: UInt64 { 0 }
 }
 
 public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {

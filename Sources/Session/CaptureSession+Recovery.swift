@@ -26,6 +26,12 @@ extension CaptureSession {
         logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
         endRecording(.cameraLost)  // what was recorded is kept
         halt()
+        lost(error)
+    }
+
+    /// The camera stopped and cannot run now: `interrupted`, the placeholder, and reopening
+    /// with backoff at the same format and settings.
+    func lost(_ error: CameraError) {
         runState = .interrupted
         lastError = error.description
         publishPlaceholder("NO SIGNAL")

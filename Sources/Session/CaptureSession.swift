@@ -99,7 +99,8 @@ public actor CaptureSession {
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
                           quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue,
                           workers: configuration.streamWorkers),
-            frames: .init(sequence: latest?.sequence ?? 0, dropped: pipeline?.dropped ?? 0),
+            frames: .init(sequence: latest?.sequence ?? 0,
+                          dropped: pipeline.map { $0.dropped + camera.rejectedFrames } ?? 0),
             error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state)
     }
 
@@ -225,8 +226,9 @@ public actor CaptureSession {
             halt()
             do throws(CameraError) { pipeline = try launch(camera, newFormat) } catch {
                 do throws(CameraError) { pipeline = try launch(camera, format) } catch {
-                    runState = .failed
-                    lastError = error.description
+                    // It ran a moment ago: lost like an unplugged camera, reopened with backoff.
+                    logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
+                    lost(error)
                 }
                 throw .camera(error)
             }

@@ -19,6 +19,8 @@ public final class V4L2Camera: CaptureDevice, Sendable {
     private let locate: (@Sendable () -> String?)?
     private let mapping: V4L2ControlMapping
     private let state: Mutex<State>
+    /// Frames the running stream dequeued but did not deliver (see `rejectedFrames`).
+    private let rejected = Mutex<UInt64>(0)
 
     private struct State {
         var path: String
@@ -55,6 +57,10 @@ public final class V4L2Camera: CaptureDevice, Sendable {
 
     /// The node the camera was last opened at.
     public var path: String { state.withLock { $0.path } }
+
+    /// Frames dequeued since the last start but never handed on: flagged V4L2_BUF_FLAG_ERROR
+    /// by the driver, shorter than the format, or (MJPEG) not a whole JPEG.
+    public var rejectedFrames: UInt64 { rejected.withLock { $0 } }
 
     public func takeRestoreRefusals() -> [CameraError] {
         state.withLock { s in defer { s.restoreRefusals = [] }; return s.restoreRefusals }
@@ -170,7 +176,9 @@ public final class V4L2Camera: CaptureDevice, Sendable {
             }
             return s.interrupted
         }
-        let loop = V4L2Stream.loop(device: device, format: format, timeout: captureTimeout, handler: handler) { [weak self] error in
+        rejected.withLock { $0 = 0 }
+        let loop = V4L2Stream.loop(device: device, format: format, timeout: captureTimeout, handler: handler,
+                                   rejected: { [weak self] in self?.rejected.withLock { $0 += 1 } }) { [weak self] error in
             self?.closeControls()
             onLoss?(error)
         }
@@ -192,20 +200,25 @@ public final class V4L2Camera: CaptureDevice, Sendable {
 }
 
 /// The capture thread of one V4L2 stream. Frames are validated before they leave: raw
-/// frames must be whole, MJPEG frames must start and end like a JPEG.
+/// frames must be whole, MJPEG frames must start and end like a JPEG; `rejected` is told of
+/// each frame that is not (or that the driver flagged as an error).
 enum V4L2Stream {
     static func loop(device: any V4L2Port, format: VideoFormat, timeout: Double, handler: @escaping FrameHandler,
+                     rejected: @escaping @Sendable () -> Void = {},
                      lost: @escaping @Sendable (CameraError) -> Void) -> CaptureLoop {
         let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.pixelFormat.bytesPerLine(width: format.width) ?? 0
         let progress = Mutex((last: Clock.monotonic(), failure: CameraError?.none))
         return CaptureLoop(name: "v4l2-\(device.path)", step: {
             do throws(CameraError) {
+                var delivered = false
                 let got = try device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp in
                     if let expected, bytes.count < expected { return }
                     if format.pixelFormat == .mjpeg && !looksLikeJPEG(bytes) { return }
+                    delivered = true
                     handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp))
                 }
+                if got && !delivered { rejected() }
                 let now = Clock.monotonic()
                 if got { progress.withLock { $0.last = now } }
                 else if now - progress.withLock({ $0.last }) > timeout {

@@ -13,7 +13,8 @@ public protocol V4L2Port: ControlIO, Sendable {
     func setFormat(_ want: VideoFormat) throws(CameraError) -> VideoFormat
     /// REQBUFS, QUERYBUF + mmap, QBUF, STREAMON.
     func startStreaming() throws(CameraError)
-    /// poll + DQBUF, lends the bytes to `body`, QBUF; false on timeout.
+    /// poll + DQBUF, lends the bytes to `body`, QBUF; false on timeout. A buffer the driver
+    /// flagged V4L2_BUF_FLAG_ERROR is queued again without calling `body` (true: one was dequeued).
     func withNextFrame(timeoutMs: Int32,
                        _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double) -> Void) throws(CameraError) -> Bool
     /// Undoes everything in reverse. Idempotent.
