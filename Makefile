@@ -34,11 +34,13 @@ test: test-deps
 	$(SWIFT) test --skip-build --filter MovieAPITests
 	/usr/bin/python3 Tests/browser/test_page.py
 
-## Robustness: schemathesis (PyPI, in a venv under .build/) runs every phase and check of
-## Public/openapi.yaml against the release server; zero failures pass (Tests/fuzz/).
+## Robustness (Tests/fuzz/): schemathesis (PyPI, in a venv under .build/) runs every phase and
+## check of Public/openapi.yaml against the release server, zero failures; then the raw-HTTP
+## fuzzer (test-fuzz-http, below).
 .PHONY: test-fuzz
 test-fuzz: test-deps release
 	/usr/bin/python3 Tests/fuzz/test_api.py
+	/usr/bin/python3 Tests/fuzz/raw_http.py
 
 ## The V4L2 tests against the kernel's vivid driver: build here, run on this machine when
 ## `modprobe vivid` works, else inside one qemu VM (scripts/vm installs what it needs).
@@ -112,3 +114,9 @@ deb: $(if $(filter $(STATIC_BUILD)/release/viewfinder,$(VIEWFINDER_BIN)),release
 test-packaging: test-deps release-static
 	Tests/packaging/test-packaging
 test: test-packaging
+
+## Raw-HTTP fuzzing of the release server: malformed and mutated requests over plain sockets
+## (Tests/fuzz/raw_http.py; about 90 s; SEED=N to vary it, the failures name a case to rerun).
+.PHONY: test-fuzz-http
+test-fuzz-http: release
+	/usr/bin/python3 Tests/fuzz/raw_http.py $${SEED:+--seed $$SEED}

@@ -9,6 +9,8 @@ final class ConnectionContext: @unchecked Sendable {
     let method: String
     let rawURL: String
     var headers: [String: String] = [:]
+    /// Every Content-Length header's value, in order (`headers` keeps only the last).
+    var contentLengths: [String] = []
     var query: [String: String] = [:]
     var body: [UInt8] = []
     /// Over the body limit: further upload is read and dropped, then 413 is answered.
@@ -33,7 +35,10 @@ final class ConnectionContext: @unchecked Sendable {
         let box = Unmanaged.passUnretained(self).toOpaque()
         MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
             let ctx = Unmanaged<ConnectionContext>.fromOpaque(cls!).takeUnretainedValue()
-            if let key { ctx.headers[String(cString: key).lowercased()] = value.map { String(cString: $0) } ?? "" }
+            guard let key else { return MHD_Result.YES }
+            let name = String(cString: key).lowercased(), v = value.map { String(cString: $0) } ?? ""
+            ctx.headers[name] = v
+            if name == "content-length" { ctx.contentLengths.append(v) }
             return MHD_Result.YES
         }, box)
         // Arguments arrive raw (see cmhd_no_unescape); a value that does not decode is dropped,
@@ -46,6 +51,13 @@ final class ConnectionContext: @unchecked Sendable {
             }
             return MHD_Result.YES
         }, box)
+    }
+
+    /// Several Content-Length headers that disagree: the body's length is unknowable, and
+    /// libmicrohttpd would frame the body by the first one while a proxy may use another
+    /// (request smuggling). RFC 9112 6.3: answer 400 and close. Equal repeats are allowed.
+    var conflictingContentLengths: Bool {
+        Set(contentLengths.map { $0.trimmingCharacters(in: .whitespaces) }).count > 1
     }
 
     /// The path part of the URL, still percent-encoded (MHD hands it over raw, without query).

@@ -228,6 +228,11 @@ public final class HTTPServer: @unchecked Sendable {
                 busy.headers.append(("Connection", "close"))
                 return queue(busy, ctx)
             }
+            if ctx.conflictingContentLengths {
+                var bad = HTTPError(400, "invalid_value", "Content-Length is given more than once, with different values.").response
+                bad.headers.append(("Connection", "close"))
+                return queue(bad, ctx)
+            }
             if let length = ctx.headers["content-length"].flatMap({ Int($0) }), length > configuration.maxBodyBytes {
                 // Answering before the body is read makes the kernel reset the connection
                 // under a client still sending, and the client may never see the 413. So a
