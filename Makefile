@@ -42,6 +42,14 @@ test-fuzz: test-deps release
 	/usr/bin/python3 Tests/fuzz/test_api.py
 	/usr/bin/python3 Tests/fuzz/raw_http.py
 
+## The unit and live suites under ThreadSanitizer / AddressSanitizer (+ LeakSanitizer), each in a
+## build directory of its own; any report fails (scripts/sanitize says what is left out and why).
+.PHONY: test-tsan test-asan
+test-tsan: test-deps
+	scripts/sanitize thread
+test-asan: test-deps
+	scripts/sanitize address
+
 ## The V4L2 tests against the kernel's vivid driver: build here, run on this machine when
 ## `modprobe vivid` works, else inside one qemu VM (scripts/vm installs what it needs).
 VM ?= scripts/vm
@@ -120,3 +128,8 @@ test: test-packaging
 .PHONY: test-fuzz-http
 test-fuzz-http: release
 	/usr/bin/python3 Tests/fuzz/raw_http.py $${SEED:+--seed $$SEED}
+
+## libFuzzer targets (Fuzz/Package.swift) with AddressSanitizer, FUZZ_SECONDS (default 60) each.
+.PHONY: fuzz
+fuzz: deps
+	scripts/fuzz

@@ -8,6 +8,13 @@ let package = Package(
     products: [
         .executable(name: "viewfinder", targets: ["viewfinder"]),
         .executable(name: "viewfinder-bench", targets: ["ViewfinderBench"]),
+        // For the libFuzzer targets of Fuzz/Package.swift (`make fuzz`), which see only products.
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "ViewfinderApp", targets: ["ViewfinderApp"]),
+        .library(name: "JPEG", targets: ["JPEG"]),
+        .library(name: "CameraCore", targets: ["CameraCore"]),
+        .library(name: "Session", targets: ["Session"]),
+        .library(name: "Movie", targets: ["Movie"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -32,32 +39,34 @@ let package = Package(
 
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
         .target(name: "CameraCore"),
+        // A value behind a pthread mutex, the one lock every module uses (ThreadSanitizer sees it).
+        .target(name: "Locking"),
         // The encode path's de-interleaves in SSE2/NEON (a C kernel, no system library).
         .target(name: "CPixels"),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CPixels", "CameraCore"]),
         // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
         .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore"]),
-        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes"]),
+        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes", "Locking"]),
         // The metadata output's decoder: zbar on a luma plane.
         .target(name: "Metadata", dependencies: ["CZBar", "CameraCore"]),
         // The movie output: fragmented MP4 files, H.264 or MJPEG, repaired after a crash.
-        .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG"]),
+        .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG", "Locking"]),
         .target(name: "Session", dependencies: [
-            "CameraCore", "JPEG", "Movie", "Metadata",
+            "CameraCore", "JPEG", "Movie", "Metadata", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
-        .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto"]),
+        .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto", "Locking"]),
         .target(name: "HTTPServer", dependencies: [
-            "CMicroHTTPD",
+            "CMicroHTTPD", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "JPEG", "Movie", "Barcodes", "Session", "HTTPServer", "Auth",
+            "CameraCore", "Capture", "JPEG", "Movie", "Barcodes", "Session", "HTTPServer", "Auth", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
-            "ViewfinderApp", "CMalloc",
+            "ViewfinderApp", "CMalloc", "Locking",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -65,16 +74,16 @@ let package = Package(
         .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore"]),
 
         // Stateful models of real cameras at the ioctl seam, shared by the test targets.
-        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG"], path: "Tests/CaptureTestSupport"),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes"]),
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "Locking"], path: "Tests/CaptureTestSupport"),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes", "Locking"]),
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
-        .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore"]),
+        .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore", "Locking"]),
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CV4L2", "Movie", "Barcodes", "Metadata",
+            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CV4L2", "Movie", "Barcodes", "Metadata", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

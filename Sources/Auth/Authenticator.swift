@@ -5,7 +5,7 @@
 // a client's next requests do not pay yescrypt again.
 
 import Foundation
-import Synchronization
+import Locking
 
 public enum Credentials: Sendable, Equatable {
     case none
@@ -71,7 +71,7 @@ public enum DigestResult: Sendable { case valid, invalid, stale }
 
 public final class Authenticator: Sendable {
     public let settings: AuthSettings
-    private let basicCache = Mutex([String: (name: String, role: Role, until: Double)]())
+    private let basicCache = Locked([String: (name: String, role: Role, until: Double)]())
     static let cacheSeconds = 300.0
 
     public init(_ settings: AuthSettings) {
@@ -132,7 +132,7 @@ public final class Authenticator: Sendable {
 /// address does not lock the user out elsewhere.
 public final class FailureLimiter: Sendable {
     private let perMinute: Int
-    private let failures = Mutex([String: [Double]]())
+    private let failures = Locked([String: [Double]]())
 
     public init(perMinute: Int) { self.perMinute = perMinute }
 

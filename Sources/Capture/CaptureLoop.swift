@@ -4,10 +4,10 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 final class CaptureLoop: Sendable {
-    private let running = Mutex(true)
+    private let running = Locked(true)
     private let finished = DispatchSemaphore(value: 0)
 
     /// `step` returns false when the loop must end on its own (a lost device); `end` is told

@@ -3,13 +3,13 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 import JPEG
 
 public final class ImageCamera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor
     public let path: String
-    private let thread = Mutex<PacedCaptureThread?>(nil)
+    private let thread = Locked<PacedCaptureThread?>(nil)
 
     public init(id: String, path: String, position: CameraDescriptor.Position) {
         self.path = path

@@ -4,7 +4,7 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 final class PacedCaptureThread: Sendable {
     private let loop: CaptureLoop
@@ -12,7 +12,7 @@ final class PacedCaptureThread: Sendable {
     /// Starts the thread; `tick(sequence, timestamp)` runs once per frame interval.
     init(name: String, fps: Int, tick: @escaping @Sendable (UInt64, Double) -> Void) {
         let interval = 1.0 / Double(max(fps, 1))
-        let clock = Mutex((sequence: UInt64(0), next: Clock.monotonic()))  // touched by the capture thread only
+        let clock = Locked((sequence: UInt64(0), next: Clock.monotonic()))  // touched by the capture thread only
         loop = CaptureLoop(name: name, step: {
             let sequence = clock.withLock { $0.sequence }
             tick(sequence, Clock.now())

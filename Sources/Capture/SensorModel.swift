@@ -5,7 +5,7 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 /// What the renderer applies to one frame.
 struct Optics: Equatable {
@@ -37,13 +37,13 @@ final class SensorModel: Sendable {
         var temperature = SensorModel.sceneIlluminant
         var focusSettled = false, exposureSettled = false, balanceSettled = false
     }
-    private let loops: Mutex<Loops>
+    private let loops: Locked<Loops>
 
     init(capabilities: Capabilities, subjectDepth: Double, depthAt: @escaping @Sendable (Point) -> Double) {
         caps = capabilities
         self.subjectDepth = subjectDepth
         self.depthAt = depthAt
-        loops = Mutex(Loops(settings: DeviceSettings(for: capabilities)))
+        loops = Locked(Loops(settings: DeviceSettings(for: capabilities)))
     }
 
     /// Takes new l.settings; a focus request in auto mode refocuses even if auto already ran.

@@ -4,13 +4,13 @@
 import Barcodes
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 public final class SyntheticCamera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor
     public let scene: SyntheticSceneKind
     /// The capture thread and the frame buffer it draws into, while running.
-    private let running = Mutex<(thread: PacedCaptureThread, buffers: BufferBox)?>(nil)
+    private let running = Locked<(thread: PacedCaptureThread, buffers: BufferBox)?>(nil)
     private let sensor: SensorModel
     /// Codes shown in the scene (QR, EAN-13, Code 128), drawn into every frame.
     private let codes = CodeBoard()
@@ -90,7 +90,7 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
 
 /// The scene's codes, shared by the camera (which sets them) and its capture thread.
 final class CodeBoard: Sendable {
-    private let codes = Mutex<[PlacedCode]>([])
+    private let codes = Locked<[PlacedCode]>([])
     var current: [PlacedCode] {
         get { codes.withLock { $0 } }
         set { codes.withLock { $0 = newValue } }

@@ -5,13 +5,13 @@
 // request (slowloris) would never be answered, so the accept policy also closes connections
 // at once beyond the limit plus `answeredBeyondLimit`: those are never set up at all.
 
-import Synchronization
+import Locking
 
 final class AddressLimits: Sendable {
     /// Connections beyond an address's limit still accepted, to be told 503.
     static let answeredBeyondLimit = 8
 
-    private let open = Mutex<[UInt32: Int]>([:])
+    private let open = Locked<[UInt32: Int]>([:])
 
     /// The accept policy: false closes the connection before MHD sets it up.
     func admits(_ address: UInt32, limit: Int) -> Bool {

@@ -2,17 +2,17 @@
 // can), and the one byte range a request may ask of it (RFC 9110 §14).
 
 import Glibc
-import Synchronization
+import Locking
 
 /// An open file descriptor and the part of it to send. The response takes the descriptor;
 /// one never handed over is closed when the body goes.
 public final class FileBody: Sendable {
-    private let descriptor: Mutex<Int32>
+    private let descriptor: Locked<Int32>
     public let offset: Int64
     public let length: Int64
 
     public init(fd: Int32, offset: Int64, length: Int64) {
-        descriptor = Mutex(fd)
+        descriptor = Locked(fd)
         self.offset = offset
         self.length = length
     }

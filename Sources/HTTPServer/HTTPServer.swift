@@ -6,7 +6,7 @@
 import CMicroHTTPD
 import Foundation
 import Logging
-import Synchronization
+import Locking
 
 // @unchecked: `digestKey` and `listenSocket` are written only by start() and stop(), which
 // the owner calls in order, never concurrently; everything the callbacks share is `shared`.
@@ -30,7 +30,7 @@ public final class HTTPServer: @unchecked Sendable {
         var certificates: CertificateStore?
     }
     private struct Daemon: @unchecked Sendable { let raw: OpaquePointer }
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
     /// stop() waits on it for running handlers to answer (signalled when a request ends).
     private let drained = NSCondition()
     private var listenSocket: Int32 = -1

@@ -69,8 +69,10 @@ public struct Router: Sendable {
         return out
     }
 
+    /// On the scalar "/", not on graphemes: a scalar that clusters with it ("x\u{600}/y",
+    /// a prepended one) would otherwise hide a separator.
     private static func split(_ path: String) -> [Substring] {
-        path.split(separator: "/", omittingEmptySubsequences: true)
+        path.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map { Substring($0) }
     }
 
     private static func segments(_ rawPath: String) -> [Substring] {
@@ -82,7 +84,7 @@ public struct Router: Sendable {
         var params: [String: String] = [:]
         for (p, v) in zip(pattern, parts) {
             if p.hasPrefix(":") { params[String(p.dropFirst())] = String(v) }
-            else if p != v { return nil }
+            else if !p.utf8.elementsEqual(v.utf8) { return nil }  // bytes, not canonical equivalence
         }
         return params
     }

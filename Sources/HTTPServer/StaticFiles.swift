@@ -15,13 +15,15 @@ public struct StaticFiles: Sendable {
     /// The file a URL path names, or nil when it is missing or would escape the root.
     /// `path` is the raw (still percent-encoded) URL path.
     public func resolve(_ path: String) -> String? {
-        guard let decoded = Self.percentDecode(path), !decoded.contains("\0"),
-              !decoded.contains("\\") else { return nil }
+        // Checked on scalars, as the file system reads bytes: on graphemes a "\0", "/" or "."
+        // that clusters with a neighbouring scalar ("x\u{600}/.env", ".\u{301}env") would pass.
+        guard let decoded = Self.percentDecode(path), !decoded.unicodeScalars.contains("\0"),
+              !decoded.unicodeScalars.contains("\\") else { return nil }
         var parts: [Substring] = []
-        for part in decoded.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == ".." || part.hasPrefix(".") { return nil }  // no traversal, no dotfiles
-            parts.append(part)
+        for part in decoded.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true) {
+            if part.count == 1 && part.first == "." { continue }
+            if part.first == "." { return nil }  // no traversal (".."), no dotfiles
+            parts.append(Substring(part))
         }
         var candidate = root + "/" + parts.joined(separator: "/")
         var isDir: ObjCBool = false

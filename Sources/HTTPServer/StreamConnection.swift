@@ -4,7 +4,7 @@
 // is remembered (`wakePending`), so none is lost.
 
 import CMicroHTTPD
-import Synchronization
+import Locking
 
 // @unchecked: `pending` and `offset` are touched only by `read`, on MHD's polling thread;
 // everything another thread sees is in `flags`.
@@ -24,7 +24,7 @@ final class StreamConnection: @unchecked Sendable {
     }
     /// Suspending and resuming happen under this lock: a wake can then never resume a
     /// connection that is not suspended yet, nor one MHD has closed.
-    private let flags = Mutex(Flags())
+    private let flags = Locked(Flags())
 
     init(body: any StreamBody, connection: OpaquePointer) {
         self.body = body

@@ -8,7 +8,7 @@ import CTurboJPEG
 import CameraCore
 
 public final class JPEGRecoder {
-    private let handle: tjhandle
+    private var handle: tjhandle
     private var rgb: [UInt8] = []
 
     public init() throws(JPEGError) {
@@ -21,6 +21,15 @@ public final class JPEGRecoder {
     /// Decodes `jpeg` and encodes it with `encoder` at `quality` through `transform`.
     public func recode(_ jpeg: UnsafeRawBufferPointer, with encoder: JPEGEncoder, quality: Int,
                        transform: FrameTransform) throws(JPEGError) -> EncodedImage {
+        do { return try decodeAndEncode(jpeg, with: encoder, quality: quality, transform: transform) } catch {
+            // A handle whose header read failed reads no later header (libturbojpeg 2.1): start afresh.
+            if let fresh = tjInitDecompress() { tjDestroy(handle); handle = fresh }
+            throw error
+        }
+    }
+
+    private func decodeAndEncode(_ jpeg: UnsafeRawBufferPointer, with encoder: JPEGEncoder, quality: Int,
+                                 transform: FrameTransform) throws(JPEGError) -> EncodedImage {
         let src = jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self)
         var w: Int32 = 0, h: Int32 = 0, sub: Int32 = 0, cs: Int32 = 0
         guard tjDecompressHeader3(handle, src, UInt(jpeg.count), &w, &h, &sub, &cs) == 0 else {

@@ -5,7 +5,7 @@
 import CTurboJPEG
 
 public final class LumaDecoder {
-    private let handle: tjhandle
+    private var handle: tjhandle
     private var plane: [UInt8] = []
 
     public init() throws(JPEGError) {
@@ -15,6 +15,14 @@ public final class LumaDecoder {
 
     deinit { tjDestroy(handle) }
 
+    /// The error, and a fresh handle: one whose header read failed reads no later header
+    /// (libturbojpeg 2.1), so one corrupt frame would stop every scan after it.
+    private func failed(_ call: String) -> JPEGError {
+        let error = JPEGError.last(call, handle)
+        if let fresh = tjInitDecompress() { tjDestroy(handle); handle = fresh }
+        return error
+    }
+
     /// Decodes `jpeg` to 8-bit luma no wider than `maxWidth` (halved until it fits) and
     /// hands the plane to `body`, valid during the call.
     public func decode<T>(_ jpeg: UnsafeRawBufferPointer, maxWidth: Int,
@@ -22,7 +30,7 @@ public final class LumaDecoder {
         let src = jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self)
         var w: Int32 = 0, h: Int32 = 0, sub: Int32 = 0, cs: Int32 = 0
         guard tjDecompressHeader3(handle, src, UInt(jpeg.count), &w, &h, &sub, &cs) == 0 else {
-            throw JPEGError.last("tjDecompressHeader3", handle)
+            throw failed("tjDecompressHeader3")
         }
         var (ow, oh) = (Int(w), Int(h))
         while ow > maxWidth && ow > 1 { (ow, oh) = ((ow + 1) / 2, (oh + 1) / 2) }  // 1/2, 1/4, 1/8: scales libjpeg-turbo has
@@ -31,7 +39,7 @@ public final class LumaDecoder {
             tjDecompress2(handle, src, UInt(jpeg.count), $0.baseAddress, Int32(ow), Int32(ow), Int32(oh),
                           Int32(TJPF_GRAY.rawValue), TJFLAG_FASTDCT)
         }
-        guard rc == 0 else { throw JPEGError.last("tjDecompress2", handle) }
+        guard rc == 0 else { throw failed("tjDecompress2") }
         return plane.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<(ow * oh)]), ow, oh) }
     }
 }

@@ -8,7 +8,7 @@ import CameraCore
 import CFFmpeg
 import Foundation
 import JPEG
-import Synchronization
+import Locking
 
 public final class MovieRecorder: Sendable {
     public struct Setup: Sendable {
@@ -43,7 +43,7 @@ public final class MovieRecorder: Sendable {
     public let startedAt: Double
     private let store: MovieStore
     private let onEnd: @Sendable (RecordingOutcome) -> Void
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
     private let wake = DispatchSemaphore(value: 0)
 
     private struct Pending {

@@ -6,12 +6,12 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 public final class MovieStore: Sendable {
     public let directory: String
     /// Renames, deletions and listings take turns (the directory is the shared state).
-    private let turn = Mutex(())
+    private let turn = Locked(())
 
     public init(directory: String) {
         self.directory = directory

@@ -10,7 +10,7 @@
 import CameraCore
 import Foundation
 import JPEG
-import Synchronization
+import Locking
 
 final class EncodeWorkers: Sendable {
     /// What one hand-over asks of a worker: the preview, photos, or both.
@@ -39,7 +39,7 @@ final class EncodeWorkers: Sendable {
         /// Pending frames replaced by a newer one before a worker was free.
         var skipped: UInt64 = 0
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Broadcast whenever a worker finishes a frame (`close` waits on it).
     private let finishedOne = NSCondition()
     private let workers: [Worker]
@@ -49,7 +49,7 @@ final class EncodeWorkers: Sendable {
     init(count: Int, name: String, encode: @escaping Encode, publish: @escaping @Sendable (EncodedFrame) -> Void) {
         let n = max(1, count)
         self.count = n
-        state = Mutex(State(idle: Array(0..<n), spare: (0..<(n + 2)).map { _ in FrameBuffer() }))
+        state = Locked(State(idle: Array(0..<n), spare: (0..<(n + 2)).map { _ in FrameBuffer() }))
         workers = (0..<n).map { Worker(name: "\(name)-encode-\($0)", encode: encode, publish: publish) }
         for (i, w) in workers.enumerated() {
             w.start { [weak self] buffer in self?.finished(i, returning: buffer) }
@@ -137,13 +137,13 @@ private final class Worker: Sendable {
     private let name: String
     private let encode: EncodeWorkers.Encode
     private let publish: @Sendable (EncodedFrame) -> Void
-    private let slot = Mutex(Slot())
+    private let slot = Locked(Slot())
     private let ready = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    private let finished = Mutex(false)
+    private let finished = Locked(false)
     /// The thread's own id: `finish` from the thread itself (the pool's last reference let go
     /// by its `next` call) must not wait for itself.
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Locked<pthread_t?>(nil)
 
     init(name: String, encode: @escaping EncodeWorkers.Encode, publish: @escaping @Sendable (EncodedFrame) -> Void) {
         self.name = name

@@ -4,7 +4,7 @@
 // camera's session publishes into the one hub; a subscriber may take one camera's only.
 
 import Movie
-import Synchronization
+import Locking
 
 /// A movie started or finished (with why, and the movie kept).
 public struct RecordingEvent: Sendable, Equatable, Codable {
@@ -71,7 +71,7 @@ public final class EventHub: Sendable {
         var camera: String?
     }
 
-    private let subscribers = Mutex([ObjectIdentifier: Subscriber]())
+    private let subscribers = Locked([ObjectIdentifier: Subscriber]())
 
     public init() {}
 

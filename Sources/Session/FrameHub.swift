@@ -6,7 +6,7 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 public final class FrameHub: Sendable {
     /// A parked viewer.
@@ -32,7 +32,7 @@ public final class FrameHub: Sendable {
         var publishTimes: [Double] = []
         var encodedFrames: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let tickQueue = DispatchQueue(label: "viewfinder.framehub.tick")
 
     public var encodedFrames: UInt64 { state.withLock { $0.encodedFrames } }
@@ -62,8 +62,15 @@ public final class FrameHub: Sendable {
             s.encodedFrames += 1
             s.publishTimes.append(now)
             if s.publishTimes.count > 120 { s.publishTimes.removeFirst(s.publishTimes.count - 120) }
-            let parked = s.waiters
-            s.waiters.removeAll(keepingCapacity: true)
+            // The parked viewers leave with their storage, and the hub starts a new one: the
+            // two are never shared, so no copy-on-write decision hangs on whether this thread
+            // has dropped its copy yet (ThreadSanitizer saw such a hand-over, through the
+            // standard library's uninstrumented reference count, as a race).
+            var parked: [ObjectIdentifier: Waiter] = [:]
+            if !s.waiters.isEmpty {
+                swap(&parked, &s.waiters)
+                s.waiters.reserveCapacity(parked.count)
+            }
             var ready: [CheckedContinuation<EncodedFrame?, Never>] = []
             for (token, entry) in s.frameWaiters where frame.sequence > entry.after {
                 ready.append(entry.continuation)

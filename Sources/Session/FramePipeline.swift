@@ -9,18 +9,18 @@ import Foundation
 import JPEG
 import Logging
 import Movie
-import Synchronization
+import Locking
 
 final class FramePipeline: Sendable {
     private let hub: FrameHub
     private let settings: PipelineSettings
     private let logger: Logger
     private let photos = PhotoCapture()
-    private let active = Mutex(true)
+    private let active = Locked(true)
     private let counters = Counters()
     private let workers: EncodeWorkers
     /// The movie output, when recording: offered every frame, before any encode.
-    private let recorder = Mutex<MovieRecorder?>(nil)
+    private let recorder = Locked<MovieRecorder?>(nil)
 
     /// The metadata output: offered frames at its own rate, whatever the viewers do.
     private let metadata: MetadataOutput
@@ -84,7 +84,7 @@ final class FramePipeline: Sendable {
 
 /// Failed encodes (counted by the workers).
 private final class Counters: Sendable {
-    let failures = Mutex(UInt64(0))
+    let failures = Locked(UInt64(0))
 }
 
 /// What the capture thread reads per frame while the session may change it.
@@ -99,10 +99,10 @@ public final class PipelineSettings: Sendable {
         var rotation = 0
         var mirrored = false
     }
-    private let values: Mutex<Values>
+    private let values: Locked<Values>
 
     public init(quality: Int, subsampling: ChromaSubsampling = .s422) {
-        values = Mutex(Values(quality: quality, subsampling: subsampling))
+        values = Locked(Values(quality: quality, subsampling: subsampling))
     }
 
     public var subsampling: ChromaSubsampling { values.withLock { $0.subsampling } }

@@ -8,7 +8,7 @@ import CameraCore
 import Foundation
 import JPEG
 import Metadata
-import Synchronization
+import Locking
 
 /// A normalised rectangle of the picture viewers see.
 public struct NormalizedRect: Sendable, Equatable, Codable {
@@ -105,14 +105,14 @@ public final class MetadataOutput: Sendable {
         var generation = 0
     }
 
-    private let shared: Mutex<Shared>
+    private let shared: Locked<Shared>
     private let wake = DispatchSemaphore(value: 0)
     private let interval: Double
     private let announce: @Sendable (MetadataEvent) -> Void
 
     /// `rate`: scans a second at most. `announce` is called from the worker.
     init(camera: String, rate: Double, announce: @escaping @Sendable (MetadataEvent) -> Void) {
-        shared = Mutex(Shared(camera: camera))
+        shared = Locked(Shared(camera: camera))
         interval = 1 / max(0.1, rate)
         self.announce = announce
     }

@@ -10,7 +10,7 @@
 // running for its own viewers.
 
 import CameraCore
-import Synchronization
+import Locking
 
 public final class MultiCamSession: Sendable {
     /// One session per camera, in the cameras' order (`?action=stream_N` counts in it).
@@ -22,7 +22,7 @@ public final class MultiCamSession: Sendable {
         /// Sessions started in their own right: leaving them as main does not stop them.
         var pinned: Set<Int> = []
     }
-    private let pointer: Mutex<Pointer>
+    private let pointer: Locked<Pointer>
     /// Main-session switches take turns (each awaits a start and a stop).
     private let switching = TurnTaker()
 
@@ -30,7 +30,7 @@ public final class MultiCamSession: Sendable {
         precondition(sessions.indices.contains(main), "the main session is one of the sessions")
         self.sessions = sessions
         self.events = events
-        pointer = Mutex(Pointer(main: main))
+        pointer = Locked(Pointer(main: main))
     }
 
     public var main: CaptureSession { sessions[pointer.withLock { $0.main }] }
@@ -153,7 +153,7 @@ final class TurnTaker: Sendable {
         var busy = false
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
 
     func take<T: Sendable>(_ work: @Sendable () async -> T) async -> T {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in

@@ -3,13 +3,13 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 /// A pending photo: fulfilled once by the capture thread, awaited by the HTTP handler.
 public final class CaptureTicket: Sendable {
     let quality: Int
     let requested: Double
-    private let state = Mutex<(result: EncodedFrame??, continuation: CheckedContinuation<EncodedFrame?, Never>?)>((nil, nil))
+    private let state = Locked<(result: EncodedFrame??, continuation: CheckedContinuation<EncodedFrame?, Never>?)>((nil, nil))
 
     init(quality: Int, requested: Double) {
         self.quality = quality
@@ -42,7 +42,7 @@ public final class CaptureTicket: Sendable {
 
 /// The requests waiting for a frame.
 final class PhotoCapture: Sendable {
-    private let pending = Mutex<(open: Bool, tickets: [CaptureTicket])>((true, []))
+    private let pending = Locked<(open: Bool, tickets: [CaptureTicket])>((true, []))
 
     /// A ticket for the first frame exposed at or after `requested` (wall-clock seconds);
     /// answered at once with nil when the output is closed.

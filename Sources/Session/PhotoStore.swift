@@ -5,7 +5,7 @@
 import CameraCore
 import Foundation
 import JPEG
-import Synchronization
+import Locking
 
 public struct PhotoInfo: Sendable, Codable, Equatable {
     public var id: String
@@ -22,7 +22,7 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
 public final class PhotoStore: Sendable {
     public let directory: String
     /// Writers and deleters take turns (the directory is the shared state).
-    private let turn = Mutex(())
+    private let turn = Locked(())
 
     public init(directory: String) {
         self.directory = directory

@@ -38,6 +38,12 @@ extension Configuration {
                 if let a = e.autostart { f.append(("autostart", "\(a)")) }
                 if let p = e.preset { f.append(("preset", str(p))) }
                 if let n = e.fps { f.append(("fps", "\(n)")) }
+                if !e.codes.isEmpty {
+                    f.append(("codes", "[" + e.codes.map { c in
+                        object([("type", str(c.type.rawValue)), ("value", str(c.value)),
+                                ("x", "\(c.x)"), ("y", "\(c.y)"), ("size", "\(c.size)")])
+                    }.joined(separator: ", ") + "]"))
+                }
                 return "    " + object(f)
             }.joined(separator: ",\n") + "\n  ]"
         }
@@ -55,7 +61,11 @@ extension Configuration {
                                ("publicDirectory", str(server.publicDirectory)),
                                ("allowOrigin", server.allowOrigins.isEmpty ? "null"
                                     : "[" + server.allowOrigins.map { str($0) }.joined(separator: ", ") + "]"),
-                               ("maxConnections", "\(server.maxConnections)")] + listen)),
+                               ("maxConnections", "\(server.maxConnections)"),
+                               ("maxConnectionsPerAddress", "\(server.maxConnectionsPerAddress)"),
+                               ("headerTimeout", "\(server.headerTimeout)")]
+                              + (server.tls.map { [("tls", object([("certificate", str($0.certificate)), ("key", str($0.key))]))] } ?? [])
+                              + listen)),
             ("cameras", cams),
             ("session", object([("camera", str(session.camera)), ("preset", str(session.preset)),
                                 ("fps", "\(session.fps)"), ("autostart", "\(session.autostart)")])),

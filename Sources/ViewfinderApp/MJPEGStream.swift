@@ -15,7 +15,7 @@ import CameraCore
 import Foundation
 import HTTPServer
 import Session
-import Synchronization
+import Locking
 
 /// Where a viewer's frames come from now: a camera's hub and its part cache.
 typealias FrameSource = @Sendable () -> (FrameHub, PartCache)
@@ -33,13 +33,13 @@ final class MJPEGStream: StreamBody, Sendable {
         var due = -Double.infinity
         var closed = false
     }
-    private let schedule: Mutex<Schedule>
+    private let schedule: Locked<Schedule>
 
     init(source: @escaping FrameSource, maxFps: Double) {
         self.source = source
         minInterval = maxFps > 0 ? 1 / maxFps : 0
         let hub = source().0
-        schedule = Mutex(Schedule(hub: hub))
+        schedule = Locked(Schedule(hub: hub))
         hub.addViewer()
     }
 
@@ -91,7 +91,7 @@ final class MJPEGStream: StreamBody, Sendable {
 
 /// The multipart part of the newest frame, built once and shared by every viewer.
 final class PartCache: Sendable {
-    private let cached = Mutex((sequence: UInt64(0), bytes: [UInt8]()))
+    private let cached = Locked((sequence: UInt64(0), bytes: [UInt8]()))
 
     /// Viewers all read on MHD's one polling thread, so a miss is built once in practice; it
     /// is built outside the lock all the same (nothing is copied while a lock is held).
@@ -124,7 +124,7 @@ final class EventStream: StreamBody, Sendable {
         var due = false
         var closed = false
     }
-    private let beat = Mutex(Beat())
+    private let beat = Locked(Beat())
 
     /// Every camera's events, or only `camera`'s; `mark` says in each state whether its
     /// camera is the main one at the time it is sent.

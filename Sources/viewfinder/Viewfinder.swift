@@ -6,7 +6,7 @@ import ArgumentParser
 import CMalloc
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 import HTTPServer
 import Logging
 import ViewfinderApp
@@ -259,7 +259,7 @@ private final class TerminationSignal: Sendable {
         var waiter: CheckedContinuation<String, Never>?
         var hangup: (@Sendable () -> Void)?
     }
-    private let received = Mutex(Received())
+    private let received = Locked(Received())
     /// The signal sources, kept alive with the object; never touched after init.
     nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
 

@@ -10,7 +10,7 @@ import CV4L2
 import CameraCore
 import Foundation
 import Glibc
-import Synchronization
+import Locking
 import Capture
 
 public func cid(_ v: Int32) -> UInt32 { UInt32(bitPattern: v) }
@@ -35,11 +35,11 @@ public final class FakeWebcam: Sendable {
         /// STREAMON answers this errno (ENOSPC: a USB 2 bus without bandwidth left).
         var streamOnError: Int32?
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     public init(_ model: Model) {
         self.model = model
-        state = Mutex(State(values: Dictionary(model.controls.map { ($0.id, $0.defaultValue) }) { a, _ in a }))
+        state = Locked(State(values: Dictionary(model.controls.map { ($0.id, $0.defaultValue) }) { a, _ in a }))
     }
 
     public func open(_ path: String) throws(CameraError) -> any V4L2Port {

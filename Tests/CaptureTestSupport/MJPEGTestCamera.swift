@@ -5,12 +5,12 @@
 import CameraCore
 import Foundation
 import JPEG
-import Synchronization
+import Locking
 
 public final class MJPEGTestCamera: CaptureDevice, Sendable {
     public let descriptor = CameraDescriptor(id: "mjpeg", name: "MJPEG test camera", position: .external, kind: .v4l2)
     public let jpeg: [UInt8]
-    private let running = Mutex<Bool>(false)
+    private let running = Locked<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
 
     public init() {

@@ -52,6 +52,18 @@ import Testing
         }
     }
 
+    /// A "/" is a separator even where a grapheme cluster holds it (U+0600 prepends itself to
+    /// the next scalar): found by Fuzz/FuzzRouter.
+    @Test func slashInsideAGraphemeStillSeparates() {
+        guard case .notFound = Self.router().match(method: "GET", path: "/api/photos/x\u{600}/y") else {
+            Issue.record("an id spanning two segments"); return
+        }
+        guard case .found(_, let params) = Self.router().match(method: "GET", path: "/api/photos/x\u{600}") else {
+            Issue.record("no match"); return
+        }
+        #expect(params == ["id": "x\u{600}"])
+    }
+
     @Test func trailingAndDoubleSlashesAreTolerated() {
         guard case .found = Self.router().match(method: "GET", path: "//api//session/") else {
             Issue.record("no match"); return

@@ -22,6 +22,13 @@ import Testing
         try fm.createSymbolicLink(atPath: base + "/Public/escape.txt", withDestinationPath: base + "/secret.txt")
         try fm.createSymbolicLink(atPath: base + "/Public/up", withDestinationPath: base)
         try fm.createSymbolicLink(atPath: base + "/Public/alias.css", withDestinationPath: base + "/Public/css/style.css")
+        // Names whose "/" or "." a grapheme would hide (found by Fuzz/FuzzRouter): a directory
+        // ending in a prepended scalar (U+0600 clusters with the "/" after it), a dotfile whose
+        // dot a combining mark follows.
+        try fm.createDirectory(atPath: base + "/Public/odd\u{600}", withIntermediateDirectories: true)
+        _ = fm.createFile(atPath: base + "/Public/odd\u{600}/.env", contents: Data("hidden".utf8))
+        _ = fm.createFile(atPath: base + "/Public/odd\u{600}/plain.txt", contents: Data("plain".utf8))
+        _ = fm.createFile(atPath: base + "/Public/.\u{301}env", contents: Data("hidden".utf8))
         files = StaticFiles(directory: base + "/Public")
     }
 
@@ -49,6 +56,10 @@ import Testing
         ("/%C0%AE%C0%AE/secret.txt", nil),         // overlong UTF-8 dots
         ("/missing.html", nil),
         ("/css", nil),                             // a directory without index.html
+        ("/odd%D8%80/plain.txt", "odd\u{600}/plain.txt"),
+        ("/odd%D8%80/.env", nil),                  // "\u{600}/" is one grapheme, still a separator
+        ("/.%CC%81env", nil),                      // ".\u{301}" is one grapheme, still a dotfile
+        ("/index.html%00%CC%81", nil),             // NUL in a grapheme with a combining mark
     ]
 
     @Test func pathTable() {

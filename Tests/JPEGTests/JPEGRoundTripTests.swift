@@ -95,6 +95,32 @@ import Testing
         #expect(zoomed.width == 160 && zoomed.height == 120, "a centre crop on MCU boundaries")
     }
 
+    /// Found by Fuzz/FuzzTransform: libturbojpeg 2.1 leaves a handle whose header read failed
+    /// unable to read any later header, so one truncated camera frame failed every frame after
+    /// it on that encode thread (rotation, digital zoom) and every metadata scan.
+    @Test func aCorruptFrameDoesNotStopTheFramesAfterIt() throws {
+        let (w, h) = (64, 48)
+        let jpeg = try Self.halves(width: w, height: h).withUnsafeBytes {
+            try JPEGEncoder().encodeYUYV($0, width: w, height: h, stride: w * 2, quality: 90)
+        }
+        let truncated = Array(jpeg.prefix(200))  // inside the Huffman tables
+        let transformer = try JPEGTransformer(), recoder = try JPEGRecoder(), encoder = try JPEGEncoder()
+        let luma = try LumaDecoder()
+        for _ in 0..<2 {
+            #expect(throws: JPEGError.self) { try truncated.withUnsafeBytes { try transformer.apply($0, FrameTransform(rotation: 90)) } }
+            let turned = try jpeg.withUnsafeBytes { try transformer.apply($0, FrameTransform(rotation: 90)) }
+            #expect(turned.width == h && turned.height == w)
+            #expect(throws: JPEGError.self) {
+                try truncated.withUnsafeBytes { try recoder.recode($0, with: encoder, quality: 80, transform: FrameTransform(zoom: 2)) }
+            }
+            let zoomed = try jpeg.withUnsafeBytes { try recoder.recode($0, with: encoder, quality: 80, transform: FrameTransform(zoom: 2)) }
+            #expect(zoomed.width == w && zoomed.height == h)
+            #expect(throws: JPEGError.self) { try truncated.withUnsafeBytes { try luma.decode($0, maxWidth: 64) { _, _, _ in } } }
+            let size = try jpeg.withUnsafeBytes { try luma.decode($0, maxWidth: 64) { _, w, h in (w, h) } }
+            #expect(size == (w, h))
+        }
+    }
+
     @Test func corruptDataIsAnError() {
         #expect(throws: JPEGError.self) { try JPEGDecoder.decodeRGB([0xFF, 0xD8, 0, 1, 2]) }
     }

@@ -4,7 +4,7 @@
 import CameraCore
 import Foundation
 import Movie
-import Synchronization
+import Locking
 import Testing
 
 struct TestError: Error, CustomStringConvertible {
@@ -38,7 +38,7 @@ func yuyvFrame(width: Int, height: Int, index: Int, centre: (y: UInt8, u: UInt8,
 
 /// Collects the recorder's `onEnd` call.
 final class EndProbe: Sendable {
-    let outcome = Mutex<RecordingOutcome?>(nil)
+    let outcome = Locked<RecordingOutcome?>(nil)
     var handler: @Sendable (RecordingOutcome) -> Void { { o in self.outcome.withLock { $0 = o } } }
 }
 

@@ -8,14 +8,14 @@
 import CameraCore
 import Foundation
 import JPEG
-import Synchronization
+import Locking
 import Testing
 @testable import Session
 
 /// Encodes by echoing the frame's first byte, once the test opens the frame's gate.
 private final class GatedEncoder: Sendable {
-    private let gates = Mutex<[UInt64: DispatchSemaphore]>([:])
-    private let started = Mutex<[UInt64]>([])
+    private let gates = Locked<[UInt64: DispatchSemaphore]>([:])
+    private let started = Locked<[UInt64]>([])
     let startedSignal = DispatchSemaphore(value: 0)
 
     private func gate(_ sequence: UInt64) -> DispatchSemaphore {

@@ -114,6 +114,22 @@ import Testing
         #expect(try Configuration.parse(Array(c.jsonText.utf8)) == c, "\(c.jsonText)")
     }
 
+    /// Found by Fuzz/FuzzConfig: check-config dropped server.tls, maxConnectionsPerAddress,
+    /// headerTimeout and a synthetic camera's codes, so its output served plain HTTP.
+    @Test func everySectionReadsBack() throws {
+        let text = """
+        {"server": {"tls": {"certificate": "c.pem", "key": "k.pem"}, "maxConnectionsPerAddress": 4, "headerTimeout": 3},
+         "cameras": [{"id": "bed", "source": "synthetic",
+                      "codes": [{"type": "qr", "value": "hi \\"there\\"", "x": 0.1, "y": 0.25, "size": 0.3}]}]}
+        """
+        let c = try Configuration.parse(Array(text.utf8))
+        #expect(c.server.tls == Configuration.TLS(certificate: "c.pem", key: "k.pem"))
+        #expect(c.server.maxConnectionsPerAddress == 4 && c.server.headerTimeout == 3)
+        guard case .list(let entries) = c.cameras else { Issue.record("cameras"); return }
+        #expect(entries[0].codes.count == 1)
+        #expect(try Configuration.parse(Array(c.jsonText.utf8)) == c, "\(c.jsonText)")
+    }
+
     @Test func flagsOverTheFileAreCheckedLikeTheFile() throws {
         var o = ConfigurationOverrides()
         o.cameras = "synthetic"

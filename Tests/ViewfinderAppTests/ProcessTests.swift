@@ -1,6 +1,6 @@
 import Foundation
 import HTTPServer
-import Synchronization
+import Locking
 import Testing
 
 /// The built `viewfinder` executable, run as users run it.
@@ -201,7 +201,7 @@ import Testing
         let (config, movies) = movieConfig()
         let photos = (movies as NSString).deletingLastPathComponent + "/photos"
         let (p, port, _) = try await launch(["--config", config, "--preset", "640x480"])
-        let acknowledged = Mutex<[String]>([])
+        let acknowledged = Locked<[String]>([])
         let loop = Task {
             // Until the kill: then the next request fails and the loop ends.
             for _ in 0..<2000 {

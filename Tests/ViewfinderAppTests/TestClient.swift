@@ -2,6 +2,7 @@
 // chunked bodies are decoded incrementally so endless streams can be inspected.
 
 import Foundation
+import Locking
 
 struct TestError: Error, CustomStringConvertible {
     var description: String
@@ -175,10 +176,20 @@ func fetch(_ port: Int, _ method: String, _ path: String, body: String? = nil,
 
 /// Runs blocking work on a thread of its own and awaits the result.
 func offload<T>(_ work: @escaping () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { (c: CheckedContinuation<UncheckedBox<T>, Error>) in
-        let box = UncheckedBox(work)
-        Thread { c.resume(with: Result { UncheckedBox(try box.value()) }) }.start()
-    }.value
+    // The result comes back through a lock, not in the continuation: what the thread wrote
+    // (a TestConnection's body, say) is then ordered before the test's reads for
+    // ThreadSanitizer too, which reported those writes racing with the reads when the
+    // continuation carried them (make test-tsan).
+    let result = Locked<Result<UncheckedBox<T>, Error>?>(nil)
+    let box = UncheckedBox(work)
+    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+        Thread {
+            let r = Result { UncheckedBox(try box.value()) }
+            result.withLock { $0 = r }
+            c.resume()
+        }.start()
+    }
+    return try result.withLock { $0! }.get().value
 }
 
 struct UncheckedBox<T>: @unchecked Sendable {

@@ -6,7 +6,7 @@ import CameraCore
 import Capture
 import Foundation
 import Session
-import Synchronization
+import Locking
 import Testing
 
 /// In V4L2Tests' serialized suite: vivid's nodes can be streamed by one test at a time.
@@ -38,7 +38,7 @@ extension V4L2Tests {
     }
 
     final class Trace: Sendable {
-        let writes = Mutex<[(key: String, value: Int)]>([])
+        let writes = Locked<[(key: String, value: Int)]>([])
         var keys: [String] { writes.withLock { $0.map(\.key) } }
         func clear() { writes.withLock { $0 = [] } }
     }

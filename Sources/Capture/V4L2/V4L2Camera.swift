@@ -6,7 +6,7 @@
 
 import CameraCore
 import Foundation
-import Synchronization
+import Locking
 
 public final class V4L2Camera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor
@@ -18,9 +18,9 @@ public final class V4L2Camera: CaptureDevice, Sendable {
     /// Where the camera is now: a replugged camera may come back under another node.
     private let locate: (@Sendable () -> String?)?
     private let mapping: V4L2ControlMapping
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Frames the running stream dequeued but did not deliver (see `rejectedFrames`).
-    private let rejected = Mutex<UInt64>(0)
+    private let rejected = Locked<UInt64>(0)
 
     private struct State {
         var path: String
@@ -50,7 +50,7 @@ public final class V4L2Camera: CaptureDevice, Sendable {
         let probe = try? open(path)
         mapping = V4L2ControlMapping(probe?.controls() ?? [])
         probe?.close()
-        state = Mutex(State(path: path, formats: formats ?? node?.formats ?? [], mapping: mapping))
+        state = Locked(State(path: path, formats: formats ?? node?.formats ?? [], mapping: mapping))
     }
 
     public var formats: [FormatOption] { state.withLock { $0.formats } }
@@ -208,7 +208,7 @@ enum V4L2Stream {
                      lost: @escaping @Sendable (CameraError) -> Void) -> CaptureLoop {
         let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.pixelFormat.bytesPerLine(width: format.width) ?? 0
-        let progress = Mutex((last: Clock.monotonic(), failure: CameraError?.none))
+        let progress = Locked((last: Clock.monotonic(), failure: CameraError?.none))
         return CaptureLoop(name: "v4l2-\(device.path)", step: {
             do throws(CameraError) {
                 var delivered = false
