@@ -123,6 +123,12 @@ test-packaging: test-deps release-static
 	Tests/packaging/test-packaging
 test: test-packaging
 
+## Soak: SOAK_MINUTES (default 10) of churn against the release server (viewers, event streams,
+## settings, switches, photos, movies); RSS, fds and threads must hold. Writes bench/SOAK.md.
+.PHONY: soak
+soak: release
+	SOAK_MINUTES=$${SOAK_MINUTES:-10} /usr/bin/python3 bench/soak.py
+
 ## Raw-HTTP fuzzing of the release server: malformed and mutated requests over plain sockets
 ## (Tests/fuzz/raw_http.py; about 90 s; SEED=N to vary it, the failures name a case to rerun).
 .PHONY: test-fuzz-http

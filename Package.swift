@@ -31,7 +31,8 @@ let package = Package(
         .target(name: "CV4L2"),
         .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
         .systemLibrary(name: "CGnuTLSCrypto", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
-        .systemLibrary(name: "CMalloc"),
+        // glibc's malloc tuning and the process's huge-page policy (prctl), for the executable.
+        .target(name: "CMalloc"),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libavutil.

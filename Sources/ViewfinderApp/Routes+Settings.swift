@@ -108,7 +108,7 @@ extension Application {
 
     /// POST …/capture: options in the body or the query (`quality`, `store`).
     func capture(_ request: Request, _ lookup: SessionLookup) async -> Response {
-        let session: CaptureSession
+        var session: CaptureSession
         do throws(SessionError) { session = try lookup(request) } catch { return error.http.response }
         var quality: Int?, store = false
         do throws(HTTPError) {
@@ -131,9 +131,22 @@ extension Application {
             }
         } catch { return error.response }
 
-        let ticket: CaptureTicket
-        do throws(SessionError) { ticket = try await session.capture(quality: quality) } catch { return error.http.response }
-        guard let frame = await ticket.frame(timeout: 5) else { return SessionError.captureTimeout.http.response }
+        // A prepare or switch that replaces the pipeline answers its waiting photos with no
+        // frame at once; the session is then running again at the new format (after a
+        // switch, the main session is another camera's: looked up again), so the photo is
+        // asked again (the soak caught a 504 here, 7 ms after the request). Only a wait
+        // that ran out is a timeout.
+        let deadline = Clock.monotonic() + 5
+        var taken: EncodedFrame?
+        while taken == nil, Clock.monotonic() < deadline {
+            let ticket: CaptureTicket
+            do throws(SessionError) {
+                session = try lookup(request)
+                ticket = try await session.capture(quality: quality)
+            } catch { return error.http.response }
+            taken = await ticket.frame(timeout: max(0.1, deadline - Clock.monotonic()))
+        }
+        guard let frame = taken else { return SessionError.captureTimeout.http.response }
         let headers = [("X-Frame-Sequence", String(frame.sequence)), ("X-Capture-Timestamp", frame.timestampString)]
         guard store else {
             return Response(status: 200, contentType: "image/jpeg", bytes: frame.jpeg, headers: headers + Response.noCache)

@@ -58,6 +58,21 @@ import Testing
         }
     }
 
+    /// A photo asked for while a prepare or switch replaces the pipeline is taken from the
+    /// new one (the soak found these answered 504 within milliseconds).
+    @Test func aCaptureDuringAPrepareOrSwitchIsAPhoto() async throws {
+        try await withServer { _, port in
+            for (i, call) in ["prepare", "switch", "prepare", "switch"].enumerated() {
+                let body = call == "switch" ? "{}" : (i == 0 ? #"{"preset": "352x288"}"# : #"{"preset": "640x480"}"#)
+                async let photo = fetch(port, "POST", "/api/session/capture")
+                async let change = fetch(port, "POST", "/api/session/\(call)", body: body)
+                let (p, c) = try await (photo, change)
+                #expect(c.status == 200, "\(call): \(c.text)")
+                #expect(p.status == 200 && p.headers["content-type"] == "image/jpeg", "capture beside \(call): \(p.status) \(p.text.prefix(200))")
+            }
+        }
+    }
+
     @Test func prepareReconfiguresWhileAViewerStaysConnected() async throws {
         try await withServer { _, port in
             let viewer = try TestConnection(port: port)
