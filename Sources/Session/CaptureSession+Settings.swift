@@ -156,7 +156,11 @@ extension CaptureSession {
         guard let read = camera.readBack(settings) else { return false }
         let before = settings
         var next = Self.keepingSessionParts(read, of: settings)
-        let ramping = pipelineSettings.ramp.isRamping(at: Clock.monotonic())
+        // A ramp is on while its curve runs and until the lens stepper wrote its last step: a
+        // stepper that runs late (a loaded machine; make test-asan caught it) has the lens
+        // short of the end after the curve's time is up, which is not the lens moved from
+        // outside.
+        let ramping = pipelineSettings.ramp.isRamping(at: Clock.monotonic()) || lensRamping
         if !ramping, abs(next.zoom.optical - before.zoom.optical) >= 0.005 {
             // The lens moved from outside: the picture is the lens's alone now, unless it
             // sits at the end of its range with the crop beyond it.
