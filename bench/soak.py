@@ -36,13 +36,14 @@ Rules (PASS needs all):
 - no error: any 5xx, connection failure, timeout or broken stream is an error, as is a 4xx the
   API does not document for that call (a 409 `already_recording`, `not_recording`,
   `session_not_running`, ... where API.md says so is fine);
-- RSS flat: after the warm-up the median of every 60 s window of samples (sliding, one per
-  sample) stays within ±5 % of the median of them all, and every quiet moment's RSS within ±5 %
-  of the quiet moments' median. A median over a minute ignores the few-second peaks of one
-  recording or capture (x264 allocates its buffers per movie) but follows a leak, which moves
-  every sample: the early minutes fall below the band and the late ones rise above it. Memory
-  given back after the warm-up's peak is not a leak (a first version measured against the
-  warm-up's end and failed a run on RSS 11 % below it). The warm-up's figure is reported;
+- RSS flat: every quiet moment after the warm-up has its RSS within ±5 % of the warm-up end's
+  quiet moment (the same state each time, so like is compared with like: what a leak keeps stays
+  after the churn stops); and under churn the median of every 5-minute window of samples (sliding,
+  one per sample) stays within ±5 % of the median of them all (a run of 5 minutes or less after
+  the warm-up: one window). The window is 5 minutes because RSS under churn follows what the churn
+  does: a 720p H.264 movie holds libx264's buffers (about 25 MiB) while it records, so a minute
+  that happens to draw several of them has a median 10 % above one that draws none; 5 minutes hold
+  about 40 recordings and even that out, while a leak still moves every window;
 - fds and threads: every quiet sample after the warm-up equals the warm-up-end quiet sample (threads
   by name, the server's own; libdispatch's pool workers come and go on their own timers and are
   reported).
@@ -80,7 +81,8 @@ SAMPLE = 2.0          # seconds between samples of RSS, fds, threads
 QUIET_EVERY = 60.0    # seconds between quiet moments
 QUIET_BOUND = 10.0    # at most this long polling for fds and threads to settle
 RSS_TOLERANCE = 0.05
-WINDOW = 60.0         # the sliding window of the RSS median
+WINDOW = 300.0        # the sliding window of the RSS median under churn
+QUIET_RSS_AFTER = 3.0  # the quiet RSS is read at least this long after the churn's last call (the server trims every 2 s)
 PRESETS = ["352x288", "640x480", "1280x720", "low", "medium", "high"]
 MALLOC_STATS = re.compile(r"^(Arena \d+:|system bytes|in use bytes|Total \(incl\. mmap\):|max mmap)")
 BASE = {"camera": "rear", "preset": "640x480", "fps": 30}  # the quiet moments' configuration
@@ -563,6 +565,15 @@ class Soak:
             if len(polls) == 4 and len(set(polls)) == 1 and conns == 1:
                 settled = True
                 break
+        # RSS once the server's periodic malloc_trim (every 2 s) has given back what the churn's
+        # last calls freed
+        wait = QUIET_RSS_AFTER - (time.monotonic() - t_poll)
+        if wait > 0 and not self.done.is_set():
+            time.sleep(wait)
+        try:
+            rss = self.read_proc()[0]
+        except OSError:
+            pass
         names = Counter()
         for task in os.listdir(f"/proc/{self.pid}/task"):
             try:
@@ -632,7 +643,7 @@ def evaluate(soak, seconds, warmup):
     errors = sum(soak.tally.errors.values())
     if errors:
         reasons.append(f"{errors} errors ({', '.join(f'{k} {n}' for k, n in sorted(soak.tally.errors.items()))})")
-    # RSS: the median of the last 30 s of the warm-up against every 60 s median after it
+    # RSS under churn: every 5-minute median after the warm-up against the median of them all
     churn = [(t, rss) for t, rss, _, _, phase in soak.samples if phase != "quiet"]
     ref_samples = [rss for t, rss in churn if warmup - 30 <= t < warmup]
     after = [(t, rss) for t, rss in churn if t >= warmup]
@@ -645,9 +656,8 @@ def evaluate(soak, seconds, warmup):
     if not windows:   # a run too short for a whole window after the warm-up: one window of all
         windows = [(after[-1][0], statistics.median(r for _, r in after))]
     dev = lambda x, r: (x - r) / r * 100  # noqa: E731
-    # Flat: every minute's median within ±5 % of the middle (the median) of them all after the
-    # warm-up. A leak moves the early minutes below the band and the late ones above it; memory
-    # given back after the warm-up's peak (a trim) is not a leak, and does not fail the run.
+    # Flat: every window's median within ±5 % of the middle (the median) of them all after the
+    # warm-up. A leak moves the early windows below the band and the late ones above it.
     band = statistics.median(w for _, w in windows)
     worst = max(windows, key=lambda w: abs(dev(w[1], band)))
     rss_all = [r for _, r in after]
@@ -660,8 +670,8 @@ def evaluate(soak, seconds, warmup):
         mt, mr = statistics.fmean(ts), statistics.fmean(rss_all)
         f["slope"] = (sum((t - mt) * (r - mr) for t, r in after) / sum((t - mt) ** 2 for t in ts)) * 3600 / 1024
     if abs(f["worst_dev"]) > RSS_TOLERANCE * 100:
-        reasons.append(f"RSS: the 60 s median at {worst[0]:.0f} s is {worst[1] / 1024:.1f} MiB, "
-                       f"{f['worst_dev']:+.1f} % of the minutes' median {band / 1024:.1f} MiB (limit ±5 %)")
+        reasons.append(f"RSS: the {WINDOW / 60:g}-minute median at {worst[0]:.0f} s is {worst[1] / 1024:.1f} MiB, "
+                       f"{f['worst_dev']:+.1f} % of the windows' median {band / 1024:.1f} MiB (limit ±5 %)")
     # quiet moments. Threads are compared by name: the server's own (capture, encode workers,
     # MHD, metadata, movie, main) exactly; libdispatch's pool workers (the root queues' threads,
     # named after their queue: "...qos...") start and retire on their own timers, so their
@@ -680,14 +690,13 @@ def evaluate(soak, seconds, warmup):
             if own_threads(q) != own_threads(q_ref):
                 reasons.append(f"the server's own threads at {q['t']:.0f} s: {sorted(own_threads(q).elements())}, "
                                f"at the warm-up's end {sorted(own_threads(q_ref).elements())}")
-        q_band = statistics.median(q["rss"] for q in q_after)
         for q in q_after:
-            d = dev(q["rss"], q_band)
+            d = dev(q["rss"], q_ref["rss"])
             if abs(d) > RSS_TOLERANCE * 100:
                 reasons.append(f"quiet RSS at {q['t']:.0f} s: {q['rss'] / 1024:.1f} MiB, {d:+.1f} % of "
-                               f"the quiet moments' median {q_band / 1024:.1f} MiB (limit ±5 %)")
-        f["q_band"] = q_band
-        f["q_dev"] = max((dev(q["rss"], q_band) for q in q_after), key=abs)
+                               f"the warm-up end's {q_ref['rss'] / 1024:.1f} MiB (limit ±5 %)")
+        f["q_band"] = statistics.median(q["rss"] for q in q_after)
+        f["q_dev"] = max((dev(q["rss"], q_ref["rss"]) for q in q_after), key=abs)
     return not reasons, reasons, f
 
 
@@ -726,16 +735,18 @@ def report(soak, args, seconds, warmup, took, started, load, cpu, passed, reason
              "- no crash; no error: a 5xx, a connection failure or timeout, a broken stream, or a 4xx "
              "docs/API.md does not give for that call (documented ones, e.g. 409 `not_recording` after a "
              "`prepare` ended the movie, are counted apart);",
-             f"- RSS flat (VmRSS, sampled every {SAMPLE:g} s): after the warm-up, the median of each sliding "
-             "60 s window of samples (quiet moments left out) stays within ±5 % of the median of those minutes, "
-             "and the RSS of every quiet moment within ±5 % of the quiet moments' median. A minute's median "
-             "passes over the seconds-long peaks of a recording (x264's buffers live as long as the movie) but "
-             "follows a leak, which moves every sample: the early minutes fall below the band, the late ones "
-             "rise above it. Memory given back after the warm-up's peak is not a leak. "
-             + (f"Here the band is {f['band'] * 2 * RSS_TOLERANCE / 1024:.1f} MiB wide over "
+             f"- RSS flat (VmRSS, sampled every {SAMPLE:g} s): the RSS of every quiet moment after the warm-up "
+             "within ±5 % of the warm-up end's quiet moment (the same state each time: what a leak keeps stays "
+             "after the churn stops; read at least 3 s after the churn's last call, the server trims every 2 s); "
+             f"and under churn the median of each sliding {WINDOW / 60:g}-minute window of samples (quiet moments "
+             "left out) within ±5 % of the median of those windows. Under churn RSS follows what the churn does "
+             "(a 720p H.264 movie holds libx264's buffers, about 25 MiB, while it records; the table's minute "
+             "medians show it), so the window is long enough to hold about 40 recordings; a leak still moves "
+             "every window. "
+             + (f"Here ±5 % is {f['q_ref']['rss'] * RSS_TOLERANCE / 1024:.1f} MiB at the quiet moments over "
                 f"{(seconds - warmup) / 60:.1f} minutes of measurement: a leak of about "
-                f"{f['band'] * 2 * RSS_TOLERANCE / 1024 / ((seconds - warmup) / 3600):.0f} MiB an hour or more "
-                "fails the run; the slope and malloc's in-use figure below show slower ones;" if "band" in f else ""),
+                f"{f['q_ref']['rss'] * RSS_TOLERANCE / 1024 / ((seconds - warmup) / 3600):.0f} MiB an hour or more "
+                "fails the run; the slope and malloc's in-use figure below show slower ones;" if f.get("q_ref") else ""),
              "- fds (/proc/PID/fd) at every quiet moment after the warm-up equal those of the warm-up end's quiet "
              "moment, and so do the server's own threads (/proc/PID/task, by name: capture, encode workers, MHD, "
              "metadata, movie, main); libdispatch's pool workers start and retire on their own timers and are "
@@ -761,7 +772,7 @@ def report(soak, args, seconds, warmup, took, started, load, cpu, passed, reason
     if "ref" in f:
         lines += [f"RSS (MiB): the warm-up's last 30 s {mib(f['ref'])} (median of {f['ref_n']} samples); after the "
                   f"warm-up start {mib(f['start'])}, min {mib(f['min'])}, max {mib(f['max'])}, end {mib(f['end'])}; "
-                  f"60 s medians {mib(min(w for _, w in f['windows']))} to {mib(max(w for _, w in f['windows']))}, "
+                  f"{WINDOW / 60:g}-minute medians {mib(min(w for _, w in f['windows']))} to {mib(max(w for _, w in f['windows']))}, "
                   f"their median {mib(f['band'])}, the furthest {f['worst_dev']:+.1f} % of it (at {f['worst'][0]:.0f} s); "
                   f"single samples up to "
                   f"{f['sample_dev']:+.1f} %" + (f"; least-squares slope {f['slope']:+.1f} MiB/h" if "slope" in f else "")
@@ -772,7 +783,7 @@ def report(soak, args, seconds, warmup, took, started, load, cpu, passed, reason
         qr, qa = f["q_ref"], f["q_after"]
         lines += ["", f"Quiet moments: at the warm-up's end RSS {mib(qr['rss'])} MiB, {qr['fds']} fds, "
                       f"{qr['threads']} threads; after it RSS {mib(min(q['rss'] for q in qa))} to "
-                      f"{mib(max(q['rss'] for q in qa))} MiB (median {mib(f['q_band'])}, furthest {f['q_dev']:+.1f} % of it, end {mib(qa[-1]['rss'])}), fds "
+                      f"{mib(max(q['rss'] for q in qa))} MiB (median {mib(f['q_band'])}, furthest {f['q_dev']:+.1f} % of the warm-up end's, end {mib(qa[-1]['rss'])}), fds "
                       f"{min(q['fds'] for q in qa)} to {max(q['fds'] for q in qa)} (end {qa[-1]['fds']}), threads "
                       f"{min(q['threads'] for q in qa)} to {max(q['threads'] for q in qa)} (end {qa[-1]['threads']}). "
                       f"Under churn: fds {min(all_fds)} to {max(all_fds)}, threads {min(all_threads)} to "
@@ -791,11 +802,11 @@ def report(soak, args, seconds, warmup, took, started, load, cpu, passed, reason
             lines += ["", f"glibc malloc at the quiet moments (malloc_stats() through gdb): in use "
                           f"{heaps[0]['heap'][1] / 2**20:.1f} MiB at the warm-up's end, then "
                           f"{min(q['heap'][1] for q in heaps[1:]) / 2**20:.1f} to {max(q['heap'][1] for q in heaps[1:]) / 2**20:.1f}"
-                          f" (end {heaps[-1]['heap'][1] / 2**20:.1f}); held from the system (arenas, not returned: "
-                          f"`M_TRIM_THRESHOLD` is 256 MiB) {heaps[0]['heap'][0] / 2**20:.1f}, then up to "
+                          f" (end {heaps[-1]['heap'][1] / 2**20:.1f}); held from the system (the heap's extent: "
+                          f"the free pages inside it are given back by the server's malloc_trim every 2 s) {heaps[0]['heap'][0] / 2**20:.1f}, then up to "
                           f"{max(q['heap'][0] for q in heaps[1:]) / 2**20:.1f} (end {heaps[-1]['heap'][0] / 2**20:.1f}). "
                           "In use is what the program holds: a leak grows it; held minus in use is the allocator's "
-                          "free memory, which RSS counts as long as those pages were touched."]
+                          "free memory, which RSS counts only between a free and the next trim."]
     lines += ["", "Per minute (under churn: RSS median and range, fds and threads range; then the quiet moment "
                   "at the minute's end: RSS, fds, threads, how long they took to settle, open HTTP connections "
                   "by /metrics, its own included):", "",

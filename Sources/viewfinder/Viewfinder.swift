@@ -74,16 +74,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String = "info"
 
     func run() async throws {
-        // glibc trims and unmaps freed heap eagerly; on the frame path that turned every
-        // tjTransform's large buffers into fresh page faults (2.4× slower here). Keep them.
-        mallopt(M_MMAP_THRESHOLD, 64 << 20)
-        mallopt(M_TRIM_THRESHOLD, 256 << 20)
-        // One malloc arena per core, not glibc's eight: encode workers, capture threads and the
-        // pool's threads come and go (a prepare starts new workers), and each new thread was
-        // given an arena of its own until sixteen existed, each keeping its freed frame buffers
-        // at its top, which malloc_trim does not give back for a thread's arena. The soak saw
-        // RSS climb in steps as arenas were added, with under 20 MiB in use.
-        mallopt(M_ARENA_MAX, Int32(min(max(ProcessInfo.processInfo.activeProcessorCount, 2), 8)))
+        // malloc's tuning (one arena, no eager trimming) is set before main: CMalloc.c.
         // libx264 marks its large buffers MADV_HUGEPAGE, and so the malloc arenas they sit in:
         // once freed, that memory stays resident in 2 MiB pages which malloc_trim (below)
         // cannot give back a 4 KiB page at a time, and khugepaged folds more of it back in.
@@ -125,16 +116,7 @@ struct Serve: AsyncParsableCommand {
         }
 
         termination.onHangup { app.reloadCertificate() }
-        // With trimming left to a 256 MiB threshold (above), what frame buffers of other sizes,
-        // movies and photos freed inside the main arena stays with malloc. Handing free pages
-        // back every 30 s keeps RSS near what is used; the frame path faults its buffers in
-        // again once after each trim, not once per frame.
-        let trimmer = Task.detached(priority: .background) {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(30))
-                malloc_trim(0)
-            }
-        }
+        let trimmer = MemoryTrimmer.start()
 
         let signal = await termination.wait()
         logger.info("signal \(signal): stopping")

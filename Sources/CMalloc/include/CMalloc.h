@@ -1,5 +1,6 @@
-// The process's memory policy: glibc's malloc tuning (mallopt, which Swift's Glibc module
-// does not export) and transparent huge pages (prctl, variadic: Swift cannot call it).
+// The process's memory policy: glibc's malloc tuning (mallopt, set by a constructor in CMalloc.c
+// before any thread starts) and transparent huge pages (prctl, variadic: Swift cannot call it).
+// Linked into the viewfinder executable only.
 #ifndef CMALLOC_H
 #define CMALLOC_H
 #include <malloc.h>
