@@ -21,7 +21,13 @@ public final class FrameEncoder {
         let f = frame.format
         switch f.pixelFormat {
         case .mjpeg where transform.isIdentity:
-            return EncodedImage(jpeg: Array(frame.bytes), width: f.width, height: f.height)  // already JPEG
+            // Already JPEG, passed on as it is; but not an empty buffer or one without a JPEG's
+            // start marker (a UVC camera's frame whose data the USB link lost): viewers would
+            // get a part no decoder reads. It is a broken frame, dropped like any that fails.
+            guard frame.bytes.count >= 4, frame.bytes[0] == 0xFF, frame.bytes[1] == 0xD8 else {
+                throw JPEGError(call: "MJPEG frame", message: "\(frame.bytes.count) bytes without a JPEG start marker (FF D8)")
+            }
+            return EncodedImage(jpeg: Array(frame.bytes), width: f.width, height: f.height)
         case .mjpeg where transform.zoom > 1.0001:
             // Digital zoom keeps the frame's size, as on every format: decode, crop, encode.
             if recoder == nil { recoder = try JPEGRecoder() }

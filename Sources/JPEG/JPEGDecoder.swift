@@ -50,11 +50,9 @@ public enum JPEGDecoder {
     public static func decodeRGB(_ jpeg: [UInt8]) throws(JPEGError) -> RGBImage {
         guard let h = tjInitDecompress() else { throw JPEGError.last("tjInitDecompress", nil) }
         defer { tjDestroy(h) }
-        var w: Int32 = 0, ht: Int32 = 0, sub: Int32 = 0, cs: Int32 = 0
-        let hdr = jpeg.withUnsafeBufferPointer {
-            tjDecompressHeader3(h, $0.baseAddress, UInt(jpeg.count), &w, &ht, &sub, &cs)
-        }
-        guard hdr == 0 else { throw JPEGError.last("tjDecompressHeader3", h) }
+        let (w, ht) = try jpeg.withUnsafeBytes { bytes in
+            Result { () throws(JPEGError) in try JPEGInput.header(h, bytes) }.map { ($0.width, $0.height) }
+        }.get()
         var pixels = [UInt8](repeating: 0, count: Int(w) * Int(ht) * 3)
         let rc = jpeg.withUnsafeBufferPointer { src in
             pixels.withUnsafeMutableBufferPointer { dst in

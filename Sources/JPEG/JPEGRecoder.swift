@@ -30,11 +30,7 @@ public final class JPEGRecoder {
 
     private func decodeAndEncode(_ jpeg: UnsafeRawBufferPointer, with encoder: JPEGEncoder, quality: Int,
                                  transform: FrameTransform) throws(JPEGError) -> EncodedImage {
-        let src = jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var w: Int32 = 0, h: Int32 = 0, sub: Int32 = 0, cs: Int32 = 0
-        guard tjDecompressHeader3(handle, src, UInt(jpeg.count), &w, &h, &sub, &cs) == 0 else {
-            throw JPEGError.last("tjDecompressHeader3", handle)
-        }
+        let (src, w, h, _) = try JPEGInput.header(handle, jpeg)
         let count = Int(w) * Int(h) * 3
         if rgb.count != count { rgb = [UInt8](repeating: 0, count: count) }
         return try rgb.withUnsafeMutableBufferPointer { dst throws(JPEGError) -> EncodedImage in

@@ -40,11 +40,7 @@ public final class JPEGTransformer {
     }
 
     private func transform(_ jpeg: UnsafeRawBufferPointer, _ t: FrameTransform) throws(JPEGError) -> (jpeg: [UInt8], width: Int, height: Int) {
-        let src = jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var w: Int32 = 0, h: Int32 = 0, sub: Int32 = 0, cs: Int32 = 0
-        guard tjDecompressHeader3(handle, src, UInt(jpeg.count), &w, &h, &sub, &cs) == 0 else {
-            throw JPEGError.last("tjDecompressHeader3", handle)
-        }
+        let (src, w, h, sub) = try JPEGInput.header(handle, jpeg)
         let plan = Self.plan(width: Int(w), height: Int(h), subsampling: sub, transform: t)
         var xform = tjtransform()
         xform.op = plan.operation

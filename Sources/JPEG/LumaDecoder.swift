@@ -19,19 +19,20 @@ public final class LumaDecoder {
     /// (libturbojpeg 2.1), so one corrupt frame would stop every scan after it.
     private func failed(_ call: String) -> JPEGError {
         let error = JPEGError.last(call, handle)
-        if let fresh = tjInitDecompress() { tjDestroy(handle); handle = fresh }
+        renew()
         return error
+    }
+
+    private func renew() {
+        if let fresh = tjInitDecompress() { tjDestroy(handle); handle = fresh }
     }
 
     /// Decodes `jpeg` to 8-bit luma no wider than `maxWidth` (halved until it fits) and
     /// hands the plane to `body`, valid during the call.
     public func decode<T>(_ jpeg: UnsafeRawBufferPointer, maxWidth: Int,
                           _ body: (UnsafeRawBufferPointer, _ width: Int, _ height: Int) -> T) throws(JPEGError) -> T {
-        let src = jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self)
-        var w: Int32 = 0, h: Int32 = 0, sub: Int32 = 0, cs: Int32 = 0
-        guard tjDecompressHeader3(handle, src, UInt(jpeg.count), &w, &h, &sub, &cs) == 0 else {
-            throw failed("tjDecompressHeader3")
-        }
+        let src: UnsafePointer<UInt8>, w: Int32, h: Int32
+        do throws(JPEGError) { (src, w, h, _) = try JPEGInput.header(handle, jpeg) } catch { renew(); throw error }
         var (ow, oh) = (Int(w), Int(h))
         while ow > maxWidth && ow > 1 { (ow, oh) = ((ow + 1) / 2, (oh + 1) / 2) }  // 1/2, 1/4, 1/8: scales libjpeg-turbo has
         if plane.count < ow * oh { plane = [UInt8](repeating: 0, count: ow * oh) }

@@ -6,7 +6,10 @@
 //     parameters JPEGTransformer.plan computes, for any size and transform;
 //  1: fixture — one of the small committed camera frames (Fuzz/Fixtures, every libjpeg
 //     subsampling, MCU-aligned and not) through apply with a fuzzed transform;
-//  2: bytes — the rest of the input as a camera's JPEG, through apply.
+//  2: bytes — the rest of the input as a camera's JPEG, through apply, through the zoom's
+//     decode and re-encode (JPEGRecoder) and the metadata output's luma decode (LumaDecoder);
+//     the header's size check (JPEGInput) stands before every allocation they make. (Pictures
+//     over 1 Mpx skip the two full decodes: they only slow the run; the unit tests cover the cap.)
 //
 // Invariants beyond "no crash":
 //  - The operation is the one rotation+mirror names; 90°/270° swap width and height.
@@ -100,6 +103,9 @@ private let fixtures: [Fixture] = {
 }()
 
 nonisolated(unsafe) private let transformer = try! JPEGTransformer()
+nonisolated(unsafe) private let recoder = try! JPEGRecoder()
+nonisolated(unsafe) private let encoder = try! JPEGEncoder()
+nonisolated(unsafe) private let luma = try! LumaDecoder()
 
 /// The frame size in the first SOF marker, read here independently of libturbojpeg.
 private func sofSize(_ j: [UInt8]) -> (width: Int, height: Int)? {
@@ -172,9 +178,20 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     default:
         let t = transform(&b)
         let jpeg = Array(b.data)
-        guard let out = try? apply(jpeg, t) else { return 0 }
-        if let size = sofSize(out.jpeg) {
+        if let out = try? apply(jpeg, t), let size = sofSize(out.jpeg) {
             precondition(size == (out.width, out.height), "reports \(out.width)x\(out.height), is \(size)")
+        }
+        guard let header = try? JPEGDecoder.size(of: jpeg), header.width * header.height <= 1 << 20 else { return 0 }
+        jpeg.withUnsafeBytes { bytes in
+            // Zoom keeps the frame's size: the re-encoded JPEG is the header's size.
+            if let out = try? recoder.recode(bytes, with: encoder, quality: 80, transform: FrameTransform(zoom: 2)) {
+                precondition(sofSize(out.jpeg).map { $0 == (header.width, header.height) } ?? false,
+                             "recoded \(header.width)x\(header.height) into \(String(describing: sofSize(out.jpeg)))")
+            }
+            // Luma is halved until it fits the width asked for (1/2, 1/4, 1/8).
+            if let (w, h) = try? luma.decode(bytes, maxWidth: 160, { _, w, h in (w, h) }) {
+                precondition(w >= 1 && h >= 1 && w <= 160, "luma \(w)x\(h) of \(header)")
+            }
         }
     }
     return 0
