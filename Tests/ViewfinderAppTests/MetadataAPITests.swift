@@ -166,7 +166,7 @@ import Testing
         for y in 0..<(grid.height * s) { for x in 0..<(grid.width * s) { yuyv[((y0 + y) * 640 + x0 + x) * 2] = grid[x / s, y / s] ? 30 : 220 } }
         let jpeg = try yuyv.withUnsafeBytes { try JPEGEncoder().encodeYUYV($0, width: 640, height: 480, stride: 1280, quality: 85) }
         let path = NSTemporaryDirectory() + "vf-qr-\(UUID().uuidString).jpg"
-        FileManager.default.createFile(atPath: path, contents: Data(jpeg))
+        try Data(jpeg).write(to: URL(fileURLWithPath: path))
         try await withServer({
             $0.cameras = .list([.init(id: "card", source: .image, path: path)])
             $0.session.preset = "640x480"

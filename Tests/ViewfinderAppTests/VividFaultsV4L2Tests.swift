@@ -65,6 +65,14 @@ extension V4L2Tests {
         return newFrames(viewer, after: before, since: since).count >= n
     }
 
+    /// A viewer on /stream that has had its first two parts.
+    func watching(_ port: Int) async throws -> TestConnection {
+        let viewer = try TestConnection(port: port)
+        try viewer.request("GET", "/stream")
+        try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+        return viewer
+    }
+
     func sequence(_ port: Int) async throws -> Int {
         ((try await state(port))["frames"] as? [String: Any])?["sequence"] as? Int ?? -1
     }
@@ -102,6 +110,16 @@ extension V4L2Tests {
             try await connection.read(timeout: timeout) { done(StateEvents.states($0)) }
             return done(states)
         }
+
+        /// Waits (bounded) until the states after the first `seen` went `interrupted` and then
+        /// `running` again: a loss the session recovered from by itself.
+        func lostAndRecovered(after seen: Int) async throws -> Bool {
+            try await wait { states in
+                let after = states.dropFirst(seen)
+                guard let lost = after.firstIndex(where: { $0.state == "interrupted" }) else { return false }
+                return after[lost...].contains { $0.state == "running" }
+            }
+        }
     }
 
     static func call(_ fault: String) -> String {
@@ -120,9 +138,7 @@ extension V4L2Tests {
     func aOneShotFaultAtPrepareNamesTheCallAndTheOldFormatRunsOn(_ fault: String) async throws {
         let device = try #require(Self.devices.first)
         try await withVivid { _, port in
-            let viewer = try TestConnection(port: port)
-            try viewer.request("GET", "/stream")
-            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+            let viewer = try await watching(port)
             let handles = videoUse(), threads = cameraThreads()
             #expect(handles.fds == 2 && handles.mapped >= 4 * 640 * 480 * 2, "a stream and a control handle, 4 buffers: \(handles)")
 
@@ -164,9 +180,7 @@ extension V4L2Tests {
         let device = try #require(Self.devices.first)
         try await withVivid { _, port in
             let events = try await StateEvents(port, camera: "platform-vivid-000")
-            let viewer = try TestConnection(port: port)
-            try viewer.request("GET", "/stream")
-            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+            let viewer = try await watching(port)
             let handles = videoUse(), threads = cameraThreads()
             let seen = events.states.count
 
@@ -174,11 +188,7 @@ extension V4L2Tests {
             try control(device, "inject_vidioc_streamon_error=1")
             let r = try await fetch(port, "POST", "/api/session/prepare", body: #"{"width": 320, "height": 180}"#)
             #expect(r.status == 503 && (errorBody(r)["message"] as? String)?.contains("VIDIOC_REQBUFS") == true, "\(r.text)")
-            let recovered = try await events.wait { states in
-                let after = states.dropFirst(seen)
-                guard let lost = after.firstIndex(where: { $0.state == "interrupted" }) else { return false }
-                return after[lost...].contains { $0.state == "running" }
-            }
+            let recovered = try await events.lostAndRecovered(after: seen)
             #expect(recovered, "interrupted, then running: \(events.states.dropFirst(seen).map(\.state))")
             let lost = events.states.dropFirst(seen).first { $0.state == "interrupted" }
             #expect(lost?.error?.contains("VIDIOC_STREAMON") == true, "\(String(describing: lost?.error))")
@@ -202,9 +212,7 @@ extension V4L2Tests {
     func aOneShotFaultOnTheOtherCameraFailsTheSwitchAndTheMainCameraRunsOn(_ fault: String) async throws {
         try #require(Self.devices.count >= 2, "needs --devices 2")
         try await withVivid { _, port in
-            let viewer = try TestConnection(port: port)
-            try viewer.request("GET", "/stream")
-            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+            let viewer = try await watching(port)
             let handles = videoUse(), threads = cameraThreads()
             #expect(handles.fds == 2 && handles.mapped >= 4 * 640 * 480 * 2, "\(handles)")
 
@@ -244,19 +252,13 @@ extension V4L2Tests {
         let device = try #require(Self.devices.first)
         try await withVivid { _, port in
             let events = try await StateEvents(port, camera: "platform-vivid-000")
-            let viewer = try TestConnection(port: port)
-            try viewer.request("GET", "/stream")
-            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+            let viewer = try await watching(port)
             #expect(try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": 90}"#).status == 200)
             let handles = videoUse(), threads = cameraThreads()
             let seen = events.states.count
 
             try control(device, "inject_vidioc_qbuf_error=1")
-            let recovered = try await events.wait { states in
-                let after = states.dropFirst(seen)
-                guard let lost = after.firstIndex(where: { $0.state == "interrupted" }) else { return false }
-                return after[lost...].contains { $0.state == "running" }
-            }
+            let recovered = try await events.lostAndRecovered(after: seen)
             #expect(recovered, "interrupted, then running: \(events.states.dropFirst(seen).map(\.state))")
             let lost = events.states.dropFirst(seen).first { $0.state == "interrupted" }
             #expect(lost?.error?.contains("VIDIOC_QBUF") == true, "the state names the call: \(String(describing: lost?.error))")
@@ -309,9 +311,7 @@ extension V4L2Tests {
             // A small format: under software emulation the encoder keeps up with 15 fps.
             #expect(try await fetch(port, "POST", "/api/session/prepare", body: #"{"width": 320, "height": 180}"#).status == 200)
             let events = try await StateEvents(port, camera: "platform-vivid-000")
-            let viewer = try TestConnection(port: port)
-            try viewer.request("GET", "/stream")
-            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+            let viewer = try await watching(port)
             let handles = videoUse()
             let full = try await rate(port, over: 20)
             let seen = events.states.count
@@ -348,9 +348,7 @@ extension V4L2Tests {
         defer { try? control(device, "percentage_of_dropped_buffers=0") }
         try await withVivid { _, port in
             let events = try await StateEvents(port, camera: "platform-vivid-000")
-            let viewer = try TestConnection(port: port)
-            try viewer.request("GET", "/stream")
-            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 2 }
+            let viewer = try await watching(port)
             let handles = videoUse(), threads = cameraThreads()
             let seen = events.states.count
 
