@@ -21,12 +21,30 @@ struct Backoff: Sendable, Equatable {
 }
 
 extension CaptureSession {
+    /// The camera reports a loss: unplugged, an I/O error, or no frame within the capture
+    /// timeout.
     func interrupted(_ error: CameraError, generation launched: Int) {
-        guard launched == generation, runState == .running else { return }
-        logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
-        endRecording(.cameraLost)  // what was recorded is kept
-        halt()
-        lost(error)
+        guard launched == generation else { return }
+        switch runState {
+        case .running:
+            logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
+            endRecording(.cameraLost)  // what was recorded is kept
+            halt()
+            lost(error)
+        case .interrupted where pipeline != nil:
+            // Reopened, but no frame came: the same loss goes on. The state stays `interrupted`
+            // (it never said `running` for a camera that delivered nothing), and the next
+            // attempt waits longer: a camera that opens but stays dark (every buffer dropped,
+            // a stalled USB link) is tried every 5 s at most, not every timeout.
+            halt()
+            if lastError != error.description {
+                lastError = error.description
+                announce()
+            }
+            scheduleReconnect(attempt: generation)
+        default:
+            return
+        }
     }
 
     /// The camera stopped and cannot run now: `interrupted`, the placeholder, and reopening
@@ -40,6 +58,17 @@ extension CaptureSession {
         scheduleReconnect(attempt: generation)
     }
 
+    /// The first frame of the pipeline launched as `launched`: a camera reopened after a loss
+    /// is back (`running`) only now, not when its stream-on succeeded.
+    func delivering(generation launched: Int) {
+        guard launched == generation, runState == .interrupted, pipeline != nil else { return }
+        runState = .running
+        lastError = nil
+        recovery.reset()
+        logger.info("camera \(camera.descriptor.id) is back")
+        announce()
+    }
+
     private func scheduleReconnect(attempt: Int) {
         let delay = recovery.next()
         Task { [weak self] in
@@ -48,14 +77,13 @@ extension CaptureSession {
         }
     }
 
+    /// Reopens the camera at the same format and settings. It stays `interrupted` until the
+    /// first frame (`delivering`) or the next loss (`interrupted`, another attempt later).
     private func reconnect(attempt: Int) {
-        guard attempt == generation, runState == .interrupted else { return }  // stopped or switched meanwhile
+        guard attempt == generation, runState == .interrupted, pipeline == nil else { return }  // stopped or switched meanwhile
         do throws(CameraError) {
             pipeline = try launch(camera, format)
-            runState = .running
-            lastError = nil
-            logger.info("camera \(camera.descriptor.id) is back")
-            announce()
+            logger.info("camera \(camera.descriptor.id) reopened; waiting for its first frame")
         } catch {
             lastError = error.description
             scheduleReconnect(attempt: generation)

@@ -112,6 +112,7 @@ public actor CaptureSession {
     @discardableResult
     public func start() throws(SessionError) -> SessionState {
         if runState != .running {
+            if pipeline != nil { halt() }  // a camera reopened after a loss, still waiting for its first frame
             do throws(CameraError) {
                 pipeline = try launch(camera, format)
                 runState = .running
@@ -250,9 +251,10 @@ public actor CaptureSession {
     func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
         generation += 1
         metadata.setCamera(device.descriptor.id)
-        let p = FramePipeline(hub: hub, settings: pipelineSettings, metadata: metadata,
-                              workers: configuration.streamWorkers, name: device.descriptor.id, logger: logger)
         let launched = generation
+        let p = FramePipeline(hub: hub, settings: pipelineSettings, metadata: metadata,
+                              workers: configuration.streamWorkers, name: device.descriptor.id, logger: logger,
+                              firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
         }

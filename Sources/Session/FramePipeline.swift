@@ -24,9 +24,14 @@ final class FramePipeline: Sendable {
 
     /// The metadata output: offered frames at its own rate, whatever the viewers do.
     private let metadata: MetadataOutput
+    /// Told once, on the capture thread, when the first frame arrives: a camera reopened after
+    /// a loss is back only once it delivers.
+    private let firstFrame: Locked<(@Sendable () -> Void)?>
 
-    init(hub: FrameHub, settings: PipelineSettings, metadata: MetadataOutput, workers: Int, name: String, logger: Logger) {
+    init(hub: FrameHub, settings: PipelineSettings, metadata: MetadataOutput, workers: Int, name: String, logger: Logger,
+         firstFrame: (@Sendable () -> Void)? = nil) {
         self.hub = hub
+        self.firstFrame = Locked(firstFrame)
         self.metadata = metadata
         self.settings = settings
         self.logger = logger
@@ -66,6 +71,7 @@ final class FramePipeline: Sendable {
 
     func handle(_ frame: borrowing RawFrame) {
         guard active.withLock({ $0 }) else { return }
+        if let first = firstFrame.withLock({ f -> (@Sendable () -> Void)? in defer { f = nil }; return f }) { first() }
         // The outputs read the transform only for a frame they take (most frames they don't).
         let now = Clock.monotonic()
         if let r = recorder.withLock({ $0 }) { r.offer(frame, transform: self.settings.transform(at: now)) }

@@ -341,7 +341,9 @@ extension V4L2Tests {
     }
 
     /// Every buffer dropped: no frame within the capture timeout is a loss (`interrupted`,
-    /// the placeholder); the session keeps reopening, and runs again once frames return.
+    /// the placeholder); the session keeps reopening, stays `interrupted` while the reopened
+    /// camera delivers nothing (it used to say `running` for a timeout after every reopen), and
+    /// runs again once frames return.
     @Test func everyBufferDroppedIsALossUntilFramesReturn() async throws {
         let device = try #require(Self.devices.first)
         try control(device, "percentage_of_dropped_buffers=0")
@@ -358,6 +360,13 @@ extension V4L2Tests {
             let why = events.states.dropFirst(seen).first { $0.state == "interrupted" }?.error
             #expect(why?.contains("no frame") == true, "\(String(describing: why))")
             #expect(try await fetch(port, "/snapshot").headers["x-viewfinder-online"] == "false", "the placeholder")
+            // Two reopens (after 0.25 s and 0.5 s, each dark for the 3 s timeout) fit in 8 s:
+            // a window for what must not happen, not a wait for something.
+            try await Task.sleep(nanoseconds: 8_000_000_000)
+            let dark = events.states.dropFirst(seen).map(\.state)
+            #expect(dark.filter { $0 == "interrupted" }.count == 1 && !dark.contains("running"),
+                    "one interruption and no `running` while every buffer is dropped: \(dark)")
+            #expect((try await state(port))["state"] as? String == "interrupted")
 
             try control(device, "percentage_of_dropped_buffers=0")
             // A running session's snapshot waits for a fresh frame: online only once one came.
