@@ -548,6 +548,11 @@ class Soak:
         t_poll = time.monotonic()
         polls = deque(maxlen=4)
         settled, conns, viewers = False, None, None
+        try:
+            rss, fds, threads = self.read_proc()  # the figures if no poll below gets to read them
+        except OSError:  # the server is gone: the sampler reports the crash
+            self.paused.clear()
+            return None
         while time.monotonic() - t_poll < QUIET_BOUND and not self.done.is_set():
             time.sleep(0.5)
             try:
@@ -893,6 +898,8 @@ def main():
                     break
                 label = "warm-up end" if at == warmup else ("end" if at == seconds else "minute")
                 q = soak.quiet_moment(label)
+                if q is None:
+                    break
                 print(f"soak: {q['t']:6.0f} s {label:11s} RSS {mib(q['rss'])} MiB, {q['fds']} fds, "
                       f"{q['threads']} threads (settled: {q['settled']}, {q['settle']:.1f} s); "
                       f"{soak.tally.requests} requests, {sum(soak.tally.errors.values())} errors"

@@ -22,8 +22,9 @@ public final class FrameEncoder {
         switch f.pixelFormat {
         case .mjpeg where transform.isIdentity:
             // Already JPEG, passed on as it is; but not an empty buffer or one without a JPEG's
-            // start marker (a UVC camera's frame whose data the USB link lost): viewers would
-            // get a part no decoder reads. It is a broken frame, dropped like any that fails.
+            // start marker: viewers would get a part no decoder reads. (V4L2Stream rejects such
+            // frames before they get here; this holds for every other source of MJPEG.) It is
+            // a broken frame, dropped like any that fails.
             guard frame.bytes.count >= 4, frame.bytes[0] == 0xFF, frame.bytes[1] == 0xD8 else {
                 throw JPEGError(call: "MJPEG frame", message: "\(frame.bytes.count) bytes without a JPEG start marker (FF D8)")
             }

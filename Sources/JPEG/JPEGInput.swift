@@ -7,7 +7,7 @@ import CTurboJPEG
 
 enum JPEGInput {
     /// 8192 x 8192 (64 Mpx): far beyond what any camera streams as MJPEG (4K is 8.3 Mpx), and a
-    /// still of a 48 Mpx phone fits; a corrupt header's 65535 x 65535 would ask for 12 GiB of RGB.
+    /// still of a 48 Mpx phone fits; a corrupt header's 65500 x 65500 (libjpeg's own limit) would ask for 12 GiB of RGB.
     static let maxPixels = 8192 * 8192
 
     /// The first byte of `jpeg`, for libturbojpeg's calls; `call` names the call refused.

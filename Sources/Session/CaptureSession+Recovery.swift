@@ -35,7 +35,8 @@ extension CaptureSession {
             // Reopened, but no frame came: the same loss goes on. The state stays `interrupted`
             // (it never said `running` for a camera that delivered nothing), and the next
             // attempt waits longer: a camera that opens but stays dark (every buffer dropped,
-            // a stalled USB link) is tried every 5 s at most, not every timeout.
+            // a stalled USB link) is tried after its timeout and a wait doubling to 5 s, not
+            // reopened at once after every timeout.
             halt()
             if lastError != error.description {
                 lastError = error.description

@@ -145,9 +145,16 @@ extension CaptureSession {
     }
 
     private func readBackTick(generation launched: Int) -> Bool {
-        guard launched == generation, runState == .running else { return false }
-        if adoptReadBack() { announce() }
-        return true
+        guard launched == generation else { return false }
+        switch runState {
+        case .running:
+            if adoptReadBack() { announce() }
+            return true
+        case .interrupted where pipeline != nil:
+            return true  // reopened after a loss, waiting for its first frame: read back once it runs
+        default:
+            return false
+        }
     }
 
     /// Takes the device's values; true when something beyond automatic drift changed.

@@ -191,7 +191,9 @@ public actor CaptureSession {
     private func reconfigure(to target: any CaptureDevice, format newFormat: VideoFormat) throws(SessionError) {
         let changingCamera = target !== camera
         guard runState == .running else {
-            // Not running: prepare means "configure and start".
+            // Not running: prepare means "configure and start". A camera reopened after a loss
+            // and still dark is closed first, before `camera` names another device.
+            if pipeline != nil { halt() }
             let old = (camera, format, settings)
             camera = target
             format = newFormat

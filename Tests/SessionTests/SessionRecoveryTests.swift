@@ -12,9 +12,10 @@ import Testing
 /// A camera modelled on V4L2Camera's loss handling: while `lit` it delivers 30 frames a second;
 /// dark (every buffer dropped, a stalled USB link), it delivers nothing, and after `timeout`
 /// without a frame it stops, closes and reports the loss through the interruption handler,
-/// as the capture loop does with "no frame in N s". Opening always succeeds.
+/// as the capture loop does with "no frame in N s". Opening always succeeds. Its settings
+/// read back unchanged, counted (the session reads them back while running).
 final class DarkeningCamera: CaptureDevice, Sendable {
-    let descriptor = CameraDescriptor(id: "dark", name: "Darkening camera", position: .external, kind: .v4l2)
+    let descriptor: CameraDescriptor
     let formats = [FormatOption(pixelFormat: .yuyv, width: 352, height: 288, fps: [30])]
     let capabilities = Capabilities.fixed
     let timeout = 0.3
@@ -24,9 +25,15 @@ final class DarkeningCamera: CaptureDevice, Sendable {
         var running = false
         var opens: [Date] = []
         var interrupted: (@Sendable (CameraError) -> Void)?
+        var readBacks = 0
+        /// Signalled by the running capture thread as it ends (one per start).
+        var done: DispatchSemaphore?
     }
     private let state = Locked(State())
-    private let done = DispatchSemaphore(value: 0)
+
+    init(id: String = "dark") {
+        descriptor = CameraDescriptor(id: id, name: "Darkening camera \(id)", position: .external, kind: .v4l2)
+    }
 
     var lit: Bool {
         get { state.withLock { $0.lit } }
@@ -34,6 +41,17 @@ final class DarkeningCamera: CaptureDevice, Sendable {
     }
     /// When each start (open and stream-on) happened.
     var opens: [Date] { state.withLock { $0.opens } }
+    /// Open and streaming (lit or dark).
+    var isRunning: Bool { state.withLock { $0.running } }
+    var readBacks: Int { state.withLock { $0.readBacks } }
+
+    func readBack(_ settings: DeviceSettings) -> DeviceSettings? {
+        state.withLock { s in
+            guard s.running else { return nil }
+            s.readBacks += 1
+            return settings
+        }
+    }
 
     func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {
         state.withLock { $0.interrupted = handler }
@@ -41,7 +59,8 @@ final class DarkeningCamera: CaptureDevice, Sendable {
 
     func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError) {
         stop()
-        state.withLock { $0.running = true; $0.opens.append(Date()) }
+        let done = DispatchSemaphore(value: 0)
+        state.withLock { $0.running = true; $0.opens.append(Date()); $0.done = done }
         let timeout = self.timeout
         Thread { [self] in
             let frame = [UInt8](repeating: 128, count: 352 * 288 * 2)
@@ -59,6 +78,7 @@ final class DarkeningCamera: CaptureDevice, Sendable {
                     // Lost: delivery stops and the device is closed before the handler hears of it.
                     let report = state.withLock { s -> (@Sendable (CameraError) -> Void)? in
                         s.running = false
+                        s.done = nil  // ended by itself: nobody will wait for this thread
                         return s.interrupted
                     }
                     report?(.unavailable("dark: no frame in \(timeout) s"))
@@ -71,8 +91,11 @@ final class DarkeningCamera: CaptureDevice, Sendable {
     }
 
     func stop() {
-        let was = state.withLock { s -> Bool in defer { s.running = false }; return s.running }
-        if was { done.wait() }
+        let done = state.withLock { s -> DispatchSemaphore? in
+            defer { s.running = false; s.done = nil }
+            return s.running ? s.done : nil
+        }
+        done?.wait()
     }
 }
 
@@ -118,14 +141,19 @@ final class DarkeningCamera: CaptureDevice, Sendable {
         let dark = await s.state()
         #expect(dark.state == .interrupted && !dark.online && dark.error?.contains("no frame") == true, "\(dark)")
         #expect(!log.states[lostAt...].contains(.running), "never `running` without a frame: \(log.states)")
-        // The wait between attempts grows (0.25, 0.5, 1 s after each timeout), not reset by every reopen.
-        let o = camera.opens, gaps = zip(o.dropFirst(), o.dropFirst(2)).map { $1.timeIntervalSince($0) }
-        #expect(gaps.count >= 2 && gaps.last! > gaps.first!, "gaps between reopens: \(gaps)")
+        // The wait between attempts grows (0.25, 0.5, 1 s, ...), not reset by every reopen: after
+        // three reopens the next wait is at least 2 s (the session's own backoff, read rather
+        // than timed: gaps between reopens on a loaded machine are mostly scheduling).
+        let next = await s.recovery.delay
+        #expect(next >= 2, "the next wait after \(camera.opens.count - 1) reopens: \(next) s")
 
         camera.lit = true
         #expect(await eventually { await s.state().state == .running }, "back once frames come: \(log.states)")
         let back = await s.state()
         #expect(back.online && back.error == nil, "\(back)")
+        // The settings read-back (every 0.5 s while running) goes on after the recovery.
+        let reads = camera.readBacks
+        #expect(await eventually(5) { camera.readBacks > reads }, "read back after the recovery: \(camera.readBacks)")
         #expect(log.states[lostAt...].filter { $0 == .interrupted }.count == 1 && log.states.last == .running,
                 "one interruption, then running: \(log.states)")
 
@@ -138,6 +166,15 @@ final class DarkeningCamera: CaptureDevice, Sendable {
         #expect(await s.state().state == .idle)
     }
 
+    /// Waits until the camera has been reopened after a loss and is open but still dark (the
+    /// session holds its pipeline while it says `interrupted`).
+    func reopenedAndDark(_ camera: DarkeningCamera, _ s: CaptureSession) async -> Bool {
+        await eventually {
+            guard camera.opens.count >= 2, camera.isRunning, !camera.lit else { return false }
+            return await s.state().state == .interrupted
+        }
+    }
+
     /// A session stopped while its camera is reopened but dark closes the camera and stays
     /// stopped: no reopen after it.
     @Test func stoppingWhileWaitingForFramesClosesTheCamera() async throws {
@@ -145,17 +182,34 @@ final class DarkeningCamera: CaptureDevice, Sendable {
         let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "352x288"))
         try await s.start()
         camera.lit = false
-        #expect(await eventually { camera.opens.count >= 2 }, "reopened once")
+        #expect(await reopenedAndDark(camera, s), "reopened, dark")
         await s.stop()
+        #expect(!camera.isRunning, "closed by stop")
         let opens = camera.opens.count
-        // The next attempt was due within 0.8 s (its timeout, then a wait of at most 0.5 s).
+        // The next attempt would have been due within 0.8 s (its timeout, then a wait of at most
+        // 0.5 s): a window in which nothing must happen.
         try await Task.sleep(nanoseconds: 1_200_000_000)
         #expect(camera.opens.count == opens, "no reopen after stop")
         #expect(await s.state().state == .idle)
-        // Starting again opens it at once, even though it is dark (it is lost again after the timeout).
         camera.lit = true
         try await s.start()
         #expect(await s.state().state == .running)
         await s.stop()
+    }
+
+    /// Preparing another camera while the reopened one is still dark closes the dark one (it
+    /// is the session's pipeline until then) and runs the other.
+    @Test func preparingAnotherCameraWhileDarkClosesTheDarkOne() async throws {
+        let a = DarkeningCamera(id: "a"), b = DarkeningCamera(id: "b")
+        let s = try CaptureSession(cameras: [a, b], configuration: SessionConfiguration(camera: "a", preset: "352x288"))
+        try await s.start()
+        a.lit = false
+        #expect(await reopenedAndDark(a, s), "a reopened, dark")
+        let state = try await s.prepare(PrepareRequest(camera: "b"))
+        #expect(state.state == .running && state.camera?.id == "b", "\(state)")
+        #expect(!a.isRunning, "the dark camera was closed")
+        #expect(b.isRunning)
+        await s.stop()
+        #expect(!a.isRunning && !b.isRunning)
     }
 }
