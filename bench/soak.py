@@ -14,7 +14,8 @@ it starts run at `nice` 10):
 - SSE clients on /api/events (1 to 4 at a time, some with `?camera=`), each staying 1 to 20 s;
 - API calls: GET /api/session, /api/cameras, /healthz, /metrics, /snapshot, /api/photos,
   /api/movies; zoom (jumps and ramps), focus, exposure, white balance, torch, orientation; prepare
-  with different presets and rates; switch between the cameras (with and without a body);
+  with different presets (dealt from a shuffled deck, so each few minutes hold every preset about
+  equally) and rates; switch between the cameras (with and without a body);
 - captures (POST /api/session/capture, stored or not; stored photos are deleted when more than 12);
 - recordings (start, 2 to 5 s, stop; H.264 mostly, MJPEG sometimes; a range of a movie read back;
   movies are deleted when more than 4).
@@ -144,6 +145,7 @@ class Soak:
         self.quiet = []                   # dicts
         self.t0 = time.monotonic()
         self.crashed = None
+        self.deck = []  # next_preset's shuffled presets
         self.photos_stored = 0
         self.movies_stored = 0
         self.max_viewers = Counter()      # minute -> most viewers at once
@@ -437,12 +439,21 @@ class Soak:
             (4, lambda: self.json_call("orientation", "POST", "/api/session/orientation",
                                        {"rotation": rng.choice([0, 90, 180, 270]), "mirrored": rng.random() < 0.5})),
             (3, lambda: self.json_call("prepare", "POST", "/api/session/prepare",
-                                       {"preset": rng.choice(PRESETS), "fps": rng.choice([30, 30, 15])})),
+                                       {"preset": self.next_preset(rng), "fps": rng.choice([30, 30, 15])})),
             (3, lambda: self.json_call("switch", "POST", "/api/session/switch",
                                        rng.choice([b"", {"camera": "rear"}, {"camera": "front"}]))),
         ]
         rng.choices([f for _, f in ops], [w for w, _ in ops])[0]()
         self.sleep(rng.uniform(0.25, 0.8))
+
+    def next_preset(self, rng):
+        """The next preset for a prepare: drawn from a shuffled deck of them all, dealt again when
+        empty, so every few minutes hold each preset about equally (a random walk could sit on
+        1920x1080 for minutes, and RSS under churn would follow the walk, not a leak)."""
+        if not self.deck:
+            self.deck = PRESETS[:]
+            rng.shuffle(self.deck)
+        return self.deck.pop()
 
     def capture_step(self, rng):
         self.sleep(rng.uniform(1, 3))
@@ -727,7 +738,7 @@ def report(soak, args, seconds, warmup, took, started, load, cpu, passed, reason
              "`?fps=` 5 to 15), each reading 1 to 150 parts and closing, a quarter of them in the middle of a "
              "part and a few right after the request; 1 to 4 SSE clients on `/api/events` staying 1 to 20 s; "
              "API calls 0.25 to 0.8 s apart (state, cameras, health, metrics, snapshots, lists; zoom, focus, "
-             f"exposure, white balance, torch, orientation; prepare with {', '.join(PRESETS)} at 30 or 15 fps; "
+             f"exposure, white balance, torch, orientation; prepare with {', '.join(PRESETS)} (dealt from a shuffled deck) at 30 or 15 fps; "
              "switch); a capture every 1 to 3 s (60 % stored, photos beyond 12 deleted); a recording every "
              "4 to 12 s (H.264 or MJPEG, 2 to 5 s, then stopped; movies beyond 4 deleted). The warm-up starts "
              "with its peak: every preset on both cameras, each with an H.264 movie and two captures, 20 viewers "
