@@ -48,7 +48,11 @@ extension CaptureSession {
         while launched == generation, pipelineSettings.ramp == ramp {
             let now = Clock.monotonic()
             let optical = SettingsValidation.zoomParts(ramp.factor(at: now), caps).optical
-            if abs(optical - settings.zoom.optical) >= 0.01 {
+            let ending = !ramp.isRamping(at: now)
+            // A step a hundredth or more; the last one exactly where the ramp ends, however
+            // close the step before it came (a step landing 0.005 short of the lens's end left
+            // the lens at 4.99 of 5 and the state saying so: make test-asan caught it).
+            if abs(optical - settings.zoom.optical) >= 0.01 || (ending && optical != settings.zoom.optical) {
                 var new = settings
                 new.zoom.optical = optical
                 do { try commit(new) } catch {
@@ -57,7 +61,7 @@ extension CaptureSession {
                     return
                 }
             }
-            if !ramp.isRamping(at: now) { return }
+            if ending { return }
             try? await Task.sleep(nanoseconds: 33_000_000)  // about a frame
         }
     }

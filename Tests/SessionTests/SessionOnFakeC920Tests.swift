@@ -72,7 +72,7 @@ import Testing
         while await s.state().zoom.ramping && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
         let steps = fake.writes.filter { $0.key == "zoom_absolute" }.map(\.value)
         #expect(steps.count >= 3, "the lens moves in steps along the ramp: \(steps)")
-        #expect(steps == steps.sorted() && steps.last == 500, "monotonic, ending at the lens's end")
+        #expect(steps == steps.sorted() && steps.last == 500, "monotonic, ending at the lens's end: \(steps)")
         let state = await s.state()
         #expect(state.zoom.factor == 8 && state.zoom.optical == 5 && state.zoom.digital == 1.6)
         await s.stop()
