@@ -3,8 +3,9 @@
 #include <sys/prctl.h>
 
 // Runs before main, and so before any thread exists: glibc gives a thread an arena of its own the
-// first time it allocates (until the limit is reached), and no later mallopt merges arenas again. (A mallopt in main came too late: the Swift runtime's pool threads had already
-// made a second arena.)
+// first time it allocates (until the limit is reached), and no later mallopt merges arenas again.
+// (A mallopt in main came too late: the Swift runtime's pool threads had already made a second
+// arena.)
 __attribute__((constructor)) static void vf_malloc_policy(void) {
     // One arena, the main one. malloc_trim gives back the free pages inside every arena but the
     // free memory at the top of the main arena only (glibc 2.36's mtrim; a thread arena's top

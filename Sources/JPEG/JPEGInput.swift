@@ -7,22 +7,18 @@ import CTurboJPEG
 
 enum JPEGInput {
     /// 8192 x 8192 (64 Mpx): far beyond what any camera streams as MJPEG (4K is 8.3 Mpx), and a
-    /// still of a 48 Mpx phone fits; a corrupt header's 65500 x 65500 (libjpeg's own limit) would ask for 12 GiB of RGB.
+    /// still of a 48 Mpx phone fits; a corrupt header's 65500 x 65500 (libjpeg's own limit) would
+    /// ask for 12 GiB of RGB.
     static let maxPixels = 8192 * 8192
-
-    /// The first byte of `jpeg`, for libturbojpeg's calls; `call` names the call refused.
-    static func bytes(_ jpeg: UnsafeRawBufferPointer, for call: String) throws(JPEGError) -> UnsafePointer<UInt8> {
-        guard jpeg.count > 0, let base = jpeg.baseAddress else {
-            throw JPEGError(call: call, message: "empty JPEG (0 bytes)")
-        }
-        return base.assumingMemoryBound(to: UInt8.self)
-    }
 
     /// Reads the header of `jpeg` with `handle`: width, height, subsampling; refuses a picture
     /// of more than `maxPixels`.
     static func header(_ handle: tjhandle, _ jpeg: UnsafeRawBufferPointer) throws(JPEGError)
         -> (src: UnsafePointer<UInt8>, width: Int32, height: Int32, subsampling: Int32) {
-        let src = try bytes(jpeg, for: "tjDecompressHeader3")
+        guard jpeg.count > 0, let base = jpeg.baseAddress else {
+            throw JPEGError(call: "tjDecompressHeader3", message: "empty JPEG (0 bytes)")
+        }
+        let src = base.assumingMemoryBound(to: UInt8.self)
         var w: Int32 = 0, h: Int32 = 0, sub: Int32 = 0, cs: Int32 = 0
         guard tjDecompressHeader3(handle, src, UInt(jpeg.count), &w, &h, &sub, &cs) == 0 else {
             throw JPEGError.last("tjDecompressHeader3", handle)

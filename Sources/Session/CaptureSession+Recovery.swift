@@ -21,6 +21,9 @@ struct Backoff: Sendable, Equatable {
 }
 
 extension CaptureSession {
+    /// Reopened after a loss and streaming, but no frame yet: still `interrupted`.
+    var awaitingFirstFrame: Bool { runState == .interrupted && pipeline != nil }
+
     /// The camera reports a loss: unplugged, an I/O error, or no frame within the capture
     /// timeout.
     func interrupted(_ error: CameraError, generation launched: Int) {
@@ -31,7 +34,7 @@ extension CaptureSession {
             endRecording(.cameraLost)  // what was recorded is kept
             halt()
             lost(error)
-        case .interrupted where pipeline != nil:
+        case .interrupted where awaitingFirstFrame:
             // Reopened, but no frame came: the same loss goes on. The state stays `interrupted`
             // (it never said `running` for a camera that delivered nothing), and the next
             // attempt waits longer: a camera that opens but stays dark (every buffer dropped,
@@ -62,7 +65,7 @@ extension CaptureSession {
     /// The first frame of the pipeline launched as `launched`: a camera reopened after a loss
     /// is back (`running`) only now, not when its stream-on succeeded.
     func delivering(generation launched: Int) {
-        guard launched == generation, runState == .interrupted, pipeline != nil else { return }
+        guard launched == generation, awaitingFirstFrame else { return }
         runState = .running
         lastError = nil
         recovery.reset()

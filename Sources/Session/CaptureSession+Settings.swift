@@ -154,7 +154,7 @@ extension CaptureSession {
         case .running:
             if adoptReadBack() { announce() }
             return true
-        case .interrupted where pipeline != nil:
+        case .interrupted where awaitingFirstFrame:
             return true  // reopened after a loss, waiting for its first frame: read back once it runs
         default:
             return false

@@ -16,7 +16,9 @@ final class FramePipeline: Sendable {
     private let settings: PipelineSettings
     private let logger: Logger
     private let photos = PhotoCapture()
-    private let active = Locked(true)
+    /// Taking frames (false once deactivated), and who to tell of the first one: checked
+    /// together, one lock a frame.
+    private let intake: Locked<(active: Bool, firstFrame: (@Sendable () -> Void)?)>
     private let counters = Counters()
     private let workers: EncodeWorkers
     /// The movie output, when recording: offered every frame, before any encode.
@@ -24,14 +26,12 @@ final class FramePipeline: Sendable {
 
     /// The metadata output: offered frames at its own rate, whatever the viewers do.
     private let metadata: MetadataOutput
-    /// Told once, on the capture thread, when the first frame arrives: a camera reopened after
-    /// a loss is back only once it delivers.
-    private let firstFrame: Locked<(@Sendable () -> Void)?>
-
     init(hub: FrameHub, settings: PipelineSettings, metadata: MetadataOutput, workers: Int, name: String, logger: Logger,
          firstFrame: (@Sendable () -> Void)? = nil) {
         self.hub = hub
-        self.firstFrame = Locked(firstFrame)
+        // `firstFrame` is told once, on the capture thread: a camera reopened after a loss is back
+        // only once it delivers.
+        self.intake = Locked((active: true, firstFrame: firstFrame))
         self.metadata = metadata
         self.settings = settings
         self.logger = logger
@@ -58,7 +58,7 @@ final class FramePipeline: Sendable {
     /// After this returns no new frame from this pipeline is taken, and every frame already
     /// handed to a worker has been published (or dropped as older); waiting photos answer at once.
     func deactivate() {
-        active.withLock { $0 = false }
+        intake.withLock { $0.active = false }
         workers.close()
         photos.close()
     }
@@ -70,8 +70,12 @@ final class FramePipeline: Sendable {
     }
 
     func handle(_ frame: borrowing RawFrame) {
-        guard active.withLock({ $0 }) else { return }
-        if let first = firstFrame.withLock({ f -> (@Sendable () -> Void)? in defer { f = nil }; return f }) { first() }
+        let (active, first) = intake.withLock { i -> (Bool, (@Sendable () -> Void)?) in
+            defer { i.firstFrame = nil }
+            return (i.active, i.active ? i.firstFrame : nil)
+        }
+        guard active else { return }
+        first?()
         // The outputs read the transform only for a frame they take (most frames they don't).
         let now = Clock.monotonic()
         if let r = recorder.withLock({ $0 }) { r.offer(frame, transform: self.settings.transform(at: now)) }
