@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CV4L2", "Movie", "Barcodes", "Metadata", "Locking",
+            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Movie", "Barcodes", "Metadata", "Locking",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

@@ -6,6 +6,7 @@
 // test's choice, not the scheduler's.
 
 import CameraCore
+import CaptureTestSupport
 import Foundation
 import JPEG
 import Locking
@@ -31,7 +32,7 @@ private final class GatedEncoder: Sendable {
 
     /// Returns once a worker has begun encoding frame `sequence`, false after `timeout` seconds.
     func waitStarted(_ sequence: UInt64, timeout: Double = 5) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = TestTime.deadline(timeout)
         while Date() < deadline {
             if started.withLock({ $0.contains(sequence) }) { return true }
             _ = startedSignal.wait(timeout: .now() + 0.1)

@@ -29,7 +29,7 @@ import Testing
 
         /// The next `metadata` event, within `timeout` seconds (polled every 10 ms).
         func next(timeout: Double = 10) async -> MetadataEvent? {
-            let deadline = Date().addingTimeInterval(timeout)
+            let deadline = TestTime.deadline(timeout)
             while Date() < deadline {
                 while let e = hub.next(ObjectIdentifier(self), wake: {}) {
                     if case .metadata(let m) = e { return m }

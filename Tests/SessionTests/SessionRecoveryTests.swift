@@ -4,6 +4,7 @@
 // state flip every few seconds while the camera delivered nothing.
 
 import CameraCore
+import CaptureTestSupport
 import Foundation
 import Locking
 import Testing
@@ -119,7 +120,7 @@ final class DarkeningCamera: CaptureDevice, Sendable {
 
     /// Waits (bounded, polled every 10 ms) until `done` holds.
     func eventually(_ timeout: Double = 10, _ done: () async -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = TestTime.deadline(timeout)
         while Date() < deadline {
             if await done() { return true }
             try? await Task.sleep(nanoseconds: 10_000_000)

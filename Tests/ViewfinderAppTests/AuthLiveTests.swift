@@ -4,6 +4,7 @@
 // file and secure-by-default start-up.
 
 import Auth
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import Testing
@@ -36,7 +37,7 @@ import Testing
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = TestTime.deadline(timeout)
         while p.isRunning && Date() < deadline { usleep(20_000) }
         if p.isRunning { p.terminate(); p.waitUntilExit() }
         return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))

@@ -56,7 +56,11 @@ import Testing
             }
             let first = (0..<2).map(mark)
             for i in 0..<2 { let m = first[i].stamp; try await viewers[i].read(timeout: 20) { Self.stamps($0).contains { $0 >= m } } }
-            try await rear.read(timeout: 20) { Self.stamps($0).count >= 40 }  // a second and more of both
+            // A second and more of both: the window ends once each camera published 30 frames
+            // (counted, not timed: under a sanitizer the cameras publish slower).
+            // The rear viewer reads meanwhile (the front's parts wait in its socket's buffers).
+            let firstCounts = first.map(\.count)
+            try await rear.read(timeout: 20) { _ in (0..<2).allSatisfy { hubs[$0].encodedFrames >= firstCounts[$0] + 30 } }
             let last = (0..<2).map(mark)
             // A viewer may skip a frame (newest wins): wait for the last one or a later one.
             for i in 0..<2 { let m = last[i].stamp; try await viewers[i].read(timeout: 20) { Self.stamps($0).contains { $0 >= m } } }

@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import Locking
@@ -56,7 +57,7 @@ import Testing
     func waitForExitSync(_ p: Process, timeout: Double) -> Bool {
         let done = DispatchSemaphore(value: 0)
         DispatchQueue.global().async { p.waitUntilExit(); done.signal() }
-        return done.wait(timeout: .now() + timeout) == .success
+        return done.wait(timeout: .now() + timeout * TestTime.scale) == .success
     }
 
     @Test func sigtermEndsStreamsAndExitsZero() async throws {

@@ -3,6 +3,7 @@
 // built binary.
 
 import CameraCore
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import Testing
@@ -56,7 +57,7 @@ final class NotifyListener: @unchecked Sendable {
     /// Datagrams until one starts with `prefix` (returned), or nil at the deadline.
     func await(_ prefix: String, timeout: Double) async -> String? {
         (try? await offload { () -> String? in
-            let deadline = Date().addingTimeInterval(timeout)
+            let deadline = TestTime.deadline(timeout)
             while Date() < deadline {
                 if let m = self.receive(timeout: deadline.timeIntervalSinceNow), m.hasPrefix(prefix) { return m }
             }
@@ -120,7 +121,7 @@ final class NotifyListener: @unchecked Sendable {
         (try? await offload {
             let done = DispatchSemaphore(value: 0)
             DispatchQueue.global().async { p.waitUntilExit(); done.signal() }
-            return done.wait(timeout: .now() + timeout) == .success
+            return done.wait(timeout: .now() + timeout * TestTime.scale) == .success
         }) ?? false
     }
 

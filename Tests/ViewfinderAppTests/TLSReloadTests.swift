@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 import Testing
 
@@ -6,7 +7,7 @@ import Testing
     /// Appends what arrives on `fd` to `text` until `done(text)` or the deadline.
     func readUntil(_ fd: Int32, timeout: Double, _ done: (String) -> Bool) -> String {
         var bytes = [UInt8]()
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = TestTime.deadline(timeout)
         while !done(String(decoding: bytes, as: UTF8.self)) && Date() < deadline {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, 200) > 0 else { continue }

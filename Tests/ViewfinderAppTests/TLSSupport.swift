@@ -1,6 +1,7 @@
 // Helpers for the HTTPS tests: certificates made with openssl in a temp dir, and external
 // clients (curl, openssl s_client, ffprobe) run with a deadline, output in files.
 
+import CaptureTestSupport
 import Foundation
 
 /// A directory with a self-signed certificate and key, made by openssl for this test.
@@ -88,7 +89,7 @@ func runTool(_ path: String, _ args: [String], stdin: Data? = nil, timeout: Doub
     // Polled on this (offloaded) thread: waitUntilExit on a Dispatch global queue would hold
     // one of the threads Swift concurrency runs on, which the in-process server needs.
     var timedOut = false
-    let deadline = Date().addingTimeInterval(timeout)
+    let deadline = TestTime.deadline(timeout)
     while p.isRunning && Date() < deadline { usleep(10_000) }
     if p.isRunning {
         timedOut = true

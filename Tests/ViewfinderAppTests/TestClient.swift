@@ -1,6 +1,7 @@
 // A minimal HTTP/1.1 client over a POSIX socket for live tests: every read has a deadline,
 // chunked bodies are decoded incrementally so endless streams can be inspected.
 
+import CaptureTestSupport
 import Foundation
 import Locking
 
@@ -113,17 +114,17 @@ final class TestConnection: @unchecked Sendable {
     }
 
     func readHeadSync(timeout: Double = 10) throws {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = TestTime.deadline(timeout)
         while status == 0 {
             guard try pump(until: deadline) || status != 0 else {
-                throw TestError(eof ? "connection closed before the response head" : "no response head in \(timeout) s")
+                throw TestError(eof ? "connection closed before the response head" : "no response head in \(timeout * TestTime.scale) s")
             }
         }
     }
 
     /// Reads until `done(body)` holds, EOF, or the timeout.
     func readSync(timeout: Double = 10, until done: ([UInt8]) -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = TestTime.deadline(timeout)
         try readHeadSync(timeout: timeout)
         while !done(body) && !eof && Date() < deadline { try pump(until: deadline) }
     }
@@ -150,7 +151,7 @@ final class TestConnection: @unchecked Sendable {
 
     /// Closes the write side and waits for the server to close (bounded).
     func closedByPeerSync(timeout: Double) throws -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = TestTime.deadline(timeout)
         while !eof && Date() < deadline { try pump(until: deadline) }
         return eof
     }
@@ -208,9 +209,9 @@ func fetchSync(_ port: Int, _ method: String, _ path: String, body: String? = ni
 }
 
 /// Waits for a condition that follows an event we cannot await directly (a socket closing
-/// on the other side): polls every 20 ms, up to `timeout`.
+/// on the other side): polls every 20 ms, up to `timeout` (stretched by TestTime.scale).
 func eventually(timeout: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
+    let deadline = TestTime.deadline(timeout)
     while Date() < deadline {
         if try await condition() { return true }
         try? await Task.sleep(nanoseconds: 20_000_000)

@@ -1,5 +1,6 @@
 import CameraCore
 import Capture
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import JPEG
@@ -331,7 +332,7 @@ final class Collected: @unchecked Sendable {
     }
 
     func wait(for n: Int, timeout: Double) -> [(sequence: UInt64, count: Int)] {
-        let deadline = DispatchTime.now() + timeout
+        let deadline = DispatchTime.now() + timeout * TestTime.scale
         for _ in 0..<n where arrived.wait(timeout: deadline) == .timedOut { break }
         return lock.withLock { frames }
     }
