@@ -8,9 +8,14 @@ final class ConnectionContext: @unchecked Sendable {
     let connection: OpaquePointer
     let method: String
     let rawURL: String
+    /// "HTTP/1.1", "HTTP/1.0" (libmicrohttpd refuses others before the first call).
+    let version: String
     var headers: [String: String] = [:]
     /// Every Content-Length header's value, in order (`headers` keeps only the last).
     var contentLengths: [String] = []
+    var hosts = 0
+    /// The first header field that breaks RFC 9110's syntax (HeaderSyntax), said for a 400.
+    var malformedField: String?
     var query: [String: String] = [:]
     var body: [UInt8] = []
     /// Over the body limit: further upload is read and dropped, then 413 is answered.
@@ -24,21 +29,27 @@ final class ConnectionContext: @unchecked Sendable {
     var pendingResponse: Response?
     var suspended = false
 
-    init(connection: OpaquePointer, method: String, rawURL: String) {
+    init(connection: OpaquePointer, method: String, rawURL: String, version: String) {
         self.connection = connection
         self.method = method
         self.rawURL = rawURL
+        self.version = version
     }
 
     /// Reads request headers and the (MHD-decoded) query arguments.
     func collectValues() {
         let box = Unmanaged.passUnretained(self).toOpaque()
-        MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+        // With their sizes: a NUL inside a name or value is seen, not cut at.
+        MHD_get_connection_values_n(connection, .HEADER_KIND, { cls, _, key, keySize, value, valueSize in
             let ctx = Unmanaged<ConnectionContext>.fromOpaque(cls!).takeUnretainedValue()
             guard let key else { return MHD_Result.YES }
-            let name = String(cString: key).lowercased(), v = value.map { String(cString: $0) } ?? ""
+            let nameBytes = UnsafeRawBufferPointer(start: key, count: keySize)
+            let valueBytes = UnsafeRawBufferPointer(start: value, count: value == nil ? 0 : valueSize)
+            if ctx.malformedField == nil { ctx.malformedField = HeaderSyntax.problem(name: nameBytes, value: valueBytes) }
+            let name = String(decoding: nameBytes, as: UTF8.self).lowercased(), v = String(decoding: valueBytes, as: UTF8.self)
             ctx.headers[name] = v
             if name == "content-length" { ctx.contentLengths.append(v) }
+            if name == "host" { ctx.hosts += 1 }
             return MHD_Result.YES
         }, box)
         // Arguments arrive raw (see cmhd_no_unescape); a value that does not decode is dropped,
@@ -59,6 +70,9 @@ final class ConnectionContext: @unchecked Sendable {
     var conflictingContentLengths: Bool {
         Set(contentLengths.map { $0.trimmingCharacters(in: .whitespaces) }).count > 1
     }
+
+    /// Why the head is malformed (a field's syntax, Host missing or repeated), or nil.
+    var malformedHead: String? { malformedField ?? HeaderSyntax.hostProblem(version: version, hosts: hosts) }
 
     /// The path part of the URL, still percent-encoded (MHD hands it over raw, without query).
     var rawPath: String {

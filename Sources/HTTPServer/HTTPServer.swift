@@ -148,9 +148,9 @@ public final class HTTPServer: @unchecked Sendable {
 
     // MARK: - C callbacks (no await in here: they run on MHD's polling thread)
 
-    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, upload, uploadSize, conCls in
+    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, upload, uploadSize, conCls in
         let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
-        return server.handle(connection: connection!, url: url, method: method,
+        return server.handle(connection: connection!, url: url, method: method, version: version,
                              upload: upload, uploadSize: uploadSize!, conCls: conCls!)
     }
 
@@ -205,12 +205,13 @@ public final class HTTPServer: @unchecked Sendable {
     // MARK: - Request handling
 
     private func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-                        upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
+                        version: UnsafePointer<CChar>?, upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
                         conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = conCls.pointee else {
             // First call: headers are in; the body (if any) comes in later calls.
             let ctx = ConnectionContext(connection: connection, method: method.map { String(cString: $0) } ?? "GET",
-                                        rawURL: url.map { String(cString: $0) } ?? "/")
+                                        rawURL: url.map { String(cString: $0) } ?? "/",
+                                        version: version.map { String(cString: $0) } ?? "")
             conCls.pointee = Unmanaged.passRetained(ctx).toOpaque()
             let limit = configuration.maxConnections
             let overLimit = shared.withLock { s -> Bool in
@@ -230,6 +231,12 @@ public final class HTTPServer: @unchecked Sendable {
             }
             if ctx.conflictingContentLengths {
                 var bad = HTTPError(400, "invalid_value", "Content-Length is given more than once, with different values.").response
+                bad.headers.append(("Connection", "close"))
+                return queue(bad, ctx)
+            }
+            if let problem = ctx.malformedHead {
+                // Where this head ends and the next request starts is no longer certain.
+                var bad = HTTPError(400, "invalid_value", problem).response
                 bad.headers.append(("Connection", "close"))
                 return queue(bad, ctx)
             }

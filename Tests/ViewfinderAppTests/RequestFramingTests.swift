@@ -31,6 +31,37 @@ import Testing
         }
     }
 
+    /// Heads that two parsers could read differently, which libmicrohttpd lets through: 400
+    /// naming what is wrong, the connection closed, the call not made.
+    @Test func malformedHeadsAre400AndChangeNothing() async throws {
+        try await withServer { _, port in
+            let body = #"{"factor":2}"#
+            let heads: [(String, String)] = [
+                ("Host: 127.0.0.1\r\nContent-Length : 12\r\n", "'Content-Length '"),
+                ("Host: 127.0.0.1\r\nX Y: 1\r\nContent-Length: 12\r\n", "'X Y' is not a token"),
+                ("Host: 127.0.0.1\r\nX-A: 1\r2\r\nContent-Length: 12\r\n", "'X-A' holds a NUL, CR or LF"),
+                ("Content-Length: 12\r\n", "needs a Host"),
+                ("Host: 127.0.0.1\r\nHost: example.com\r\nContent-Length: 12\r\n", "Host is given 2 times"),
+            ]
+            for (head, says) in heads {
+                let c = try TestConnection(port: port)
+                try c.send("POST /api/session/zoom HTTP/1.1\r\nContent-Type: application/json\r\n" + head + "\r\n" + body)
+                try await c.readAll(timeout: 5)
+                let message = ((c.json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? c.text
+                #expect(c.status == 400 && message.contains(says), "\(head.debugDescription): \(c.status) \(message)")
+                #expect(try await c.closedByPeer(timeout: 5), "the connection is closed after the 400")
+            }
+            let state = try await fetch(port, "/api/session")
+            #expect(((state.json as? [String: Any])?["zoom"] as? [String: Any])?["factor"] as? Double == 1,
+                    "the refused calls changed nothing")
+            // HTTP/1.0 may leave Host out.
+            let old = try TestConnection(port: port)
+            try old.send("GET /api/session HTTP/1.0\r\n\r\n")
+            try await old.readAll(timeout: 5)
+            #expect(old.status == 200)
+        }
+    }
+
     /// An idle /api/events client gets a comment every few seconds, and one that went away
     /// while no event came is closed by the server (it used to keep its connection, and its
     /// place under the connection limits, until the next event: on an idle camera, forever).
