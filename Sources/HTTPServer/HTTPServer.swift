@@ -243,8 +243,13 @@ public final class HTTPServer: @unchecked Sendable {
             if let length = ctx.headers["content-length"].flatMap({ Int($0) }), length > configuration.maxBodyBytes {
                 // Answering before the body is read makes the kernel reset the connection
                 // under a client still sending, and the client may never see the 413. So a
-                // moderately large body is read and dropped first; only a huge one is cut.
-                if length > Self.drainLimit { return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx) }
+                // moderately large body is read and dropped first; only a huge one is cut. A
+                // client that waits to be told before it sends (Expect: 100-continue) is told
+                // now: the 413 instead of "100 Continue", and its body never comes (RFC 9110
+                // §10.1.1).
+                if length > Self.drainLimit || ctx.headers["expect"]?.lowercased() == "100-continue" {
+                    return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+                }
                 ctx.tooLarge = true
             }
             return .YES

@@ -62,6 +62,25 @@ import Testing
         }
     }
 
+    /// A client that waits for "100 Continue" before sending a body over the limit is told
+    /// 413 at once and never sends it (it used to get 100 Continue, send 70 KB, then the 413).
+    @Test func expectContinueOverTheLimitIs413BeforeTheBody() async throws {
+        try await withServer { _, port in
+            let c = try TestConnection(port: port)
+            try c.send("POST /api/session/zoom HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       + "Expect: 100-continue\r\nContent-Length: 70000\r\n\r\n")
+            try await c.readAll(timeout: 5)
+            let code = ((c.json as? [String: Any])?["error"] as? [String: Any])?["code"] as? String
+            #expect(c.status == 413 && code == "body_too_large", "\(c.status) \(c.text)")
+            // Within the limit, the interim answer comes and the call is made.
+            let ok = try TestConnection(port: port)
+            try ok.send("POST /api/session/zoom HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        + "Expect: 100-continue\r\nConnection: close\r\nContent-Length: 12\r\n\r\n")
+            try await ok.readHead(timeout: 5)
+            #expect(ok.status == 100, "100 Continue for a body within the limit")
+        }
+    }
+
     /// An idle /api/events client gets a comment every few seconds, and one that went away
     /// while no event came is closed by the server (it used to keep its connection, and its
     /// place under the connection limits, until the next event: on an idle camera, forever).
