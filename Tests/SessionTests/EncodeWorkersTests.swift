@@ -128,7 +128,7 @@ private final class GatedEncoder: Sendable {
         Thread { pool.close(); closed.signal() }.start()
         #expect(closed.wait(timeout: .now() + 0.3) == .timedOut)  // frame 5 is still encoding
         gates.open(5)
-        #expect(closed.wait(timeout: .now() + 5) == .success)
+        #expect(closed.wait(timeout: .now() + 5 * TestTime.scale) == .success)
         #expect(hub.latestFrame?.jpeg == [7, 80])  // published before close returned
         #expect(!Self.submit(pool, fill: 8, sequence: 6))  // closed: nothing taken
     }
@@ -155,11 +155,11 @@ private final class GatedEncoder: Sendable {
         do {
             let pool = EncodeWorkers(count: 3, name: "letgo", encode: GatedEncoder().encode, publish: { _ in })
             #expect(pool.count == 3)
-            let deadline = Date().addingTimeInterval(5)
+            let deadline = TestTime.deadline(5)
             while ours() < 3 && Date() < deadline { usleep(10_000) }  // threads name themselves as they start
             #expect(ours() == 3)
         }
-        let deadline = Date().addingTimeInterval(5)  // deinit waited for each; the kernel reaps them just after
+        let deadline = TestTime.deadline(5)  // deinit waited for each; the kernel reaps them just after
         while ours() > 0 && Date() < deadline { usleep(10_000) }
         #expect(ours() == 0)
     }

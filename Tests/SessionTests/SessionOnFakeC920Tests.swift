@@ -68,7 +68,7 @@ import Testing
         // 3 doublings at 1 a second: 3 s, long enough for the stepper (a step a frame) to be
         // scheduled several times even on a loaded machine (the sanitizer runs in CI).
         _ = try await s.zoom(ZoomRequest(factor: 8, rate: 1))
-        let deadline = Date().addingTimeInterval(15)
+        let deadline = TestTime.deadline(15)
         while await s.state().zoom.ramping && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
         let steps = fake.writes.filter { $0.key == "zoom_absolute" }.map(\.value)
         #expect(steps.count >= 3, "the lens moves in steps along the ramp: \(steps)")
@@ -181,7 +181,7 @@ import Testing
         s.events.subscribe(id, initial: nil)
         defer { s.events.unsubscribe(id) }
         fake.setFromOutside("zoom_absolute", 300)
-        let deadline = Date().addingTimeInterval(3)
+        let deadline = TestTime.deadline(3)
         var seen: SessionState?
         while seen == nil && Date() < deadline {
             if case .state(let st)? = s.events.next(id, wake: {}), st.zoom.optical == 3 { seen = st }

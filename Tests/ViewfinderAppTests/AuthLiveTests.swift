@@ -222,7 +222,7 @@ import Testing
         try p.run()
         input.fileHandleForWriting.write(Data("tr0ub4dor &3\n".utf8))
         try input.fileHandleForWriting.close()
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = TestTime.deadline(30)
         while p.isRunning && Date() < deadline { usleep(20_000) }
         #expect(!p.isRunning && p.terminationStatus == 0)
         let text = try String(contentsOfFile: path, encoding: .utf8)

@@ -32,7 +32,7 @@ import Testing
         // The first stdout line names the port; read it with a deadline.
         let fd = out.fileHandleForReading.fileDescriptor
         var line = [UInt8]()
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = TestTime.deadline(30)
         while !line.contains(10) && Date() < deadline {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, 500) > 0 else { continue }

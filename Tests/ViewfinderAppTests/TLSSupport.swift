@@ -94,7 +94,7 @@ func runTool(_ path: String, _ args: [String], stdin: Data? = nil, timeout: Doub
     if p.isRunning {
         timedOut = true
         p.terminate()
-        let grace = Date().addingTimeInterval(5)
+        let grace = TestTime.deadline(5)
         while p.isRunning && Date() < grace { usleep(10_000) }
     }
     let out = (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? ""
