@@ -12,7 +12,7 @@ public enum Credentials: Sendable, Equatable {
     case basic(user: String, password: String)
     case bearer(String)
     case queryToken(String)
-    case digest(algorithm: String)
+    case digest(DigestAnswer)
     /// An Authorization header that is none of the above or does not parse.
     case malformed
 
@@ -28,23 +28,13 @@ public enum Credentials: Sendable, Equatable {
             case "bearer":
                 return rest.isEmpty ? .malformed : .bearer(rest)
             case "digest":
-                let algorithm = Self.parameter("algorithm", in: rest) ?? "MD5"
-                return .digest(algorithm: algorithm.uppercased())
+                return .digest(DigestAnswer(parameters: rest))
             default:
                 return .malformed
             }
         }
         if let queryToken, !queryToken.isEmpty { return .queryToken(queryToken) }
         return .none
-    }
-
-    /// A `name=value` or `name="value"` parameter of a Digest header.
-    static func parameter(_ name: String, in header: String) -> String? {
-        for item in header.split(separator: ",") {
-            let kv = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if kv.count == 2, kv[0].lowercased() == name { return kv[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
-        }
-        return nil
     }
 }
 
@@ -61,9 +51,11 @@ public enum AuthOutcome: Sendable, Equatable {
 /// libmicrohttpd's Digest check for the request at hand: (username, HA1 bytes, algorithm).
 public struct DigestVerifier {
     public var username: String?
+    /// The request's method, which a Digest response covers.
+    public var method: String
     public var check: (_ username: String, _ ha1: [UInt8], _ sha256: Bool) -> DigestResult
-    public init(username: String?, check: @escaping (String, [UInt8], Bool) -> DigestResult) {
-        self.username = username; self.check = check
+    public init(username: String?, method: String, check: @escaping (String, [UInt8], Bool) -> DigestResult) {
+        self.username = username; self.method = method; self.check = check
     }
 }
 
@@ -107,7 +99,8 @@ public final class Authenticator: Sendable {
                 return .failed(reason: "an unknown token")
             }
             return .authenticated(name: t.name, role: t.role)
-        case .digest(let algorithm):
+        case .digest(let answer):
+            let algorithm = answer.algorithm
             guard algorithm == "MD5" || algorithm == "SHA-256" else { return .failed(reason: "Digest algorithm \(algorithm)") }
             guard let name = digest.username else { return .failed(reason: "Digest without a username") }
             guard let u = settings.users.first(where: { $0.name == name }),
@@ -117,7 +110,11 @@ public final class Authenticator: Sendable {
             switch digest.check(name, ha1, algorithm == "SHA-256") {
             case .valid: return .authenticated(name: u.name, role: u.role)
             case .stale: return .stale
-            case .invalid: return .failed(reason: "Digest: wrong response for '\(name)'")
+            case .invalid:
+                // libmicrohttpd also says "invalid" to a right response on a nonce its table
+                // lost (DigestAnswer says why): that one retries on a fresh nonce.
+                if answer.isRight(ha1: ha1, method: digest.method) { return .stale }
+                return .failed(reason: "Digest: wrong response for '\(name)'")
             }
         }
     }

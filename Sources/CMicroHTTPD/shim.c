@@ -204,6 +204,14 @@ static int retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, 
     return p ? 0 : -1;
 }
 
+/* Slots of libmicrohttpd's Digest nonce table (nonce -> highest count seen). 0.9.75 picks a
+ * nonce's slot as hash % size, and its hash of a hex nonce takes about 2^20 values whose low
+ * ten bits take only 128: a power-of-two size such as 1024 used 128 slots, and a page load's
+ * burst of fresh nonces evicted one another (a right answer then fails: DigestAnswer.swift).
+ * A prime size uses every slot; 16381 slots of 145 bytes are 2.3 MB of address space, each
+ * page resident only once a nonce lands in it. */
+#define CMHD_NONCE_SLOTS 16381u
+
 struct MHD_Daemon *cmhd_start(
     unsigned int flags, const struct sockaddr_in *addr,
     MHD_AccessHandlerCallback handler, void *handler_cls,
@@ -216,7 +224,7 @@ struct MHD_Daemon *cmhd_start(
     if (!tls) {
         return MHD_start_daemon(flags, 0, accept, accept_cls, handler, handler_cls,
             MHD_OPTION_DIGEST_AUTH_RANDOM, digest_random_size, digest_random,
-            MHD_OPTION_NONCE_NC_SIZE, (unsigned int)1024,
+            MHD_OPTION_NONCE_NC_SIZE, CMHD_NONCE_SLOTS,
             MHD_OPTION_SOCK_ADDR, addr,
             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
             MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
@@ -227,7 +235,7 @@ struct MHD_Daemon *cmhd_start(
     }
     return MHD_start_daemon(flags | MHD_USE_TLS, 0, accept, accept_cls, handler, handler_cls,
         MHD_OPTION_DIGEST_AUTH_RANDOM, digest_random_size, digest_random,
-        MHD_OPTION_NONCE_NC_SIZE, (unsigned int)1024,
+        MHD_OPTION_NONCE_NC_SIZE, CMHD_NONCE_SLOTS,
         MHD_OPTION_SOCK_ADDR, addr,
         MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
         MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,

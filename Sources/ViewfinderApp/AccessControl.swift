@@ -45,7 +45,7 @@ final class AccessControl: Sendable {
         }
         let realm = settings.realm
         let lifetime = UInt32(settings.nonceLifetime)
-        let verifier = DigestVerifier(username: digest.username) { user, ha1, sha256 in
+        let verifier = DigestVerifier(username: digest.username, method: request.method) { user, ha1, sha256 in
             switch digest.check(realm: realm, username: user, ha1: ha1, algorithm: sha256 ? .sha256 : .md5, nonceLifetime: lifetime) {
             case .valid: .valid
             case .stale: .stale

@@ -173,6 +173,50 @@ import Testing
         }
     }
 
+    /// A page load's burst: 48 fresh nonces (libmicrohttpd binds each to its URL), then each
+    /// answered rightly. None may be refused as wrong; a nonce the table lost is answered
+    /// stale=true, and its fresh nonce lets the client in. With the old table of 1024 slots
+    /// (128 in use) every run had right answers refused, each counted as a failed sign-in: a
+    /// browser asked for the password again, a headless one hung on the prompt.
+    @Test func aBurstOfFreshDigestNoncesIsNeverTakenForWrongCredentials() async throws {
+        var a = try Self.accounts()
+        a.failuresPerMinute = 1000
+        try await withServer({ $0.auth = a }) { _, port in
+            let script = """
+            import hashlib, http.client, json, re, sys
+            h = lambda s: hashlib.md5(s.encode()).hexdigest()
+            ha1 = h("ann:Viewfinder:pass word")
+            def get(path, auth=None):
+                c = http.client.HTTPConnection("127.0.0.1", \(port), timeout=10)
+                c.request("GET", path, headers={"Authorization": auth} if auth else {})
+                r = c.getresponse(); r.read(); c.close()
+                digest = [v for v in r.msg.get_all("WWW-Authenticate") or [] if v.startswith("Digest")]
+                return r.status, (digest[0] if digest else "")
+            def answer(path, challenge):
+                nonce = re.search(r'nonce="([^"]+)"', challenge).group(1)
+                response = h(f"{ha1}:{nonce}:00000001:c0ffee:auth:{h('GET:' + path)}")
+                return get(path, f'Digest username="ann", realm="Viewfinder", nonce="{nonce}", uri="{path}", '
+                                 f'algorithm=MD5, response="{response}", qop=auth, nc=00000001, cnonce="c0ffee"')
+            paths = [f"/api/burst/{i}" for i in range(48)]
+            challenges = {p: get(p)[1] for p in paths}
+            counts = {"in": 0, "stale": 0, "wrong": 0, "other": 0}
+            for p in paths:
+                challenge = challenges[p]
+                for attempt in range(5):
+                    status, challenge = answer(p, challenge)
+                    if status == 401 and "stale=true" in challenge.replace('"', "").lower():
+                        counts["stale"] += 1
+                        continue
+                    counts["in" if status == 404 else "wrong" if status == 401 else "other"] += 1
+                    break
+            print(json.dumps(counts))
+            sys.exit(0 if counts["in"] == len(paths) and counts["wrong"] == 0 and counts["other"] == 0 else 1)
+            """
+            let r = run("/usr/bin/python3", ["-c", script])
+            #expect(r.status == 0, "signed in / answered stale / refused as wrong: \(r.out)")
+        }
+    }
+
     @Test func homeAssistantsDigestFlowAndFFprobeWithCredentialsInTheURL() async throws {
         let a = try Self.accounts()
         try await withServer({ $0.auth = a }) { _, port in

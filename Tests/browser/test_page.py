@@ -120,7 +120,11 @@ def browser():
                 "--disable-gpu", "--no-first-run", "--disable-extensions"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    # A page that never loads fails in 30 s, not chromedriver's 300 (a sign-in prompt, which
+    # headless Chromium shows to no one, holds the load for ever).
+    driver.set_page_load_timeout(30)
+    return driver
 
 
 class ServedPage(unittest.TestCase):
@@ -132,7 +136,6 @@ class ServedPage(unittest.TestCase):
         OUT.mkdir(parents=True, exist_ok=True)
         cls.server = Server(**cls.server_options)
         cls.driver = browser()
-        cls.driver.set_page_load_timeout(30)
 
     @classmethod
     def tearDownClass(cls):
