@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CameraCore", targets: ["CameraCore"]),
         .library(name: "Session", targets: ["Session"]),
         .library(name: "Movie", targets: ["Movie"]),
+        .library(name: "Auth", targets: ["Auth"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

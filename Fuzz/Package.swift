@@ -29,6 +29,8 @@ let package = Package(
             .product(name: "ViewfinderApp", package: "Viewfinder"),
             .product(name: "HTTPServer", package: "Viewfinder"),
         ]),
+        // The Authorization header: Credentials.parse and DigestAnswer (the check behind stale=true).
+        .executableTarget(name: "FuzzAuth", dependencies: ["CFuzzDriver", .product(name: "Auth", package: "Viewfinder")]),
         // MJPEG's lossless rotation/mirror/crop: the tjTransform parameters, and the transform itself.
         .executableTarget(name: "FuzzTransform", dependencies: [
             "CFuzzDriver",
