@@ -13,6 +13,8 @@
 // credentials were": the client retries on the fresh nonce without asking anyone. Who gets in
 // stays libmicrohttpd's decision alone; this check never lets a request through.
 
+import Foundation
+
 public struct DigestAnswer: Sendable, Equatable {
     /// The header's parameters by lower-cased name, values unquoted.
     public let fields: [String: String]
@@ -41,11 +43,13 @@ public struct DigestAnswer: Sendable, Equatable {
                 value = Array(bytes.prefix { $0 != 44 && !space.contains($0) })
                 bytes.removeFirst(value.count)
             }
-            let key = String(decoding: name, as: UTF8.self).trimmingSpaces.lowercased()
+            let key = String(decoding: name, as: UTF8.self).trimmingCharacters(in: Self.spaceOrTab).lowercased()
             fields[key] = String(decoding: value, as: UTF8.self)
         }
         self.fields = fields
     }
+
+    private static let spaceOrTab = CharacterSet(charactersIn: " \t")
 
     /// "MD5" when the header names none (RFC 7616 §3.4), upper-cased.
     public var algorithm: String { (fields["algorithm"] ?? "MD5").uppercased() }
@@ -70,11 +74,5 @@ public struct DigestAnswer: Sendable, Equatable {
             return false
         }
         return Hashes.constantTimeEqual(expected, response)
-    }
-}
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

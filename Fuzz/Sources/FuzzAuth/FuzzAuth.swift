@@ -21,18 +21,19 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // The parameters as any header gives them (Credentials.parse hands what follows "Digest ").
     let answer = DigestAnswer(parameters: header)
 
-    // Round trip: every field quoted and escaped.
+    // Round trip: every field whose name can be written back, quoted and escaped.
     func quoted(_ s: String) -> String {
         "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
-    let names = answer.fields.keys.filter { name in
+    func rendered(_ fields: [String: String]) -> String {
+        fields.keys.sorted().map { "\($0)=\(quoted(fields[$0]!))" }.joined(separator: ", ")
+    }
+    let kept = answer.fields.filter { name, _ in
         !name.isEmpty && name.utf8.allSatisfy { $0 > 32 && $0 != 61 && $0 != 44 && $0 != 34 && $0 < 127 }
     }
-    let rendered = names.sorted().map { "\($0)=\(quoted(answer.fields[$0]!))" }.joined(separator: ", ")
-    let again = DigestAnswer(parameters: rendered)
-    let kept = answer.fields.filter { names.contains($0.key) }
+    let again = DigestAnswer(parameters: rendered(kept))
     if again.fields != kept {
-        fatalError("DigestAnswer round trip: \(kept) -> \(rendered.debugDescription) -> \(again.fields)")
+        fatalError("DigestAnswer round trip: \(kept) -> \(rendered(kept).debugDescription) -> \(again.fields)")
     }
 
     // A right answer over the header's own nonce, uri, nc and cnonce.
@@ -52,7 +53,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         } else {
             fields["response"] = h("\(Hashes.hex(ha1)):\(fields["nonce"]!):\(ha2)")
         }
-        let right = DigestAnswer(parameters: fields.keys.sorted().map { "\($0)=\(quoted(fields[$0]!))" }.joined(separator: ","))
+        let right = DigestAnswer(parameters: rendered(fields))
         guard right.isRight(ha1: ha1, method: "GET") else { fatalError("a right \(algorithm) answer refused: \(fields)") }
         var other = ha1
         other[0] ^= 1
