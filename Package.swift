@@ -40,52 +40,54 @@ let package = Package(
         .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev", "libavutil-dev"])]),
 
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
-        .target(name: "CameraCore"),
-        // A value behind a pthread mutex, the one lock every module uses (ThreadSanitizer sees it).
-        .target(name: "Locking"),
+        .target(name: "CameraCore", dependencies: ["SystemSupport"]),
+        // The system leaf every module stands on: the one lock (a pthread mutex ThreadSanitizer
+        // sees), the typed errno error, thread names, the clocks, the one timer mechanism
+        // (Alarm) and the one atomic file write.
+        .target(name: "SystemSupport"),
         // The encode path's de-interleaves in SSE2/NEON (a C kernel, no system library).
         .target(name: "CPixels"),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CPixels", "CameraCore"]),
         // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
         .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore"]),
-        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes", "Locking"]),
+        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes", "SystemSupport"]),
         // The metadata output's decoder: zbar on a luma plane.
         .target(name: "Metadata", dependencies: ["CZBar", "CameraCore"]),
         // The movie output: fragmented MP4 files, H.264 or MJPEG, repaired after a crash.
-        .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG", "Locking"]),
+        .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG", "SystemSupport"]),
         .target(name: "Session", dependencies: [
-            "CameraCore", "JPEG", "Movie", "Metadata", "Locking",
+            "CameraCore", "JPEG", "Movie", "Metadata", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
-        .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto", "Locking"]),
+        .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto", "SystemSupport"]),
         .target(name: "HTTPServer", dependencies: [
-            "CMicroHTTPD", "Locking",
+            "CMicroHTTPD", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "JPEG", "Movie", "Barcodes", "Session", "HTTPServer", "Auth", "Locking",
+            "CameraCore", "Capture", "JPEG", "Movie", "Barcodes", "Session", "HTTPServer", "Auth", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
-            "ViewfinderApp", "CMalloc", "Locking",
+            "ViewfinderApp", "CMalloc", "SystemSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // `make bench`: times the encode step on a raw frame.
-        .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore"]),
+        .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore", "SystemSupport"]),
 
         // Stateful models of real cameras at the ioctl seam, shared by the test targets.
-        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "Locking"], path: "Tests/CaptureTestSupport"),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes", "Locking"]),
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "SystemSupport"], path: "Tests/CaptureTestSupport"),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes", "SystemSupport"]),
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
-        .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore", "Locking"]),
+        .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore", "SystemSupport"]),
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Movie", "Barcodes", "Metadata", "Locking",
+            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Movie", "Barcodes", "Metadata", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

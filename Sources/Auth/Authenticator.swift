@@ -5,7 +5,7 @@
 // a client's next requests do not pay yescrypt again.
 
 import Foundation
-import Locking
+import SystemSupport
 
 public enum Credentials: Sendable, Equatable {
     case none

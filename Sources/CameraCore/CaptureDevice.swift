@@ -107,4 +107,5 @@ public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
 
 #if canImport(Glibc)
 import Glibc
+import SystemSupport
 #endif

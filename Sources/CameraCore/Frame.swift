@@ -55,19 +55,3 @@ public final class EncodedFrame: Sendable {
         return "\(s)." + String(repeating: "0", count: 6 - frac.count) + frac
     }
 }
-
-public enum Clock {
-    /// Wall-clock seconds since 1970 with microsecond resolution.
-    public static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
-    /// Monotonic seconds, for intervals.
-    public static func monotonic() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}

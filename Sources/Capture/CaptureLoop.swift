@@ -4,7 +4,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 final class CaptureLoop: Sendable {
     private let running = Locked(true)

@@ -3,7 +3,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 import JPEG
 
 public final class ImageCamera: CaptureDevice, Sendable {

@@ -4,7 +4,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 final class PacedCaptureThread: Sendable {
     private let loop: CaptureLoop

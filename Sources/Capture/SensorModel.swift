@@ -5,7 +5,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 /// What the renderer applies to one frame.
 struct Optics: Equatable {

@@ -4,7 +4,7 @@
 import Barcodes
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 public final class SyntheticCamera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor

@@ -5,7 +5,7 @@
 // request (slowloris) would never be answered, so the accept policy also closes connections
 // at once beyond the limit plus `answeredBeyondLimit`: those are never set up at all.
 
-import Locking
+import SystemSupport
 
 final class AddressLimits: Sendable {
     /// Connections beyond an address's limit still accepted, to be told 503.

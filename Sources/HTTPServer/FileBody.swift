@@ -2,7 +2,7 @@
 // can), and the one byte range a request may ask of it (RFC 9110 §14).
 
 import Glibc
-import Locking
+import SystemSupport
 
 /// An open file descriptor and the part of it to send. The response takes the descriptor;
 /// one never handed over is closed when the body goes.

@@ -6,7 +6,7 @@
 import CMicroHTTPD
 import Foundation
 import Logging
-import Locking
+import SystemSupport
 
 // @unchecked: `digestKey` and `listenSocket` are written only by start() and stop(), which
 // the owner calls in order, never concurrently; everything the callbacks share is `shared`.

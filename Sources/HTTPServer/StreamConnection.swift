@@ -4,7 +4,7 @@
 // is remembered (`wakePending`), so none is lost.
 
 import CMicroHTTPD
-import Locking
+import SystemSupport
 
 // @unchecked: `pending` and `offset` are touched only by `read`, on MHD's polling thread;
 // everything another thread sees is in `flags`.

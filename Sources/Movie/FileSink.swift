@@ -5,6 +5,7 @@
 import CFFmpeg
 import CameraCore
 import Glibc
+import SystemSupport
 
 final class FileSink {
     let path: String

@@ -3,6 +3,7 @@
 
 import CFFmpeg
 import CameraCore
+import SystemSupport
 
 public enum MovieError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An FFmpeg call answered a negative AVERROR.

@@ -8,7 +8,7 @@ import CameraCore
 import CFFmpeg
 import Foundation
 import JPEG
-import Locking
+import SystemSupport
 
 public final class MovieRecorder: Sendable {
     public struct Setup: Sendable {

@@ -6,7 +6,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 public final class MovieStore: Sendable {
     public let directory: String
@@ -62,7 +62,7 @@ public final class MovieStore: Sendable {
             guard rename(partialPath(info.id), path(info.id)) == 0 else {
                 throw .system(.last("rename \(path(info.id))"))
             }
-            syncDirectory()
+            AtomicFile.syncDirectory(of: path(info.id))
         }
     }
 
@@ -70,16 +70,7 @@ public final class MovieStore: Sendable {
     private func writeRecord(_ info: MovieInfo) {
         guard let data = try? JSONEncoder().encode(info) else { return }
         let temp = directory + "/.tmp-" + info.id + ".json"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
-        let ok = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
-        close(fd)
-        if !ok || rename(temp, recordPath(info.id)) != 0 { unlink(temp) }
-    }
-
-    private func syncDirectory() {
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        try? AtomicFile.write([UInt8](data), to: recordPath(info.id), temporary: temp, mode: 0o644)
     }
 
     // MARK: - Reading

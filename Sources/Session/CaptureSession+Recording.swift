@@ -7,6 +7,7 @@
 import CameraCore
 import Foundation
 import Movie
+import SystemSupport
 
 extension CaptureSession {
     @discardableResult

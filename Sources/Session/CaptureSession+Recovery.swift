@@ -5,6 +5,7 @@
 
 import CameraCore
 import Movie
+import SystemSupport
 
 /// Reopen delays: a quarter second, doubling to five.
 struct Backoff: Sendable, Equatable {
@@ -76,7 +77,7 @@ extension CaptureSession {
     private func scheduleReconnect(attempt: Int) {
         let delay = recovery.next()
         Task { [weak self] in
-            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            try? await Alarm.sleep(delay)
             await self?.reconnect(attempt: attempt)
         }
     }

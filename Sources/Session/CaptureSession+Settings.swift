@@ -5,6 +5,7 @@
 
 import CameraCore
 import Foundation
+import SystemSupport
 
 extension CaptureSession {
     @discardableResult
@@ -62,7 +63,7 @@ extension CaptureSession {
                 }
             }
             if ending { return }
-            try? await Task.sleep(nanoseconds: 33_000_000)  // about a frame
+            try? await Alarm.sleep(0.033)  // about a frame
         }
     }
 
@@ -143,7 +144,7 @@ extension CaptureSession {
         guard interval > 0 else { return }
         Task { [weak self] in
             while let self, await self.readBackTick(generation: launched) {
-                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+                try? await Alarm.sleep(interval)
             }
         }
     }

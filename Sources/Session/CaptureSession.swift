@@ -12,6 +12,7 @@ import JPEG
 import Logging
 import Metadata
 import Movie
+import SystemSupport
 
 public actor CaptureSession {
     private let executor: DispatchQueueExecutor

@@ -10,7 +10,7 @@
 import CameraCore
 import Foundation
 import JPEG
-import Locking
+import SystemSupport
 
 final class EncodeWorkers: Sendable {
     /// What one hand-over asks of a worker: the preview, photos, or both.

@@ -4,7 +4,7 @@
 // camera's session publishes into the one hub; a subscriber may take one camera's only.
 
 import Movie
-import Locking
+import SystemSupport
 
 /// A movie started or finished (with why, and the movie kept).
 public struct RecordingEvent: Sendable, Equatable, Codable {

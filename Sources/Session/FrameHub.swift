@@ -6,7 +6,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 public final class FrameHub: Sendable {
     /// A parked viewer.

@@ -9,7 +9,7 @@ import Foundation
 import JPEG
 import Logging
 import Movie
-import Locking
+import SystemSupport
 
 final class FramePipeline: Sendable {
     private let hub: FrameHub

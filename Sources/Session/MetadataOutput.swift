@@ -8,7 +8,7 @@ import CameraCore
 import Foundation
 import JPEG
 import Metadata
-import Locking
+import SystemSupport
 
 /// A normalised rectangle of the picture viewers see.
 public struct NormalizedRect: Sendable, Equatable, Codable {

@@ -10,7 +10,7 @@
 // running for its own viewers.
 
 import CameraCore
-import Locking
+import SystemSupport
 
 public final class MultiCamSession: Sendable {
     /// One session per camera, in the cameras' order (`?action=stream_N` counts in it).

@@ -3,7 +3,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 /// A pending photo: fulfilled once by the capture thread, awaited by the HTTP handler.
 public final class CaptureTicket: Sendable {
@@ -28,7 +28,7 @@ public final class CaptureTicket: Sendable {
 
     /// The photo, or nil if the camera stopped or `timeout` seconds passed.
     public func frame(timeout: Double) async -> EncodedFrame? {
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [weak self] in self?.fulfil(nil) }
+        Alarm.after(timeout) { [weak self] in self?.fulfil(nil) }
         return await withCheckedContinuation { c in
             let ready = state.withLock { s -> EncodedFrame?? in
                 if let result = s.result { return result }

@@ -5,7 +5,7 @@
 import CameraCore
 import Foundation
 import JPEG
-import Locking
+import SystemSupport
 
 public struct PhotoInfo: Sendable, Codable, Equatable {
     public var id: String
@@ -53,25 +53,8 @@ public final class PhotoStore: Sendable {
         if let recorded { id += "-" + recorded }
         try turn.withLock { _ throws(SystemError) in
             try ensureDirectory()
-            let final = path(id), temp = directory + "/.tmp-" + id
-            let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw SystemError(call: "open \(temp)", errno: errno) }
-            var ok = true
-            var failure: SystemError?
-            frame.jpeg.withUnsafeBytes { buf in
-                var off = 0
-                while off < buf.count {
-                    let n = write(fd, buf.baseAddress! + off, buf.count - off)
-                    if n < 0 { if errno == EINTR { continue }; failure = SystemError(call: "write \(temp)", errno: errno); ok = false; return }
-                    off += n
-                }
-            }
-            if ok && fsync(fd) != 0 { failure = SystemError(call: "fsync \(temp)", errno: errno); ok = false }
-            close(fd)
-            if ok && rename(temp, final) != 0 { failure = SystemError(call: "rename \(final)", errno: errno); ok = false }
-            if let failure { unlink(temp); throw failure }
-            let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if dfd >= 0 { fsync(dfd); close(dfd) }  // the rename itself is durable
+            // `.tmp-` names are removed at start-up: a crash leaves a whole photo or none.
+            try AtomicFile.write(frame.jpeg, to: path(id), temporary: directory + "/.tmp-" + id, mode: 0o644)
         }
         return PhotoInfo(id: id, bytes: frame.jpeg.count, width: frame.width,
                          height: frame.height, capturedAt: Self.iso(frame.timestamp), camera: recorded)

@@ -8,6 +8,7 @@ import CameraCore
 import Foundation
 import HTTPServer
 import Logging
+import SystemSupport
 
 final class AccessControl: Sendable {
     let settings: AuthSettings
@@ -35,7 +36,7 @@ final class AccessControl: Sendable {
             return nil
         }
         guard let needed = required(request) else { return nil }
-        let now = CameraCore.Clock.monotonic()
+        let now = SystemSupport.Clock.monotonic()
         let address = request.remoteAddress
         if let wait = limiter.retryAfter(address, now: now) {
             let seconds = Int(wait.rounded(.up))

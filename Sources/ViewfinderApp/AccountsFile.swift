@@ -5,6 +5,7 @@
 import Auth
 import Foundation
 import HTTPServer
+import SystemSupport
 
 public enum AccountsFile {
     public struct Failure: Error, CustomStringConvertible {
@@ -90,17 +91,8 @@ public enum AccountsFile {
     }
 
     static func replace(_ path: String, with bytes: [UInt8]) throws(Failure) {
-        var st = stat()
-        let mode = stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0o600
-        let temp = path + ".tmp-\(getpid())"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw Failure(description: "open \(temp): \(String(cString: strerror(errno)))") }
-        let ok = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
-        close(fd)
-        guard ok, rename(temp, path) == 0 else {
-            let e = errno
-            unlink(temp)
-            throw Failure(description: "writing \(path): \(String(cString: strerror(e)))")
+        do throws(SystemError) { try AtomicFile.write(bytes, to: path) } catch {
+            throw Failure(description: "writing \(path): \(error)")
         }
     }
 

@@ -10,7 +10,7 @@ import HTTPServer
 import Logging
 import Movie
 import Session
-import Locking
+import SystemSupport
 
 public final class Application: Sendable {
     public let configuration: Configuration

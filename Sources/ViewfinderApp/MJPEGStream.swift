@@ -15,7 +15,7 @@ import CameraCore
 import Foundation
 import HTTPServer
 import Session
-import Locking
+import SystemSupport
 
 /// Where a viewer's frames come from now: a camera's hub and its part cache.
 typealias FrameSource = @Sendable () -> (FrameHub, PartCache)
@@ -140,7 +140,7 @@ final class EventStream: StreamBody, Sendable {
         let interval = heartbeat
         let timer = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(min(1, interval / 2)))
+                try? await Alarm.sleep(min(1, interval / 2))
                 guard let self else { return }
                 // Due once nothing was sent for a whole interval (events count as beats).
                 let wake = self.beat.withLock { b -> (@Sendable () -> Void)? in

@@ -5,6 +5,7 @@ import CameraCore
 import Foundation
 import HTTPServer
 import Session
+import SystemSupport
 
 extension Application {
     func addSettingRoutes(_ r: inout Router, _ prefix: String, _ lookup: @escaping SessionLookup) {

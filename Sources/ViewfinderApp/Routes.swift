@@ -5,6 +5,7 @@ import CameraCore
 import Foundation
 import HTTPServer
 import Session
+import SystemSupport
 
 struct CameraInfo: Encodable {
     var id: String, name: String, position: String, kind: String

@@ -4,6 +4,7 @@
 
 import CameraCore
 import Foundation
+import SystemSupport
 
 public struct SystemdNotifier: Sendable {
     /// $NOTIFY_SOCKET as systemd gave it.
@@ -55,7 +56,7 @@ public struct SystemdNotifier: Sendable {
                          failed: @escaping @Sendable (SystemError) -> Void) -> Task<Void, Never> {
         Task {
             while true {
-                do { try await Task.sleep(for: interval) } catch { return }  // cancelled
+                do { try await Alarm.sleep(for: interval) } catch { return }  // cancelled
                 await alive()
                 do throws(SystemError) { try notify("WATCHDOG=1") } catch { failed(error) }
             }

@@ -7,6 +7,7 @@
 import CameraCore
 import Foundation
 import JPEG
+import SystemSupport
 
 let args = CommandLine.arguments
 guard args.count >= 5, args[1] == "encode", let width = Int(args[3]), let height = Int(args[4]),

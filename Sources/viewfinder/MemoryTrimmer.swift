@@ -1,4 +1,5 @@
 import CMalloc
+import SystemSupport
 
 /// Gives malloc's free pages back to the system every two seconds.
 ///
@@ -14,7 +15,7 @@ enum MemoryTrimmer {
     static func start() -> Task<Void, Never> {
         Task.detached(priority: .background) {
             while !Task.isCancelled {
-                try? await Task.sleep(for: period)
+                try? await Alarm.sleep(for: period)
                 malloc_trim(0)
             }
         }

@@ -6,7 +6,7 @@ import ArgumentParser
 import CMalloc
 import Dispatch
 import Foundation
-import Locking
+import SystemSupport
 import HTTPServer
 import Logging
 import ViewfinderApp

@@ -10,7 +10,7 @@ import CV4L2
 import CameraCore
 import Foundation
 import Glibc
-import Locking
+import SystemSupport
 import Capture
 
 public func cid(_ v: Int32) -> UInt32 { UInt32(bitPattern: v) }

@@ -5,7 +5,7 @@
 import CameraCore
 import Foundation
 import JPEG
-import Locking
+import SystemSupport
 
 public final class MJPEGTestCamera: CaptureDevice, Sendable {
     public let descriptor = CameraDescriptor(id: "mjpeg", name: "MJPEG test camera", position: .external, kind: .v4l2)

@@ -4,7 +4,7 @@
 import CameraCore
 import Foundation
 import Movie
-import Locking
+import SystemSupport
 import Testing
 
 struct TestError: Error, CustomStringConvertible {

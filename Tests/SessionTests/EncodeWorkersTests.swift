@@ -9,7 +9,7 @@ import CameraCore
 import CaptureTestSupport
 import Foundation
 import JPEG
-import Locking
+import SystemSupport
 import Testing
 @testable import Session
 

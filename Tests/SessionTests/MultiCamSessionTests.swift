@@ -10,6 +10,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import Session
+import SystemSupport
 
 @Suite(.serialized) struct MultiCamSessionTests {
     func camera(_ id: String, _ fake: FakeWebcam, position: CameraDescriptor.Position = .external) -> V4L2Camera {

@@ -6,7 +6,7 @@
 import CameraCore
 import CaptureTestSupport
 import Foundation
-import Locking
+import SystemSupport
 import Testing
 @testable import Session
 

@@ -1,7 +1,7 @@
 import CaptureTestSupport
 import Foundation
 import HTTPServer
-import Locking
+import SystemSupport
 import Testing
 
 /// The built `viewfinder` executable, run as users run it.

@@ -8,6 +8,7 @@ import Foundation
 import HTTPServer
 import Testing
 @testable import ViewfinderApp
+import SystemSupport
 
 /// A SOCK_DGRAM socket bound where a test's NOTIFY_SOCKET points: a path in a fresh
 /// directory, or an abstract name ('@…').

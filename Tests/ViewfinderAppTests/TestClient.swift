@@ -3,7 +3,7 @@
 
 import CaptureTestSupport
 import Foundation
-import Locking
+import SystemSupport
 
 struct TestError: Error, CustomStringConvertible {
     var description: String

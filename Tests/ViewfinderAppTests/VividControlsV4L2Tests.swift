@@ -6,7 +6,7 @@ import CameraCore
 import Capture
 import Foundation
 import Session
-import Locking
+import SystemSupport
 import Testing
 
 /// In V4L2Tests' serialized suite: vivid's nodes can be streamed by one test at a time.

@@ -6,7 +6,7 @@
 
 import CameraCore
 import Foundation
-import Locking
+import SystemSupport
 
 public final class V4L2Camera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor

@@ -5,6 +5,7 @@
 import CV4L2
 import CameraCore
 import Glibc
+import SystemSupport
 
 public final class V4L2Device {
     public let path: String

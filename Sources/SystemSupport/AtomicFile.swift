@@ -1,0 +1,57 @@
+// A whole file or none: the bytes go to a temporary name in the same directory, are made
+// durable (fsync), renamed over the final name, and the directory is made durable so the
+// rename survives a power cut. Photos, movie records and the accounts file are written this
+// way; a crash leaves at most the temporary file, which its owner removes at start-up.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+public enum AtomicFile {
+    /// Writes `bytes` to `path` through `temporary` (default: `path` + ".tmp-PID"), with
+    /// `mode` (default: the mode `path` has now, else 0600). Throws the failed call's error;
+    /// the temporary file never outlives a failure.
+    public static func write(_ bytes: UnsafeRawBufferPointer, to path: String, temporary: String? = nil,
+                             mode: mode_t? = nil) throws(SystemError) {
+        let temp = temporary ?? path + ".tmp-\(getpid())"
+        var st = stat()
+        let mode = mode ?? (stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0o600)
+        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw .last("open \(temp)") }
+        var failure: SystemError?
+        var off = 0
+        while off < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = .last("write \(temp)")
+                break
+            }
+            off += n
+        }
+        if failure == nil && fsync(fd) != 0 { failure = .last("fsync \(temp)") }
+        close(fd)
+        if failure == nil && rename(temp, path) != 0 { failure = .last("rename \(path)") }
+        if let failure {
+            unlink(temp)
+            throw failure
+        }
+        syncDirectory(of: path)
+    }
+
+    public static func write(_ bytes: [UInt8], to path: String, temporary: String? = nil, mode: mode_t? = nil) throws(SystemError) {
+        let done = bytes.withUnsafeBytes { b in
+            Result { () throws(SystemError) in try write(b, to: path, temporary: temporary, mode: mode) }
+        }
+        try done.get()
+    }
+
+    /// Makes a rename or a new name in `path`'s directory durable (best effort: a directory
+    /// that cannot be opened read-only is left to the file system's own ordering).
+    public static func syncDirectory(of path: String) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+}
