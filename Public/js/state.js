@@ -1,0 +1,220 @@
+// The page's one store: what the server said (the main session's state, the cameras), who
+// the person is, how the connections are, and what the sections share (busy calls, the codes
+// in view and seen). It is the only module that writes these: everything else reads `store`
+// (which refuses writes) and changes it through the named functions below, which then tell
+// the topics' subscribers (main.js wires them to the sections' renderers). Nothing here
+// touches the DOM or the network.
+
+const RECENT_CODES = 10; // codes listed under the page, newest first
+
+const data = {
+  state: null,             // the latest SessionState of the main session
+  cameras: [],             // GET /api/cameras, each camera's state, recording and main kept current by events
+  caps: null,              // capabilities of the camera the controls were built for
+  builtFor: null,          // camera id the controls were built for
+  viewOnly: false,         // signed in as a viewer: the controls are shown but cannot be used
+  signedInAs: "",          // the name GET /api/me says
+  eventsDown: true,        // the event stream is not (yet, or no longer) connected
+  streamDown: false,       // the preview stream failed and waits to retry
+  paused: document.hidden, // a hidden page streams nothing
+  lastMainAt: 0,           // when the main session's last state arrived (performance.now())
+  tileStreamLimit: 3,      // live tiles beyond the main preview; further running cameras refresh from snapshots
+  recordBusy: false,       // a recording start or stop on its way: one click at a time
+  codesBusy: 0,            // metadata calls on their way: the checkboxes keep what was clicked
+  codeObjects: [],         // the codes the overlay shows: the main session's, in view now
+  recentCodes: [],         // {camera, key, code, when} of the codes seen, newest first
+};
+const codesSeen = new Map(); // camera id → the codes (type + value) it had in view, so each sighting is listed once
+
+/** The store, read-only: `store.state`, `store.cameras`, … Writing a field throws. */
+export const store = new Proxy(data, {
+  set(_, key) { throw new TypeError(`store.${String(key)} is written by state.js's functions only`); },
+  deleteProperty(_, key) { throw new TypeError(`store.${String(key)} is written by state.js's functions only`); },
+  defineProperty(_, key) { throw new TypeError(`store.${String(key)} is written by state.js's functions only`); },
+});
+
+// MARK: - Subscriptions
+
+// Each topic names what changed; its subscribers run in the order they subscribed.
+const topics = {
+  main: [],             // (state) the main session's state is new: the main view renders from it
+  cameras: [],          // the camera list, or a camera's run state or main mark: the tiles
+  "unknown-camera": [], // (id) a state came for a camera not listed: list them again
+  connection: [],       // eventsDown or streamDown
+  role: [],             // viewOnly (GET /api/me answered)
+  recording: [],        // recordBusy, or the main session's recording ended here
+  codes: [],            // the codes in view on the main session (codeObjects)
+  "codes-busy": [],     // a metadata call finished
+  "recent-codes": [],   // recentCodes
+  tiles: [],            // tileStreamLimit
+};
+
+/** Calls `fn` whenever `topic` changes. */
+export function subscribe(topic, fn) {
+  if (!topics[topic]) throw new TypeError(`no topic ${topic}`);
+  topics[topic].push(fn);
+}
+
+function emit(topic, ...args) {
+  for (const fn of topics[topic]) fn(...args);
+}
+
+// MARK: - Readers
+
+/** The main session's metadata output, or null from a server without one (no `metadata`). */
+export function mainMetadata() {
+  const s = data.state;
+  return s && s.metadata && typeof s.metadata === "object" ? s.metadata : null;
+}
+
+/** The main session's recording, or null from a server that cannot record (no `recording`). */
+export function mainRecording() {
+  const s = data.state;
+  return s && s.recording && typeof s.recording === "object" ? s.recording : null;
+}
+
+// MARK: - Session states and cameras
+
+/** Every camera's SessionState (events, call answers, polls) goes through here: it updates
+ *  that camera's entry (its tile), and only the main session's (`main`: true) reaches the
+ *  main view. */
+export function applyState(s) {
+  const cam = data.cameras.find((c) => c.id === s.camera.id);
+  if (!cam) {
+    emit("unknown-camera", s.camera.id); // a camera we haven't listed
+  } else {
+    cam.state = s.state;
+    cam.recording = !!(s.recording && s.recording.active); // servers before movies send no `recording`
+    if (s.main === true) for (const c of data.cameras) c.main = c.id === cam.id;
+    else if (s.main === false) cam.main = false;
+    emit("cameras");
+  }
+  if (s.main === false) return; // servers before several cameras send no `main`
+  data.lastMainAt = performance.now();
+  setMainState(s);
+}
+
+/** The main session's state is `s`: the codes it has in view join the list, and the main
+ *  view renders it. */
+export function setMainState(s) {
+  data.state = s;
+  const md = mainMetadata();
+  const objects = md && Array.isArray(md.objects) ? md.objects : [];
+  if (md) noteCodes(s.camera.id, objects, null);
+  data.codeObjects = objects;
+  emit("main", s);
+}
+
+/** GET /api/cameras answered: the tiles, and the main view once its camera is listed. */
+export function setCameras(cameras) {
+  data.cameras = cameras;
+  emit("cameras");
+  if (data.state && cameras.some((c) => c.id === data.state.camera.id)) setMainState(data.state);
+}
+
+/** The controls were built from `cam`'s capabilities. */
+export function controlsBuiltFor(cam) {
+  data.caps = cam.capabilities;
+  data.builtFor = cam.id;
+}
+
+/** GET /api/me answered: a viewer watches; the controls are shown but cannot be used. */
+export function setRole(me) {
+  data.viewOnly = me.role === "viewer";
+  data.signedInAs = me.name || "";
+  emit("role");
+}
+
+/** The tiles that may stream live at once (beyond the main preview). */
+export function setTileStreamLimit(n) {
+  data.tileStreamLimit = Number(n);
+  emit("tiles");
+}
+
+// MARK: - Connections
+
+export function setEventsDown(down) {
+  if (data.eventsDown === down) return;
+  data.eventsDown = down;
+  emit("connection");
+}
+
+export function setStreamDown(down) {
+  if (data.streamDown === down) return;
+  data.streamDown = down;
+  emit("connection");
+}
+
+/** The page was hidden or shown again (preview.js stops and starts its streams). */
+export function setPaused(paused) {
+  data.paused = paused;
+}
+
+// MARK: - Recording
+
+export function setRecordBusy(busy) {
+  data.recordBusy = busy;
+  emit("recording");
+}
+
+/** A recording we know has ended: the button stops counting now, without waiting for the
+ *  state (which a poll on its way must not undo). */
+export function endRecording(id) {
+  const rec = mainRecording();
+  if (!rec || !rec.active || (id && rec.id !== id)) return;
+  data.state = Object.assign({}, data.state, { recording: Object.assign({}, rec, { active: false }) });
+  data.lastMainAt = performance.now();
+  emit("recording");
+}
+
+// MARK: - Codes
+
+/** A metadata call is on its way. */
+export function beginCodesCall() { data.codesBusy++; }
+
+/** A metadata call has answered (or failed). */
+export function endCodesCall() {
+  data.codesBusy--;
+  emit("codes-busy");
+}
+
+/** `event: metadata` (any camera's): the codes in view changed. Every camera's new codes
+ *  join the list; the main session's move the boxes. */
+export function applyMetadata(event) {
+  const objects = Array.isArray(event.objects) ? event.objects : [];
+  const s = data.state;
+  const main = !!s && (!event.camera || event.camera === s.camera.id);
+  if (noteCodes(event.camera || (s && s.camera.id), objects, event.timestamp)) emit("recent-codes");
+  if (!main || !mainMetadata()) return;
+  data.lastMainAt = performance.now(); // a state asked for before this has older codes: the poll drops it
+  data.state = Object.assign({}, s, { metadata: Object.assign({}, s.metadata, { objects }) });
+  data.codeObjects = objects;
+  emit("codes");
+}
+
+/** Identifies a code for "seen before": its type, encoding and value. */
+function codeKey(o) { return `${o.type}\n${o.encoding || ""}\n${o.value}`; }
+
+/** Codes `camera` has in view now: those it did not have before join the list (once each).
+ *  True when the list changed. */
+function noteCodes(camera, objects, timestamp) {
+  const before = codesSeen.get(camera) || new Set(), now = new Set();
+  const when = Number.isFinite(timestamp) && timestamp > 0 ? new Date(timestamp * 1000) : new Date();
+  const recent = data.recentCodes;
+  let added = false;
+  for (const o of objects) {
+    if (!o || o.value === undefined || o.value === null) continue;
+    const key = codeKey(o);
+    if (now.has(key)) continue;
+    now.add(key);
+    if (before.has(key)) continue;
+    // Seen again: it moves to the top with its new time.
+    const again = recent.findIndex((r) => r.camera === camera && r.key === key);
+    if (again >= 0) recent.splice(again, 1);
+    recent.unshift({ camera, key, code: o, when });
+    added = true;
+  }
+  codesSeen.set(camera, now);
+  if (recent.length > RECENT_CODES) recent.length = RECENT_CODES;
+  return added;
+}

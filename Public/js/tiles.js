@@ -1,0 +1,128 @@
+// The strip of camera tiles: every camera, each running one live (within the browser's
+// connection budget), with a button to start or stop it; click one to make it the main
+// view. Rendered from the store's cameras; its picture timers are its own.
+
+import { $ } from "./page.js";
+import { call, cameraPath } from "./api.js";
+import { store } from "./state.js";
+
+// Live tiles beyond the main preview each hold a connection (the browser allows six per
+// server, the event stream and the preview take two): store.tileStreamLimit of them.
+const TILE_FPS = 5;
+const tileTimers = new Map(); // camera id → snapshot refresh or stream retry timer
+
+function tileFor(cam) {
+  let li = [...$("tiles").children].find((el) => el.dataset.camera === cam.id);
+  if (li) return li;
+  li = document.createElement("li");
+  li.className = "tile";
+  li.dataset.camera = cam.id;
+  const pick = document.createElement("button");
+  pick.type = "button";
+  pick.className = "tile-pick";
+  pick.addEventListener("click", () => {
+    const c = store.cameras.find((x) => x.id === li.dataset.camera);
+    if (store.viewOnly || !c || c.main) return;
+    call("/api/session/switch", { camera: c.id });
+  });
+  const picture = document.createElement("span");
+  picture.className = "tile-picture";
+  const label = document.createElement("span");
+  label.className = "tile-label";
+  const name = document.createElement("span");
+  name.className = "tile-name";
+  const st = document.createElement("span");
+  st.className = "tile-state";
+  label.append(name, st);
+  pick.append(picture, label);
+  const power = document.createElement("button");
+  power.type = "button";
+  power.className = "tile-power";
+  power.addEventListener("click", () => {
+    const c = store.cameras.find((x) => x.id === li.dataset.camera);
+    if (store.viewOnly || !c) return;
+    call(`${cameraPath(c.id)}/${c.state === "running" || c.state === "interrupted" ? "stop" : "start"}`);
+  });
+  li.append(pick, power);
+  return li;
+}
+
+/** The picture a tile shows: the main camera's is the preview's own request (the browser
+ *  loads the same URL once); another running camera's is its stream at a few frames a
+ *  second, or its snapshot once the live tiles are used up. */
+function tileSource(cam, live) {
+  if (store.paused || cam.state !== "running") return null;
+  if (cam.main) return { url: $("preview").getAttribute("src") };
+  if (live) return { url: `/cameras/${encodeURIComponent(cam.id)}/stream?fps=${TILE_FPS}` };
+  return { url: `/cameras/${encodeURIComponent(cam.id)}/snapshot`, snapshot: true };
+}
+
+export function renderTiles() {
+  const strip = $("tiles"), cameras = store.cameras, viewOnly = store.viewOnly;
+  strip.hidden = cameras.length < 2; // one camera: the main view says it all
+  let live = 0;
+  const items = cameras.map((cam) => {
+    const li = tileFor(cam);
+    li.className = `tile ${cam.state || "idle"}${cam.main ? " main" : ""}${cam.recording ? " recording" : ""}`;
+    const pick = li.querySelector(".tile-pick"), power = li.querySelector(".tile-power");
+    li.querySelector(".tile-name").textContent = cam.name;
+    li.querySelector(".tile-state").textContent = (cam.state || "idle") + (cam.main ? " · main" : "");
+    pick.title = cam.main ? `${cam.name}: in the main view` : `Show ${cam.name} in the main view`;
+    pick.setAttribute("aria-label", `${cam.name}, ${cam.state || "idle"}${cam.main ? ", in the main view" : ", show in the main view"}`);
+    if (cam.main) pick.setAttribute("aria-current", "true"); else pick.removeAttribute("aria-current");
+    pick.disabled = viewOnly;
+    const running = cam.state === "running" || cam.state === "interrupted";
+    power.textContent = running ? "■" : "▶";
+    power.title = `${running ? "Stop" : "Start"} ${cam.name}`;
+    power.setAttribute("aria-label", power.title);
+    power.disabled = viewOnly;
+    const source = tileSource(cam, !cam.main && cam.state === "running" && live < store.tileStreamLimit);
+    if (source && !cam.main && !source.snapshot) live++;
+    showTilePicture(li, cam, source);
+    return li;
+  });
+  // Keep the elements (and their streams) that stay; drop the cameras that went.
+  items.forEach((li, i) => { if (strip.children[i] !== li) strip.insertBefore(li, strip.children[i] || null); });
+  while (strip.children.length > items.length) {
+    const gone = strip.lastElementChild;
+    showTilePicture(gone, { id: gone.dataset.camera }, null);
+    gone.remove();
+  }
+}
+
+function showTilePicture(li, cam, source) {
+  let img = li.querySelector("img");
+  const want = source ? source.url : null;
+  if (!want) {
+    clearTimeout(tileTimers.get(cam.id)); tileTimers.delete(cam.id);
+    if (img) { img.removeAttribute("src"); img.remove(); } // closes its stream
+    return;
+  }
+  if (!img) {
+    img = document.createElement("img");
+    img.alt = ""; img.draggable = false;
+    img.addEventListener("load", () => { img.dataset.retries = "0"; });
+    // A live tile that drops comes back after a while, as the preview does.
+    img.addEventListener("error", () => {
+      if (!img.isConnected || !img.getAttribute("src") || img.dataset.kind !== "stream") return;
+      const n = Number(img.dataset.retries || 0);
+      img.dataset.retries = String(n + 1);
+      clearTimeout(tileTimers.get(cam.id));
+      tileTimers.set(cam.id, setTimeout(() => { img.dataset.url = ""; renderTiles(); }, Math.min(10000, 1000 * 2 ** n)));
+    });
+    li.querySelector(".tile-picture").append(img);
+  }
+  if (img.dataset.url === want) return;
+  clearTimeout(tileTimers.get(cam.id)); tileTimers.delete(cam.id);
+  img.dataset.url = want;
+  img.dataset.kind = source.snapshot ? "snapshot" : cam.main ? "main" : "stream";
+  if (source.snapshot) {
+    const refresh = () => {
+      img.src = `${want}?${Date.now()}`;
+      tileTimers.set(cam.id, setTimeout(refresh, 2000));
+    };
+    refresh();
+  } else {
+    img.src = img.dataset.kind === "stream" && Number(img.dataset.retries) > 0 ? `${want}&${Date.now()}` : want;
+  }
+}
