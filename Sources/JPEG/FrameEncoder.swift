@@ -13,11 +13,15 @@ public final class FrameEncoder {
     public init() {}
 
     /// The frame as a JPEG at `quality` through `transform`; `.s420` halves the chroma rows
-    /// of what it encodes (a camera's own JPEG stays as the camera made it).
+    /// of what it encodes (a camera's own JPEG stays as the camera made it). With `framing`
+    /// the result is the wire part around the JPEG, made by the copy that takes the JPEG out
+    /// of libturbojpeg (or, passed through, out of the frame).
     public func encode(_ frame: borrowing RawFrame, quality: Int, transform: FrameTransform,
-                       subsampling: ChromaSubsampling = .s422) throws(JPEGError) -> EncodedImage {
+                       subsampling: ChromaSubsampling = .s422, framing: JPEGFraming? = nil) throws(JPEGError) -> EncodedImage {
         if encoder == nil { encoder = try JPEGEncoder() }
         encoder!.subsampling = subsampling
+        encoder!.framing = framing
+        defer { encoder!.framing = nil }
         let f = frame.format
         switch f.pixelFormat {
         case .mjpeg where transform.isIdentity:
@@ -28,7 +32,7 @@ public final class FrameEncoder {
             guard frame.bytes.count >= 4, frame.bytes[0] == 0xFF, frame.bytes[1] == 0xD8 else {
                 throw JPEGError(call: "MJPEG frame", message: "\(frame.bytes.count) bytes without a JPEG start marker (FF D8)")
             }
-            return EncodedImage(jpeg: Array(frame.bytes), width: f.width, height: f.height)
+            return Self.image(frame.bytes, framing, width: f.width, height: f.height)
         case .mjpeg where transform.zoom > 1.0001:
             // Digital zoom keeps the frame's size, as on every format: decode, crop, encode.
             if recoder == nil { recoder = try JPEGRecoder() }
@@ -37,11 +41,18 @@ public final class FrameEncoder {
             // Rotation and mirroring alone stay lossless: no decode, no re-encode.
             if transformer == nil { transformer = try JPEGTransformer() }
             let t = try transformer!.apply(frame.bytes, transform)
-            return EncodedImage(jpeg: t.jpeg, width: t.width, height: t.height)
+            guard let framing else { return EncodedImage(jpeg: t.jpeg, width: t.width, height: t.height) }
+            return t.jpeg.withUnsafeBytes { Self.image($0, framing, width: t.width, height: t.height) }  // a second copy: tjTransform allocates its own output
         default:
             // Every raw format; zoom and orientation are applied while it is gathered.
             return try encoder!.encode(frame.bytes, format: f.pixelFormat, width: f.width, height: f.height,
                                        stride: frame.stride, quality: quality, transform: transform)
         }
+    }
+
+    private static func image(_ jpeg: UnsafeRawBufferPointer, _ framing: JPEGFraming?, width: Int, height: Int) -> EncodedImage {
+        guard let framing else { return EncodedImage(jpeg: Array(jpeg), width: width, height: height) }
+        let (bytes, range) = framing.wrap(jpeg)
+        return EncodedImage(bytes: bytes, jpegRange: range, width: width, height: height)
     }
 }

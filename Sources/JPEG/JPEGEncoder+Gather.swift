@@ -62,7 +62,7 @@ extension JPEGEncoder {
                 return try compressPacked(p, width: outW, pitch: outW * 3, height: outH, order: TJPF_RGB, quality: quality)
             }
         }
-        return EncodedImage(jpeg: jpeg, width: outW, height: outH)
+        return EncodedImage(bytes: jpeg, jpegRange: emitted, width: outW, height: outH)
     }
 
     /// The tables for the luma plane and, for colour YUV, one set shared by U and V

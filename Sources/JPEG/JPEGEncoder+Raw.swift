@@ -22,7 +22,7 @@ extension JPEGEncoder {
         }
         if transform.isIdentity,
            let jpeg = try encodeDirect(bytes, format: format, width: width, height: height, stride: stride, quality: quality) {
-            return EncodedImage(jpeg: jpeg, width: width, height: height)
+            return EncodedImage(bytes: jpeg, jpegRange: emitted, width: width, height: height)
         }
         let layout = RawLayout(format, width: width, height: height, stride: stride)!
         return try encodeGathered(bytes, format: format, layout: layout, width: width, height: height,

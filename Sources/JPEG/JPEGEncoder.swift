@@ -1,16 +1,32 @@
 // Encodes raw camera frames to JPEG with libturbojpeg. One encoder per thread: it owns a
 // tjhandle and reusable plane and output buffers, so steady-state encoding allocates only
-// the final [UInt8] handed to viewers.
+// the final [UInt8] handed to viewers (framed as the wire part when FrameEncoder asks).
 
 import CPixels
 import CTurboJPEG
 import CameraCore
 
-/// A JPEG and its size after the transform (90° and 270° swap width and height).
+/// A JPEG and its size after the transform (90° and 270° swap width and height); framed
+/// (JPEGFraming), the bytes hold the wire part and the JPEG is the part's `jpegRange`.
 public struct EncodedImage: Sendable {
-    public let jpeg: [UInt8]
+    public let bytes: [UInt8]
+    public let jpegRange: Swift.Range<Int>
     public let width: Int
     public let height: Int
+
+    public init(jpeg: [UInt8], width: Int, height: Int) {
+        self.init(bytes: jpeg, jpegRange: jpeg.indices, width: width, height: height)
+    }
+
+    public init(bytes: [UInt8], jpegRange: Swift.Range<Int>, width: Int, height: Int) {
+        self.bytes = bytes
+        self.jpegRange = jpegRange
+        self.width = width
+        self.height = height
+    }
+
+    /// The JPEG alone (a copy only when it is framed).
+    public var jpeg: [UInt8] { jpegRange == bytes.indices ? bytes : Array(bytes[jpegRange]) }
 }
 
 public final class JPEGEncoder {
@@ -22,6 +38,10 @@ public final class JPEGEncoder {
     private var outputCapacity = 0
     /// `.s420`: 4:2:2 and RGB sources are compressed as 4:2:0 (every other chroma row).
     public var subsampling: ChromaSubsampling = .s422
+    /// Laid around each JPEG as it leaves libturbojpeg's buffer (FrameEncoder sets it per
+    /// frame); `emitted` is where the last JPEG sits in what was returned.
+    var framing: JPEGFraming?
+    private(set) var emitted: Swift.Range<Int> = 0..<0
 
     public init() throws(JPEGError) {
         guard let h = tjInitCompress() else { throw JPEGError.last("tjInitCompress", nil) }
@@ -143,7 +163,7 @@ public final class JPEGEncoder {
         let rc = tjCompress2(handle, pixels, Int32(width), Int32(pitch), Int32(height), Int32(order.rawValue), &out, &size,
                              Int32(sampling.rawValue), Int32(min(max(quality, 1), 100)), TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
         guard rc == 0, let out else { throw JPEGError.last("tjCompress2", handle) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(size)))
+        return emit(out, Int(size))
     }
 
     func compressPlanes(_ planes: [UnsafePointer<UInt8>], strides: [Int32], width: Int,
@@ -158,6 +178,18 @@ public final class JPEGEncoder {
                                          Int32(height), Int32(subsampling.rawValue), &out, &size, q,
                                          TJFLAG_NOREALLOC | TJFLAG_FASTDCT)
         guard rc == 0, let out else { throw JPEGError.last("tjCompressFromYUVPlanes", handle) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(size)))
+        return emit(out, Int(size))
+    }
+
+    /// The one copy out of libturbojpeg's buffer: the JPEG alone, or framed.
+    private func emit(_ out: UnsafeMutablePointer<UInt8>, _ count: Int) -> [UInt8] {
+        let jpeg = UnsafeRawBufferPointer(start: out, count: count)
+        guard let framing else {
+            emitted = 0..<count
+            return Array(jpeg)
+        }
+        let (bytes, range) = framing.wrap(jpeg)
+        emitted = range
+        return bytes
     }
 }

@@ -1,6 +1,7 @@
-// The movie output (AVCaptureMovieFileOutput's part here). The capture thread offers each
-// frame; the recorder copies the ones it wants into a short queue (never blocking: a full
-// queue drops the frame and counts it) and its own thread converts, encodes and writes them.
+// The movie output (AVCaptureMovieFileOutput): a CaptureOutput that wants every frame while
+// recording (a timelapse: the frames it is due). Frames go through a FrameHandoff queue of
+// `queueLimit` (never blocking the capture thread: a full queue drops the frame and counts
+// it) to the recorder's own thread, which converts, encodes and writes them.
 // The movie's clock is the frames' capture time, so it lasts as long as the recording did
 // even when frames were dropped; a timelapse's is its frame count at its own rate.
 
@@ -10,7 +11,7 @@ import Foundation
 import JPEG
 import SystemSupport
 
-public final class MovieRecorder: Sendable {
+public final class MovieRecorder: CaptureOutput {
     public struct Setup: Sendable {
         public var id: String
         public var camera: String?
@@ -44,27 +45,22 @@ public final class MovieRecorder: Sendable {
     private let store: MovieStore
     private let onEnd: @Sendable (RecordingOutcome) -> Void
     private let shared = Locked(Shared())
-    private let wake = DispatchSemaphore(value: 0)
+    /// The recorder's thread and the frames waiting for it (at most `queueLimit`).
+    private let handoff: FrameHandoff<Job>
 
-    private struct Pending {
-        var buffer: [UInt8]
-        var count: Int
-        var stride: Int
-        var timestamp: Double
+    struct Job: Sendable {
+        /// The digital zoom at this frame (rotation and mirror are the file's, fixed).
         var zoom: Double
     }
 
     private struct Shared {
-        var queue: [Pending] = []
-        var spare: [[UInt8]] = []
         var ending: (reason: RecordingEndReason, message: String?)?
+        /// The recorder ended the movie itself (a limit, a full disk): frames still queued are not written.
+        var stoppedItself = false
         var lastTaken: Double?
         var requested = 0
         var frames = 0
         var bytes: Int64 = 0
-        var dropped = 0
-        /// Frames taken and not yet written (queued or being encoded).
-        var backlog = 0
         var duration = 0.0
         var outcome: RecordingOutcome?
         var waiters: [CheckedContinuation<RecordingOutcome, Never>] = []
@@ -80,55 +76,79 @@ public final class MovieRecorder: Sendable {
         startedAt = Clock.now()
         try store.ensureDirectory()
         let work = try Work(setup, path: store.partialPath(setup.id))
-        let thread = Thread { [self] in ThreadName.set("movie"); run(work) }
-        thread.name = "viewfinder.movie"
-        thread.start()
+        let shared = self.shared, stoppedItself = self.stoppedItself
+        handoff = FrameHandoff(name: "movie", policy: .queue(limit: Self.queueLimit)) {
+            { frame, job in
+                guard !shared.withLock({ $0.stoppedItself }) else { return }
+                let stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom,
+                                      options: setup.options)
+                let ended = shared.withLock { s -> Bool in
+                    s.frames = work.writer.frames
+                    s.bytes = work.writer.bytes
+                    s.duration = Double(work.writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)
+                    guard let stop, s.ending == nil else { return false }
+                    s.ending = stop
+                    s.stoppedItself = true
+                    return true
+                }
+                if ended { stoppedItself.withLock { $0 }?() }
+            }
+        }
+        self.work = work
+        stoppedItself.withLock { $0 = { [weak self] in self?.close() } }
     }
+
+    /// Closes the recording from its own thread when a limit or a full disk ended it (set
+    /// once `self` exists; the thread's work is made before).
+    private let stoppedItself = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// The writer and its encoder, used by the recorder's thread alone (and, once that thread
+    /// has worked off every frame, by `complete` on it).
+    private let work: Work
 
     private static let quietLibraries: Void = { av_log_set_level(AV_LOG_ERROR) }()
 
     public var id: String { setup.id }
 
     public var status: RecordingStatus {
-        shared.withLock { s in
+        let dropped = Int(handoff.dropped)
+        return shared.withLock { s in
             RecordingStatus(active: s.outcome == nil, id: setup.id, codec: setup.options.codec,
                             startedAt: StoredName.iso8601(startedAt), duration: s.duration, frames: s.frames,
-                            bytes: s.bytes, dropped: s.dropped, timelapse: setup.options.timelapse)
+                            bytes: s.bytes, dropped: dropped, timelapse: setup.options.timelapse)
         }
     }
 
     /// Frames taken and not yet written: 0 when the recorder has caught up.
-    public var backlog: Int { shared.withLock { $0.backlog } }
+    public var backlog: Int { handoff.backlog }
 
-    // MARK: - The capture thread's side
+    // MARK: - The capture thread's side (CaptureOutput)
 
-    /// Takes the frame if the recording wants it. Never blocks on the encoder.
-    public func offer(_ frame: borrowing RawFrame, transform: @autoclosure () -> FrameTransform) {
+    /// Recording, and (a timelapse) its next frame is due.
+    public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool {
         let t = frame.timestamp
-        let taken = shared.withLock { s -> [UInt8]?? in
-            guard s.ending == nil, s.outcome == nil else { return nil }
+        return shared.withLock { s -> Bool in
+            guard s.ending == nil, s.outcome == nil else { return false }
             if let lapse = setup.options.timelapse {
                 switch lapse.trigger {
                 case .interval:
-                    if let last = s.lastTaken, t - last < (lapse.interval ?? 1) - 0.002 { return nil }
+                    if let last = s.lastTaken, t - last < (lapse.interval ?? 1) - 0.002 { return false }
                 case .api:
-                    guard s.requested > 0 else { return nil }
-                    s.requested -= 1
+                    guard s.requested > 0 else { return false }
                 }
             }
-            guard s.queue.count < Self.queueLimit else { s.dropped += 1; return nil }
-            s.lastTaken = t
-            return .some(s.spare.popLast())
+            return true
         }
-        guard case .some(let spare) = taken else { return }
-        // Copied outside the lock: the status never waits for a frame's bytes.
-        let n = frame.bytes.count
-        var buffer = spare ?? []
-        if buffer.count < n { buffer = [UInt8](repeating: 0, count: n) }
-        buffer.withUnsafeMutableBytes { $0.copyMemory(from: frame.bytes) }
-        let pending = Pending(buffer: buffer, count: n, stride: frame.stride, timestamp: t, zoom: transform().zoom)
-        shared.withLock { $0.queue.append(pending); $0.backlog += 1 }
-        wake.signal()
+    }
+
+    /// Queues the frame for the recorder's thread (a full queue drops it and counts it).
+    public func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
+        let t = frame.timestamp
+        guard handoff.submit(frame, Job(zoom: context.transform.zoom)) else { return }
+        shared.withLock { s in
+            s.lastTaken = t
+            if setup.options.timelapse?.trigger == .api { s.requested -= 1 }
+        }
     }
 
     // MARK: - The session's side
@@ -144,7 +164,20 @@ public final class MovieRecorder: Sendable {
             s.ending = (reason, nil)
             return true
         }
-        if first { wake.signal() }
+        if first { close() }
+    }
+
+    /// No more frames; once those queued are worked off, the file is completed on the
+    /// recorder's thread (`finish(then:)` never waits, so the thread may call it too).
+    /// Idempotent: the completion runs once.
+    private func close() {
+        handoff.finish { [self] in
+            let ending = shared.withLock { s -> (reason: RecordingEndReason, message: String?)? in
+                guard s.outcome == nil else { return nil }
+                return s.ending ?? (.stopped, nil)
+            }
+            if let ending { complete(work, ending) }
+        }
     }
 
     /// How the recording ended, once the file is complete.
@@ -160,36 +193,6 @@ public final class MovieRecorder: Sendable {
     }
 
     // MARK: - The recorder's thread
-
-    private func run(_ work: Work) {
-        while true {
-            wake.wait()
-            let (next, ending) = shared.withLock { s in
-                s.queue.isEmpty ? (nil, s.ending) : (s.queue.removeFirst(), nil)
-            }
-            if var item = next {
-                let stop = item.buffer.withUnsafeBytes { b in
-                    work.write(UnsafeRawBufferPointer(rebasing: b[..<item.count]), stride: item.stride,
-                               timestamp: item.timestamp, zoom: item.zoom, options: setup.options)
-                }
-                shared.withLock { s in
-                    s.frames = work.writer.frames
-                    s.bytes = work.writer.bytes
-                    s.duration = Double(work.writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)
-                    s.backlog -= 1
-                    item.count = 0
-                    if s.spare.count < Self.queueLimit { s.spare.append(item.buffer) }
-                    if let stop, s.ending == nil { s.ending = stop }
-                }
-                if stop != nil { wake.signal() }
-                continue
-            }
-            if let ending {
-                complete(work, ending)
-                return
-            }
-        }
-    }
 
     private func complete(_ work: Work, _ ending: (reason: RecordingEndReason, message: String?)) {
         var reason = ending.reason, message = ending.message

@@ -56,16 +56,16 @@ extension CaptureSession {
     func endRecording(_ reason: RecordingEndReason) {
         guard let r = recorder else { return }
         recorder = nil
-        pipeline?.attach(nil)
+        pipeline?.detach(r)
         r.finish(reason)
         logger.info("camera \(camera.descriptor.id) recording \(r.id) ends: \(reason.rawValue)")
     }
 
     /// The recorder's thread finished the file (asked to, or by itself: a limit, a full disk).
     func recordingEnded(_ outcome: RecordingOutcome) {
-        if recorder?.id == outcome.id {
+        if let r = recorder, r.id == outcome.id {
             recorder = nil
-            pipeline?.attach(nil)
+            pipeline?.detach(r)
         }
         if let message = outcome.message { logger.warning("recording \(outcome.id) ended (\(outcome.reason.rawValue)): \(message)") }
         events.publish(.recording(RecordingEvent(camera: outcome.camera, event: .finished, id: outcome.id,

@@ -101,7 +101,7 @@ public actor CaptureSession {
                           quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue,
                           workers: configuration.streamWorkers),
             frames: .init(sequence: latest?.sequence ?? 0,
-                          dropped: pipeline.map { $0.dropped + camera.rejectedFrames } ?? 0),
+                          dropped: pipeline?.output(PreviewOutput.self).map { $0.dropped + camera.rejectedFrames } ?? 0),
             error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state)
     }
 
@@ -178,8 +178,8 @@ public actor CaptureSession {
     /// A photo ticket: the first frame exposed after now, at `quality`. Awaited by the
     /// caller outside the actor, so the session keeps serving while the photo is taken.
     public func capture(quality: Int?) throws(SessionError) -> CaptureTicket {
-        guard runState == .running, let pipeline else { throw .notRunning }
-        return pipeline.requestCapture(quality: quality ?? configuration.captureQuality, requested: Clock.now())
+        guard runState == .running, let photos = pipeline?.output(PhotoOutput.self) else { throw .notRunning }
+        return photos.request(quality: quality ?? configuration.captureQuality, requested: Clock.now())
     }
 
     /// Announces a stored photo on the event stream.
@@ -255,8 +255,14 @@ public actor CaptureSession {
         generation += 1
         metadata.setCamera(device.descriptor.id)
         let launched = generation
-        let p = FramePipeline(hub: hub, settings: pipelineSettings, metadata: metadata,
-                              workers: configuration.streamWorkers, name: device.descriptor.id, logger: logger,
+        // The outputs of this run of the camera; a recording attaches its movie output later.
+        let name = device.descriptor.id
+        let outputs: [any CaptureOutput] = [
+            metadata,
+            PhotoOutput(name: name),
+            PreviewOutput(hub: hub, settings: pipelineSettings, workers: configuration.streamWorkers, name: name, logger: logger),
+        ]
+        let p = FramePipeline(outputs: outputs, settings: pipelineSettings, nextSequence: { [hub] in hub.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
@@ -323,8 +329,10 @@ public actor CaptureSession {
               let jpeg = raw.withUnsafeBytes({ try? encoder.encodeYUYV($0, width: format.width, height: format.height,
                                                                        stride: format.width * 2, quality: 70) })
         else { return }
-        hub.publish(EncodedFrame(jpeg: jpeg, width: format.width, height: format.height,
-                                 sequence: hub.takeSequence(), timestamp: Clock.now(), online: false))
+        let timestamp = Clock.now()
+        let part = jpeg.withUnsafeBytes { Multipart.framing(timestamp: EncodedFrame.format(timestamp)).wrap($0) }
+        hub.publish(EncodedFrame(bytes: part.bytes, jpegRange: part.jpeg, width: format.width, height: format.height,
+                                 sequence: hub.takeSequence(), timestamp: timestamp, online: false))
     }
 
     /// Publishes the placeholder if nothing has been published yet (idle at start-up).

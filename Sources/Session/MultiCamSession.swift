@@ -23,6 +23,8 @@ public final class MultiCamSession: Sendable {
         var pinned: Set<Int> = []
     }
     private let pointer: Locked<Pointer>
+    /// What `/stream` viewers watch: the main session's hub, moved with it.
+    public let mainFeed: PreviewFeed
     /// Main-session switches take turns (each awaits a start and a stop).
     private let switching = TurnTaker()
 
@@ -31,6 +33,7 @@ public final class MultiCamSession: Sendable {
         self.sessions = sessions
         self.events = events
         pointer = Locked(Pointer(main: main))
+        mainFeed = PreviewFeed(sessions[main].hub)
     }
 
     public var main: CaptureSession { sessions[pointer.withLock { $0.main }] }
@@ -110,6 +113,7 @@ public final class MultiCamSession: Sendable {
                 p.main = to
                 return from != to && !p.pinned.contains(from)
             }
+            mainFeed.move(to: target.hub)
             if leave {
                 await sessions[from].stop()
             } else if from != to {

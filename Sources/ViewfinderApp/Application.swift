@@ -19,8 +19,6 @@ public final class Application: Sendable {
     /// The main session (what single-camera clients address).
     public var session: CaptureSession { cameras.main }
     let staticFiles: StaticFiles
-    /// The multipart part of each session's newest frame, by camera.
-    let parts: [String: PartCache]
     let photos: PhotoStore
     let movies: MovieStore
     let access: AccessControl
@@ -82,7 +80,6 @@ public final class Application: Sendable {
             throw Configuration.Error(description: "server.listen: no camera with id '\(l.camera)'")
         }
         cameras = MultiCamSession(sessions: sessions, main: main, events: events)
-        parts = Dictionary(uniqueKeysWithValues: sessions.map { ($0.id, PartCache()) })
         staticFiles = StaticFiles(directory: configuration.server.publicDirectory)
         access = AccessControl(configuration.auth, logger: logger)
         if configuration.auth.mode == .none && !configuration.server.host.hasPrefix("127.") {

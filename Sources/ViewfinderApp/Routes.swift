@@ -111,14 +111,14 @@ extension Application {
         // Preview, with mjpg-streamer's `/?action=` aliases that OctoPrint and HA expect:
         // `stream`/`snapshot` for the main camera, `stream_N`/`snapshot_N` for the Nth of
         // /api/cameras (mjpg-streamer's multi-input form).
-        r.get("/stream") { [self] request in stream(request, main) }
+        r.get("/stream") { [self] request in stream(request, main, followsMain: true) }
         r.get("/snapshot") { [self] request in await snapshot(request, main) }
         r.get("/cameras/:id/stream") { [self] request in stream(request, named) }
         r.get("/cameras/:id/snapshot") { [self] request in await snapshot(request, named) }
         r.get("/") { [self] request in
             let action = request.query["action"] ?? ""
             for (prefix, isStream) in [("stream", true), ("snapshot", false)] where action == prefix || action.hasPrefix(prefix + "_") {
-                var lookup = main
+                var lookup = main, followsMain = true
                 if action != prefix {
                     let n = action.dropFirst(prefix.count + 1)
                     guard n.allSatisfy({ $0.isASCII && $0.isNumber }), let i = Int(n), cameras.sessions.indices.contains(i) else {
@@ -126,8 +126,9 @@ extension Application {
                     }
                     let s = cameras.sessions[i]
                     lookup = { _ in s }
+                    followsMain = false
                 }
-                return isStream ? stream(request, lookup) : await snapshot(request, lookup)
+                return isStream ? stream(request, lookup, followsMain: followsMain) : await snapshot(request, lookup)
             }
             return staticFiles.response(for: "/index.html") ?? HTTPError.notFound("/").response
         }
@@ -209,15 +210,13 @@ extension Application {
 
     /// A viewer of `lookup`'s camera. The main session's viewers follow it when it moves
     /// to another camera (as AVCaptureVideoPreviewLayer follows its session).
-    func stream(_ request: Request, _ lookup: @escaping SessionLookup) -> Response {
-        do throws(SessionError) { _ = try lookup(request) } catch { return error.http.response }
+    func stream(_ request: Request, _ lookup: SessionLookup, followsMain: Bool = false) -> Response {
+        let session: CaptureSession
+        do throws(SessionError) { session = try lookup(request) } catch { return error.http.response }
         let cap = Double(configuration.stream.maxFps)
         let asked = request.query["fps"].flatMap(Double.init).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
-        let parts = self.parts, fallback = cameras.main
-        let body = MJPEGStream(source: {
-            let s = (try? lookup(request)) ?? fallback
-            return (s.hub, parts[s.id] ?? PartCache())
-        }, maxFps: min(asked ?? cap, cap))
+        let feed = followsMain ? cameras.mainFeed : PreviewFeed(session.hub)
+        let body = MJPEGStream(feed: feed, maxFps: min(asked ?? cap, cap))
         return Response(headers: [("Content-Type", Multipart.contentType)] + Response.noCache, body: .stream(body))
     }
 

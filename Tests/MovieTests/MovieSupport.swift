@@ -47,8 +47,10 @@ extension MovieRecorder {
     func offer(_ bytes: [UInt8], format: VideoFormat, at t: Double, zoom: Double = 1) {
         bytes.withUnsafeBytes { b in
             let stride = format.pixelFormat == .mjpeg ? 0 : format.width * 2
-            offer(RawFrame(format: format, bytes: b, stride: stride, sequence: 0, timestamp: t),
-                  transform: FrameTransform(zoom: zoom))
+            let frame = RawFrame(format: format, bytes: b, stride: stride, sequence: 0, timestamp: t)
+            // As the frame pipeline offers it: taken only if the output wants it.
+            let now = Clock.monotonic()
+            if wants(frame, now: now) { take(frame, FrameContext(sequence: 0, transform: FrameTransform(zoom: zoom), now: now)) }
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Testing
 @testable import ViewfinderApp
+import Session
 
 /// One client cannot starve the others: the per-address limit and the header timeout,
 /// with clients on loopback aliases (127.0.0.0/8 is all loopback on Linux).

@@ -3,6 +3,7 @@ import HTTPServer
 import JPEG
 import Testing
 @testable import ViewfinderApp
+import Session
 
 /// The real server on 127.0.0.1 port 0 with the synthetic cameras, driven over sockets.
 @Suite struct LiveServerTests {

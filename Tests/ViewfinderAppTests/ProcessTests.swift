@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import SystemSupport
 import Testing
+import Session
 
 /// The built `viewfinder` executable, run as users run it.
 @Suite(.serialized) struct ProcessTests {

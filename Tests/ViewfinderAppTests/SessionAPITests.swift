@@ -3,6 +3,7 @@ import HTTPServer
 import JPEG
 import Testing
 @testable import ViewfinderApp
+import Session
 
 /// Session calls over HTTP, and the contract's error shapes: a rejected request changes nothing.
 @Suite struct SessionAPITests {

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Session
 import JPEG
 import Testing
 @testable import ViewfinderApp

@@ -3,6 +3,7 @@ import Capture
 import CaptureTestSupport
 import Foundation
 import HTTPServer
+import Session
 import JPEG
 import Testing
 @testable import ViewfinderApp

@@ -14,6 +14,7 @@ import HTTPServer
 import JPEG
 import Testing
 @testable import ViewfinderApp
+import Session
 
 /// In V4L2Tests' serialized suite: vivid's nodes can be streamed by one test at a time.
 extension V4L2Tests {

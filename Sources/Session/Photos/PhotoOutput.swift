@@ -1,8 +1,14 @@
-// The photo output (AVCapturePhotoOutput's part here): pending requests, each fulfilled by
-// the first frame exposed at or after the request, encoded at the photo's own quality.
+// The photo output (AVCapturePhotoOutput): pending requests, each fulfilled by the first
+// frame exposed at or after the request, encoded at the photo's own quality on the output's
+// own thread. It wants a frame only while a request is due. When its thread is still busy
+// with an earlier photo, the waiting frame is replaced by a newer one and the requests it
+// would have answered move to that newer frame (newest wins, merged).
+//
+// One per running pipeline: when the camera stops, waiting requests answer nil at once.
 
 import CameraCore
 import Foundation
+import JPEG
 import SystemSupport
 
 /// A pending photo: fulfilled once by the capture thread, awaited by the HTTP handler.
@@ -40,9 +46,35 @@ public final class CaptureTicket: Sendable {
     }
 }
 
-/// The requests waiting for a frame.
-final class PhotoCapture: Sendable {
+/// The requests waiting for a frame, and the thread that encodes them.
+final class PhotoOutput: CaptureOutput {
     private let pending = Locked<(open: Bool, tickets: [CaptureTicket])>((true, []))
+    private let handoff: FrameHandoff<Job>
+
+    struct Job: Sendable {
+        var tickets: [CaptureTicket]
+        var sequence: UInt64
+        var transform: FrameTransform
+    }
+
+    init(name: String) {
+        // A replaced frame's tickets are answered by the newer one.
+        let merge: @Sendable (Job, Job) -> Job = { older, newer in
+            var j = newer
+            j.tickets = older.tickets + newer.tickets
+            return j
+        }
+        handoff = FrameHandoff(name: "\(name)-photo", policy: .newestWins, merge: merge) {
+            let encoder = FrameEncoder()  // this thread's libjpeg-turbo handles
+            return { frame, job in
+                for t in job.tickets {
+                    let image = try? encoder.encode(frame, quality: t.quality, transform: job.transform, subsampling: .s422)
+                    t.fulfil(image.map { EncodedFrame(jpeg: $0.jpeg, width: $0.width, height: $0.height,
+                                                      sequence: job.sequence, timestamp: frame.timestamp) })
+                }
+            }
+        }
+    }
 
     /// A ticket for the first frame exposed at or after `requested` (wall-clock seconds);
     /// answered at once with nil when the output is closed.
@@ -56,29 +88,32 @@ final class PhotoCapture: Sendable {
         return ticket
     }
 
-    /// True when a frame exposed at `timestamp` would answer a ticket (no allocation).
-    func isDue(at timestamp: Double) -> Bool {
-        pending.withLock { p in p.tickets.contains { timestamp >= $0.requested } }
+    /// A request is due at this frame's exposure (no allocation: this runs for every frame).
+    func wants(_ frame: borrowing RawFrame, now: Double) -> Bool {
+        let timestamp = frame.timestamp
+        return pending.withLock { p in p.tickets.contains { timestamp >= $0.requested } }
     }
 
-    /// The tickets a frame exposed at `timestamp` answers, taken off the list. No
-    /// allocation when nothing is pending (this runs for every frame).
-    func due(at timestamp: Double) -> [CaptureTicket] {
-        pending.withLock { p -> [CaptureTicket] in
-            guard !p.tickets.isEmpty else { return [] }
+    /// Takes the due tickets off the list and hands them, with the frame, to the thread.
+    func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
+        let timestamp = frame.timestamp
+        let due = pending.withLock { p -> [CaptureTicket] in
             let due = p.tickets.filter { timestamp >= $0.requested }
             if !due.isEmpty { p.tickets.removeAll { t in due.contains { $0 === t } } }
             return due
         }
+        let job = Job(tickets: due, sequence: context.sequence, transform: context.transform)
+        if !handoff.submit(frame, job) { for t in due { t.fulfil(nil) } }  // closed meanwhile: as if the camera stopped
     }
 
-    /// No more requests; those waiting answer nil at once.
-    func close() {
+    /// No more requests; the photos already taken are encoded, those still waiting answer nil.
+    func detached() {
         let waiting = pending.withLock { p -> [CaptureTicket] in
             p.open = false
             defer { p.tickets = [] }
             return p.tickets
         }
         for t in waiting { t.fulfil(nil) }
+        handoff.close()
     }
 }

@@ -1,4 +1,4 @@
-// Keeps the newest encoded frame and hands it to every viewer: latest frame wins, nobody
+// Keeps the newest encoded frame (its finished multipart part) and hands it to every viewer: latest frame wins, nobody
 // queues. Viewers park with a waker; a publish wakes those allowed to send again, and a
 // one-shot timer, armed for the earliest deadline, wakes the rest at theirs (the
 // once-a-second resend, a per-client fps cap) — no polling while frames flow.
@@ -25,7 +25,7 @@ public final class FrameHub: Sendable {
         var waiters: [ObjectIdentifier: Waiter] = [:]
         var viewers = 0
         var frameWaiters: [UUID: (after: UInt64, continuation: CheckedContinuation<EncodedFrame?, Never>)] = [:]
-        var ticker: DispatchSourceTimer?
+        var ticker: Alarm?
         /// When the ticker fires next (infinity: not armed).
         var tickAt = Double.infinity
         // Rate measurement over the last second of publishes.
@@ -33,7 +33,6 @@ public final class FrameHub: Sendable {
         var encodedFrames: UInt64 = 0
     }
     private let state = Locked(State())
-    private let tickQueue = DispatchQueue(label: "viewfinder.framehub.tick")
 
     public var encodedFrames: UInt64 { state.withLock { $0.encodedFrames } }
 
@@ -149,9 +148,7 @@ public final class FrameHub: Sendable {
                 return nil
             }
             if let ready { c.resume(returning: ready); return }
-            tickQueue.asyncAfter(deadline: .now() + timeout) { [weak self] in
-                self?.expire(token)
-            }
+            Alarm.after(timeout) { [weak self] in self?.expire(token) }
         }
     }
 
@@ -177,14 +174,8 @@ public final class FrameHub: Sendable {
         let t = (deadline / Self.slot).rounded(.up) * Self.slot
         guard t < s.tickAt else { return }
         s.tickAt = t
-        if s.ticker == nil {
-            let timer = DispatchSource.makeTimerSource(queue: tickQueue)
-            timer.setEventHandler { [weak self] in self?.tick() }
-            timer.schedule(deadline: .distantFuture)
-            timer.resume()
-            s.ticker = timer
-        }
-        s.ticker!.schedule(deadline: .now() + max(0, t - Clock.monotonic()), leeway: .milliseconds(1))
+        if s.ticker == nil { s.ticker = Alarm { [weak self] in self?.tick() } }
+        s.ticker!.set(at: t, leeway: 0.001)
     }
 
     private func tick() {

@@ -1,20 +1,29 @@
 // multipart/x-mixed-replace framing for MJPEG, laid out as mjpg-streamer and µStreamer do:
 // every part has Content-Type, Content-Length and X-Timestamp (go2rtc needs the length).
+// The preview output frames each JPEG as it leaves the encoder (`framing`), so the part
+// viewers are sent is made once per frame, by the copy that takes the JPEG out.
+
+import JPEG
 
 public enum Multipart {
     public static let boundary = "viewfinderframe"
     public static let contentType = "multipart/x-mixed-replace;boundary=\(boundary)"
 
+    /// A part's headers for a JPEG of `count` bytes exposed at `timestamp` (`SECONDS.MICROS`).
+    static func head(count: Int, timestamp: String) -> [UInt8] {
+        Array("--\(boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(count)\r\nX-Timestamp: \(timestamp)\r\n\r\n".utf8)
+    }
+
+    static let tail: [UInt8] = [13, 10]
+
+    /// Lays a part's headers and trailing CRLF around a JPEG as the encoder emits it.
+    static func framing(timestamp: String) -> JPEGFraming {
+        JPEGFraming(head: { head(count: $0, timestamp: timestamp) }, tail: tail)
+    }
+
     /// One whole part: headers, the JPEG and the trailing CRLF.
-    public static func part(jpeg: [UInt8], timestamp: String, extraHeaders: String = "") -> [UInt8] {
-        let head = "--\(boundary)\r\nContent-Type: image/jpeg\r\nContent-Length: \(jpeg.count)\r\n" +
-            "X-Timestamp: \(timestamp)\r\n\(extraHeaders)\r\n"
-        var out = [UInt8]()
-        out.reserveCapacity(head.utf8.count + jpeg.count + 2)
-        out.append(contentsOf: head.utf8)
-        out.append(contentsOf: jpeg)
-        out.append(contentsOf: [13, 10])
-        return out
+    public static func part(jpeg: [UInt8], timestamp: String) -> [UInt8] {
+        jpeg.withUnsafeBytes { framing(timestamp: timestamp).wrap($0).bytes }
     }
 
     /// Splits a received multipart body into parts (for tests and clients): each part's
@@ -50,16 +59,4 @@ public enum Multipart {
         }
         return nil
     }
-}
-
-/// Server-Sent Events framing.
-public enum ServerSentEvent {
-    public static func format(event: String, data: String) -> [UInt8] {
-        var s = "event: \(event)\n"
-        for line in data.split(separator: "\n", omittingEmptySubsequences: false) { s += "data: \(line)\n" }
-        return Array((s + "\n").utf8)
-    }
-
-    /// A comment line; keeps idle connections alive through proxies.
-    public static let keepAlive = Array(": keep-alive\n\n".utf8)
 }

@@ -1,0 +1,64 @@
+// The preview output (AVCaptureVideoPreviewLayer's source): µStreamer's shape — a pool of
+// encode workers where the newest frame wins, each finished frame published once, as the
+// whole multipart part viewers are sent. It wants a frame only while someone looks (a
+// viewer, a snapshot waiting): nobody watching, nothing is encoded. Frames carry the
+// session's sequence, and the hub only moves forward, so a worker that finishes after a
+// newer frame was published drops its own: viewers see frames in capture order.
+//
+// One per running pipeline: its workers start with the camera and end with it.
+
+import CameraCore
+import JPEG
+import Logging
+import SystemSupport
+
+final class PreviewOutput: CaptureOutput {
+    struct Job: Sendable {
+        var sequence: UInt64
+        var transform: FrameTransform
+        var quality: Int
+        var subsampling: ChromaSubsampling
+    }
+
+    private let hub: FrameHub
+    private let settings: PipelineSettings
+    private let handoff: FrameHandoff<Job>
+    private let failures = Locked(UInt64(0))
+
+    init(hub: FrameHub, settings: PipelineSettings, workers: Int, name: String, logger: Logger) {
+        self.hub = hub
+        self.settings = settings
+        let failures = self.failures
+        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, policy: .newestWins) { [hub] in
+            let encoder = FrameEncoder()  // this thread's libjpeg-turbo handles
+            return { frame, job in
+                let timestamp = EncodedFrame.format(frame.timestamp)
+                do {
+                    let image = try encoder.encode(frame, quality: job.quality, transform: job.transform,
+                                                   subsampling: job.subsampling, framing: Multipart.framing(timestamp: timestamp))
+                    hub.publish(EncodedFrame(bytes: image.bytes, jpegRange: image.jpegRange, width: image.width,
+                                             height: image.height, sequence: job.sequence, timestamp: frame.timestamp))
+                } catch {
+                    let n = failures.withLock { n -> UInt64 in n += 1; return n }
+                    if n == 1 || n % 100 == 0 { logger.error("encode failed: \(error)") }
+                }
+            }
+        }
+    }
+
+    var workerCount: Int { handoff.workers }
+
+    /// Frames someone was waiting for that did not reach them: a newer one replaced them
+    /// while every worker was busy, or the encode failed.
+    var dropped: UInt64 { handoff.dropped + failures.withLock { $0 } }
+
+    func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { hub.hasDemand }
+
+    func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
+        handoff.submit(frame, Job(sequence: context.sequence, transform: context.transform,
+                                  quality: settings.quality, subsampling: settings.subsampling))
+    }
+
+    /// Returns once every frame already taken is published (or dropped as older).
+    func detached() { handoff.close() }
+}
