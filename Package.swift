@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "viewfinder-bench", targets: ["ViewfinderBench"]),
         // For the libFuzzer targets of Fuzz/Package.swift (`make fuzz`), which see only products.
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "ViewfinderApp", targets: ["ViewfinderApp"]),
         .library(name: "JPEG", targets: ["JPEG"]),
         .library(name: "CameraCore", targets: ["CameraCore"]),
@@ -61,12 +62,14 @@ let package = Package(
         ]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
         .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto", "SystemSupport"]),
+        // The strict JSON value and reader: request bodies (HTTPServer's error envelope too) and config.json.
+        .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: [
-            "CMicroHTTPD", "SystemSupport",
+            "CMicroHTTPD", "JSON", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "JPEG", "Movie", "Barcodes", "Session", "HTTPServer", "Auth", "SystemSupport",
+            "CameraCore", "Capture", "JPEG", "Movie", "Barcodes", "Session", "HTTPServer", "JSON", "Auth", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
@@ -85,9 +88,10 @@ let package = Package(
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Movie", "Barcodes", "Metadata", "SystemSupport",
+            "ViewfinderApp", "HTTPServer", "JSON", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Movie", "Barcodes", "Metadata", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

@@ -22,12 +22,12 @@ let package = Package(
             .product(name: "Movie", package: "Viewfinder"),
         ]),
         // Request bodies: JSONValue.parse and JSONObjectReader.
-        .executableTarget(name: "FuzzJSON", dependencies: ["CFuzzDriver", .product(name: "HTTPServer", package: "Viewfinder")]),
+        .executableTarget(name: "FuzzJSON", dependencies: ["CFuzzDriver", .product(name: "JSON", package: "Viewfinder")]),
         // config.json: Configuration.parse and its jsonText (check-config).
         .executableTarget(name: "FuzzConfig", dependencies: [
             "CFuzzDriver",
             .product(name: "ViewfinderApp", package: "Viewfinder"),
-            .product(name: "HTTPServer", package: "Viewfinder"),
+            .product(name: "JSON", package: "Viewfinder"),
         ]),
         // The Authorization header: Credentials.parse and DigestAnswer (the check behind stale=true).
         .executableTarget(name: "FuzzAuth", dependencies: ["CFuzzDriver", .product(name: "Auth", package: "Viewfinder")]),

@@ -1,5 +1,7 @@
 // The seam every camera sits behind: V4L2, synthetic, or a still image.
 
+import SystemSupport
+
 /// What a camera is, as `/api/cameras` lists it.
 public struct CameraDescriptor: Sendable, Equatable, Codable {
     public enum Position: String, Sendable, Codable { case front, rear, external, unspecified }
@@ -107,5 +109,4 @@ public enum CameraError: Error, Sendable, Equatable, CustomStringConvertible {
 
 #if canImport(Glibc)
 import Glibc
-import SystemSupport
 #endif

@@ -2,6 +2,7 @@
 // {"error": {"code", "message", ...extra}} in one place.
 
 import Foundation
+import JSON
 
 public struct HTTPError: Error, Sendable, Equatable {
     public var status: Int

@@ -5,6 +5,7 @@ import Glibc
 import HTTPServer
 import Movie
 import Session
+import JSON
 
 extension SessionError {
     var http: HTTPError {

@@ -6,6 +6,7 @@ import Auth
 import Foundation
 import HTTPServer
 import SystemSupport
+import JSON
 
 public enum AccountsFile {
     public struct Failure: Error, CustomStringConvertible {

@@ -4,6 +4,7 @@
 
 import Auth
 import HTTPServer
+import JSON
 
 enum AuthConfiguration {
     static func decode(_ v: JSONValue) throws(JSONFieldError) -> AuthSettings {

@@ -6,6 +6,7 @@ import CameraCore
 import Capture
 import Foundation
 import HTTPServer
+import JSON
 
 public struct Configuration: Sendable, Equatable {
     public struct Server: Sendable, Equatable {

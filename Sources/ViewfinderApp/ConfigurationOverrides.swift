@@ -2,6 +2,7 @@
 // both apply, so the configuration checked is the one served.
 
 import HTTPServer
+import JSON
 
 public struct ConfigurationOverrides: Sendable, Equatable {
     public var host: String?

@@ -6,6 +6,7 @@ import CameraCore
 import Capture
 import HTTPServer
 import Session
+import JSON
 
 extension Application {
     func addMetadataRoutes(_ r: inout Router, _ prefix: String, _ lookup: @escaping SessionLookup) {

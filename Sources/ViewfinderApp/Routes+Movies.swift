@@ -6,6 +6,7 @@ import Foundation
 import HTTPServer
 import Movie
 import Session
+import JSON
 
 extension Application {
     func addRecordingRoutes(_ r: inout Router, _ prefix: String, _ lookup: @escaping SessionLookup) {

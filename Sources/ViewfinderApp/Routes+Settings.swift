@@ -6,6 +6,7 @@ import Foundation
 import HTTPServer
 import Session
 import SystemSupport
+import JSON
 
 extension Application {
     func addSettingRoutes(_ r: inout Router, _ prefix: String, _ lookup: @escaping SessionLookup) {

@@ -6,6 +6,7 @@ import Foundation
 import HTTPServer
 import Session
 import SystemSupport
+import JSON
 
 struct CameraInfo: Encodable {
     var id: String, name: String, position: String, kind: String

@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import Testing
 @testable import ViewfinderApp
+import JSON
 
 @Suite(.serialized) struct CommandLineTests {
     /// Runs the binary to its exit; returns status, stdout and stderr.

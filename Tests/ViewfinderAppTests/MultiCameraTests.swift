@@ -10,6 +10,7 @@ import JPEG
 import Session
 import Testing
 @testable import ViewfinderApp
+import JSON
 
 @Suite(.serialized) struct MultiCameraTests {
     /// Two synthetic cameras of their own: the rear at 640x480, the front at 352x288.

@@ -10,7 +10,7 @@
 //    the same text (README: "prints the configuration serve would use").
 //  - A refusal is a message, never empty.
 
-import HTTPServer
+import JSON
 import ViewfinderApp
 
 @_cdecl("LLVMFuzzerTestOneInput")

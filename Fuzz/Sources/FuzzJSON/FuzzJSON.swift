@@ -12,7 +12,7 @@
 //    only when finite; every error names the key path; finish() throws exactly when a key
 //    was left unread, naming the first one in sorted order.
 
-import HTTPServer
+import JSON
 
 private func allFinite(_ v: JSONValue) -> Bool {
     switch v {

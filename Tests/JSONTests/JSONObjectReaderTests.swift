@@ -1,12 +1,7 @@
-import Testing
-@testable import HTTPServer
+// The strict JSON reader: types, ranges, unknown keys, and what null means where.
 
-@Suite struct ServerSentEventTests {
-    @Test func serverSentEventSplitsLines() {
-        let e = String(decoding: ServerSentEvent.format(event: "state", data: "{\"a\":1}\n{\"b\":2}"), as: UTF8.self)
-        #expect(e == "event: state\ndata: {\"a\":1}\ndata: {\"b\":2}\n\n")
-    }
-}
+import Testing
+@testable import JSON
 
 @Suite struct JSONObjectReaderTests {
     func reader(_ text: String) throws -> JSONObjectReader {
