@@ -115,7 +115,7 @@ public final class HTTPServer: @unchecked Sendable {
         drained.unlock()
         let streams = shared.withLock { Array($0.streams.values) }
         for s in streams { s.finish() }
-        let stopping = HTTPError(503, configuration.unavailableCode, "The server is stopping.").response
+        let stopping = answer(ServerRefusal.unavailable("The server is stopping."))
         shared.withLock { s in
             for ctx in s.suspendedRequests.values {
                 if ctx.pendingResponse == nil { ctx.pendingResponse = stopping }
@@ -220,25 +220,19 @@ public final class HTTPServer: @unchecked Sendable {
             }
             ctx.collectValues()
             if overLimit {
-                return queue(HTTPError(503, configuration.unavailableCode,
-                                       "Too many connections (limit \(configuration.maxConnections)); try again later.").response, ctx)
+                return queue(answer(ServerRefusal.unavailable(
+                    "Too many connections (limit \(configuration.maxConnections)); try again later.")), ctx)
             }
             if addressLimits.count(cmhd_client_ipv4(connection)) > configuration.maxConnectionsPerAddress {
-                var busy = HTTPError(503, configuration.unavailableCode,
-                                     "Too many connections from this address (limit \(configuration.maxConnectionsPerAddress)); close some and try again.").response
-                busy.headers.append(("Connection", "close"))
-                return queue(busy, ctx)
+                return queue(answer(ServerRefusal.unavailable(
+                    "Too many connections from this address (limit \(configuration.maxConnectionsPerAddress)); close some and try again.")), ctx)
             }
             if ctx.conflictingContentLengths {
-                var bad = HTTPError(400, "invalid_value", "Content-Length is given more than once, with different values.").response
-                bad.headers.append(("Connection", "close"))
-                return queue(bad, ctx)
+                return queue(answer(ServerRefusal.badRequest("Content-Length is given more than once, with different values.")), ctx)
             }
             if let problem = ctx.malformedHead {
                 // Where this head ends and the next request starts is no longer certain.
-                var bad = HTTPError(400, "invalid_value", problem).response
-                bad.headers.append(("Connection", "close"))
-                return queue(bad, ctx)
+                return queue(answer(ServerRefusal.badRequest(problem)), ctx)
             }
             if let length = ctx.headers["content-length"].flatMap({ Int($0) }), length > configuration.maxBodyBytes {
                 // Answering before the body is read makes the kernel reset the connection
@@ -248,7 +242,7 @@ public final class HTTPServer: @unchecked Sendable {
                 // now: the 413 instead of "100 Continue", and its body never comes (RFC 9110
                 // §10.1.1).
                 if length > Self.drainLimit || ctx.headers["expect"]?.lowercased() == "100-continue" {
-                    return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+                    return queue(answer(ServerRefusal.bodyTooLarge(limit: configuration.maxBodyBytes)), ctx)
                 }
                 ctx.tooLarge = true
             }
@@ -264,7 +258,7 @@ public final class HTTPServer: @unchecked Sendable {
                 ctx.body = []
                 uploadSize.pointee = 0
                 if ctx.discarded > Self.drainLimit {
-                    return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx)
+                    return queue(answer(ServerRefusal.bodyTooLarge(limit: configuration.maxBodyBytes)), ctx)
                 }
                 return .YES
             }
@@ -278,7 +272,7 @@ public final class HTTPServer: @unchecked Sendable {
         }) {
             return queue(ready, ctx)
         }
-        if ctx.tooLarge { return queue(HTTPError.bodyTooLarge(limit: configuration.maxBodyBytes).response, ctx) }
+        if ctx.tooLarge { return queue(answer(ServerRefusal.bodyTooLarge(limit: configuration.maxBodyBytes)), ctx) }
         if ctx.dispatched { return .YES }  // spurious call while the handler runs
         return dispatch(ctx)
     }
@@ -301,23 +295,36 @@ public final class HTTPServer: @unchecked Sendable {
                 MHD_suspend_connection(ctx.connection)
             }
             Task { [self] in
-                let response = await handler(request)
+                let response: Response
+                do { response = try await handler(request) } catch let e as any ResponseError {
+                    response = answer(e)
+                } catch {
+                    logger.error("\(request.method) \(request.path): \(error)")
+                    response = answer(ServerRefusal.internalError("The server failed to answer: \(error)"))
+                }
                 complete(ctx, response)
             }
             return .YES
         case .methodNotAllowed(let allow):
             if request.method == "OPTIONS" { return queue(options(ctx.rawPath), ctx) }
-            var response = HTTPError.methodNotAllowed(request.method, allow: allow).response
-            response.headers.append(("Allow", allow.joined(separator: ", ")))
-            return queue(response, ctx)
+            return queue(answer(ServerRefusal.methodNotAllowed(method: request.method, allow: allow)), ctx)
         case .notFound:
             if request.method == "GET" || request.method == "HEAD",
                let file = staticFiles?.response(for: ctx.rawPath) {
                 return queue(file, ctx)
             }
             if request.method == "OPTIONS" { return queue(options(ctx.rawPath), ctx) }
-            return queue(HTTPError.notFound(request.path).response, ctx)
+            return queue(answer(ServerRefusal.notFound(path: request.path)), ctx)
         }
+    }
+
+    /// The application's rendering of an error. A 400 for the request's head or framing, a 413
+    /// and a 503 close the connection: what follows on it can no longer be trusted, or is not wanted.
+    func answer(_ e: any ResponseError) -> Response {
+        var r = configuration.renderError(e)
+        let closes = e.status == 503 || e.status == 413 || (e as? ServerRefusal).map { if case .badRequest = $0 { true } else { false } } == true
+        if closes { r.headers.append(("Connection", "close")) }
+        return r
     }
 
     /// A handler finished on some task thread: hand its response to the parked connection.

@@ -1,7 +1,8 @@
 // Routes by method and path; `:name` segments capture parameters. Knows nothing of sockets,
 // so it is tested without one.
 
-public typealias Handler = @Sendable (Request) async -> Response
+/// A route's handler: answers, or throws (a ResponseError is rendered; anything else is a 500).
+public typealias Handler = @Sendable (Request) async throws -> Response
 
 public struct Router: Sendable {
     private struct Route: Sendable {

@@ -1,6 +1,6 @@
 // What the server needs to listen: address, limits, CORS and where unrouted GETs go. The
-// server knows no application: the error code it answers when overloaded, the headers CORS
-// exposes and the static files are the application's to configure.
+// server knows no application: how an error is answered (its body and codes), the headers
+// CORS exposes and the static files are the application's to configure.
 
 public struct ServerConfiguration: Sendable {
     public var host: String
@@ -17,8 +17,9 @@ public struct ServerConfiguration: Sendable {
     public var exposedHeaders: [String]
     /// Files served for GET/HEAD paths no route takes.
     public var staticFiles: StaticFiles?
-    /// The contract's error code for 503 (too many connections, stopping).
-    public var unavailableCode: String
+    /// Renders every error answer: a handler's thrown ResponseError and the server's own
+    /// refusals (ServerError). The application owns its error body.
+    public var renderError: @Sendable (any ResponseError) -> Response
     /// Decides each request before routing (authentication); nil lets every request through.
     public var gate: RequestGate?
 
@@ -45,7 +46,8 @@ public struct ServerConfiguration: Sendable {
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maxConnections: Int = 256,
                 maxBodyBytes: Int = 64 * 1024, allowOrigins: [String] = [], exposedHeaders: [String] = ["Location"],
-                staticFiles: StaticFiles? = nil, unavailableCode: String = "unavailable", gate: RequestGate? = nil,
+                staticFiles: StaticFiles? = nil, renderError: @escaping @Sendable (any ResponseError) -> Response = plainErrorResponse,
+                gate: RequestGate? = nil,
                 tls: TLSFiles? = nil, maxConnectionsPerAddress: Int = 32, headerTimeout: Int = 10) {
         self.host = host
         self.port = port
@@ -54,7 +56,7 @@ public struct ServerConfiguration: Sendable {
         self.allowOrigins = allowOrigins
         self.exposedHeaders = exposedHeaders
         self.staticFiles = staticFiles
-        self.unavailableCode = unavailableCode
+        self.renderError = renderError
         self.gate = gate
         self.tls = tls
         self.maxConnectionsPerAddress = maxConnectionsPerAddress

@@ -40,9 +40,7 @@ final class AccessControl: Sendable {
         let address = request.remoteAddress
         if let wait = limiter.retryAfter(address, now: now) {
             let seconds = Int(wait.rounded(.up))
-            var r = HTTPError(429, "too_many_requests", "Too many failed sign-ins from \(address); try again in \(seconds) s.").response
-            r.headers.append(("Retry-After", String(seconds)))
-            return r
+            return errorBody(SignInRefusal.tooManyFailures(address: address, seconds: seconds))
         }
         let realm = settings.realm
         let lifetime = UInt32(settings.nonceLifetime)
@@ -57,7 +55,7 @@ final class AccessControl: Sendable {
         switch authenticator.authenticate(credentials, digest: verifier, now: now) {
         case .authenticated(let name, let role):
             guard role.allows(needed) else {
-                return HTTPError(403, "forbidden", "'\(name)' is a \(role.rawValue); \(request.method) \(request.path) needs an operator.").response
+                return errorBody(SignInRefusal.forbidden("'\(name)' is a \(role.rawValue); \(request.method) \(request.path) needs an operator."))
             }
             request.principal = Principal(name: name, role: role.rawValue)
             request.query["token"] = nil  // never passed on
@@ -74,9 +72,46 @@ final class AccessControl: Sendable {
     }
 
     private func challenge(stale: Bool, _ message: String) -> Response {
-        var r = HTTPError(401, "unauthorized", message).response
+        var r = errorBody(SignInRefusal.unauthorized(message))
         r.challenge = AuthChallenge(realm: settings.realm, basic: true,
                                     digest: settings.digestChallenge == "SHA-256" ? .sha256 : .md5, stale: stale)
         return r
+    }
+}
+
+/// Why the gate refused a request, as the contract answers it.
+enum SignInRefusal: ResponseError {
+    case tooManyFailures(address: String, seconds: Int)
+    /// Signed in, but the role does not allow the call.
+    case forbidden(String)
+    /// No credentials, wrong ones, or a stale nonce (the 401 carries the challenge).
+    case unauthorized(String)
+
+    var status: Int {
+        switch self {
+        case .tooManyFailures: 429
+        case .forbidden: 403
+        case .unauthorized: 401
+        }
+    }
+
+    var code: String {
+        switch self {
+        case .tooManyFailures: "too_many_requests"
+        case .forbidden: "forbidden"
+        case .unauthorized: "unauthorized"
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .tooManyFailures(let address, let seconds): "Too many failed sign-ins from \(address); try again in \(seconds) s."
+        case .forbidden(let m), .unauthorized(let m): m
+        }
+    }
+
+    var headers: [(String, String)] {
+        if case .tooManyFailures(_, let seconds) = self { return [("Retry-After", String(seconds))] }
+        return []
     }
 }

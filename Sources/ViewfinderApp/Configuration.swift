@@ -243,7 +243,7 @@ public struct Configuration: Sendable, Equatable {
                                         torchLED: try r.string("torchLED"), autostart: try r.bool("autostart"),
                                         preset: try r.string("preset"), fps: try r.int("fps", in: 1...240),
                                         codes: try r.value("codes").map { v throws(JSONFieldError) in
-                                            try Application.sceneCodes(v, path: "cameras[\(i)].codes")
+                                            try sceneCodes(v, path: "cameras[\(i)].codes")
                                         } ?? [])
                 if !entry.codes.isEmpty && entry.source != .synthetic {
                     throw JSONFieldError(path: "cameras[\(i)].codes", problem: "only a synthetic camera's scene shows codes")

@@ -1,13 +1,42 @@
-// The one place where domain errors become HTTP errors (status + contract code).
+// The one place where errors become answers. Handlers throw; the server maps what they throw
+// at dispatch through `errorBody`, the contract's envelope {"error": {"code", "message", ...}}.
+// Session, camera, JSON-field, scene and sign-in errors each conform to ResponseError here
+// (the HTTP status and the contract's code are the application's vocabulary, not the domain's).
 
+import Barcodes
 import CameraCore
 import Glibc
 import HTTPServer
+import JSON
 import Movie
 import Session
-import JSON
 
-extension SessionError {
+/// The contract's error body for any error the server answers, its own refusals included
+/// (a malformed head is the contract's `invalid_value`; an overloaded or stopping server is
+/// `camera_unavailable`, as every 503 of the API is).
+@Sendable func errorBody(_ e: any ResponseError) -> Response {
+    var code = e.code
+    if let s = e as? ServerRefusal {
+        switch s {
+        case .badRequest: code = "invalid_value"
+        case .unavailable: code = "camera_unavailable"
+        default: break
+        }
+    }
+    var fields = e.extra
+    fields["code"] = .string(code)
+    fields["message"] = .string(e.message)
+    let body = JSONValue.object(["error": .object(fields)]).encoded()
+    return Response(status: e.status, headers: [("Content-Type", "application/json")] + e.headers, body: .bytes(body))
+}
+
+/// What a session call can answer instead of a state, as the contract answers it.
+extension SessionError: ResponseError {
+    public var status: Int { http.status }
+    public var code: String { http.code }
+    public var message: String { http.message }
+    public var extra: [String: JSONValue] { http.extra }
+
     var http: HTTPError {
         switch self {
         case .unknownCamera(let id, let known):
@@ -54,20 +83,30 @@ extension SessionError {
     }
 }
 
-extension JSONFieldError {
-    var http: HTTPError { HTTPError(400, "invalid_value", description) }
+/// A field of a request body with the wrong type, range or name.
+extension JSONFieldError: ResponseError {
+    public var status: Int { 400 }
+    public var code: String { "invalid_value" }
+    public var message: String { description }
 }
 
-/// Request bodies: empty means "no options"; anything else must be a JSON object.
-func bodyObject(_ request: Request) throws(HTTPError) -> JSONObjectReader {
-    let trimmed = request.body.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
-    if trimmed.isEmpty { return try! JSONObjectReader(.object([:]), nullIsAbsent: false) }
-    let value: JSONValue
-    do { value = try JSONValue.parse(request.body) } catch {
-        throw HTTPError(400, "invalid_json", "The body is not valid JSON; send an object such as {\"camera\": \"front\"}.")
-    }
-    do throws(JSONFieldError) { return try JSONObjectReader(value, nullIsAbsent: false) } catch {
-        throw HTTPError(400, "invalid_json", "The body must be a JSON object.")
+/// A camera's failure outside a session call answers as the session would answer it.
+extension CameraError: ResponseError {
+    public var status: Int { SessionError.camera(self).status }
+    public var code: String { SessionError.camera(self).code }
+    public var message: String { SessionError.camera(self).message }
+    public var extra: [String: JSONValue] { SessionError.camera(self).extra }
+}
+
+/// A scene code the synthetic camera cannot draw: a type it has no drawing for (422, with
+/// what it can draw), or a value that type cannot hold (400).
+extension SymbolError: ResponseError {
+    public var status: Int { if case .unsupported = self { 422 } else { 400 } }
+    public var code: String { if case .unsupported = self { "unsupported" } else { "invalid_value" } }
+    public var message: String { description }
+    public var extra: [String: JSONValue] {
+        guard case .unsupported = self else { return [:] }
+        return ["supported": .array(Symbol.drawable.map { .string($0.rawValue) })]
     }
 }
 

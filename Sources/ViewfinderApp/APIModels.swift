@@ -1,0 +1,71 @@
+// What the API answers with, as the contract spells it: a camera of /api/cameras, who the
+// page talks as, a stored photo.
+
+import CameraCore
+import Foundation
+import HTTPServer
+import Session
+
+struct CameraInfo: Encodable {
+    var id: String, name: String, position: String, kind: String
+    var device: String?
+    var available: Bool
+    var formats: [FormatOption]
+    var capabilities: Capabilities
+    /// Its session's run state, and whether that session is the main one.
+    var state: String
+    var main: Bool
+
+    func encode(to encoder: Encoder) throws {
+        enum K: String, CodingKey { case id, name, position, kind, device, available, formats, capabilities, state, main }
+        var c = encoder.container(keyedBy: K.self)
+        try c.encode(id, forKey: .id); try c.encode(name, forKey: .name)
+        try c.encode(position, forKey: .position); try c.encode(kind, forKey: .kind)
+        try c.encode(device, forKey: .device)  // explicit null, as the contract shows
+        try c.encode(available, forKey: .available)
+        try c.encode(formats, forKey: .formats); try c.encode(capabilities, forKey: .capabilities)
+        try c.encode(state, forKey: .state); try c.encode(main, forKey: .main)
+    }
+}
+
+struct Me: Encodable {
+    var name: String?
+    var role: String
+    var authentication: Bool
+
+    func encode(to encoder: Encoder) throws {
+        enum K: String, CodingKey { case name, role, authentication }
+        var c = encoder.container(keyedBy: K.self)
+        try c.encode(name, forKey: .name)  // explicit null without a user
+        try c.encode(role, forKey: .role)
+        try c.encode(authentication, forKey: .authentication)
+    }
+}
+
+/// A stored photo as the API shows it: the store's record plus where to fetch it.
+struct PhotoJSON: Encodable {
+    var id: String, url: String, bytes: Int, width: Int, height: Int, capturedAt: String
+    var camera: String?
+
+    init(_ p: PhotoInfo) {
+        id = p.id; url = "/api/photos/\(p.id)"; bytes = p.bytes; width = p.width; height = p.height; capturedAt = p.capturedAt
+        camera = p.camera
+    }
+
+    func encode(to encoder: Encoder) throws {
+        enum K: String, CodingKey { case id, url, bytes, width, height, capturedAt, camera }
+        var c = encoder.container(keyedBy: K.self)
+        try c.encode(id, forKey: .id); try c.encode(url, forKey: .url); try c.encode(bytes, forKey: .bytes)
+        try c.encode(width, forKey: .width); try c.encode(height, forKey: .height)
+        try c.encode(capturedAt, forKey: .capturedAt)
+        try c.encode(camera, forKey: .camera)  // null for a photo from before cameras were recorded
+    }
+}
+
+/// A JSON answer.
+func json<T: Encodable>(_ value: T, status: Int = 200, headers: [(String, String)] = []) -> Response {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.withoutEscapingSlashes]
+    let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+    return Response(status: status, contentType: "application/json", bytes: [UInt8](data), headers: headers)
+}

@@ -1,0 +1,58 @@
+// GET /metrics: Prometheus's text format, one series per camera.
+
+import Foundation
+import HTTPServer
+import Session
+
+extension Application {
+    func metrics() async -> Response {
+        var up = "", encoded = "", clients = "", fps = "", recording = "", metadata = ""
+        for s in cameras.sessions {
+            let state = await s.state()
+            let label = "{camera=\"\(Self.labelValue(s.id))\"}"
+            up += "viewfinder_up\(label) \(state.state == .running ? 1 : 0)\n"
+            encoded += "viewfinder_frames_encoded_total\(label) \(s.hub.encodedFrames)\n"
+            clients += "viewfinder_stream_clients\(label) \(state.stream.clients)\n"
+            fps += "viewfinder_stream_fps\(label) \(state.stream.fps)\n"
+            let r = state.recording
+            recording += "viewfinder_recording_active\(label) \(r.active ? 1 : 0)\n"
+                + "viewfinder_recording_frames\(label) \(r.frames)\n"
+                + "viewfinder_recording_dropped\(label) \(r.dropped)\n"
+                + "viewfinder_recording_bytes\(label) \(r.bytes)\n"
+            metadata += "viewfinder_metadata_scans_total\(label) \(s.metadataScans)\n"
+                + "viewfinder_metadata_objects\(label) \(state.metadata.objects.count)\n"
+        }
+        let text = """
+        # HELP viewfinder_up 1 while the camera's session is running.
+        # TYPE viewfinder_up gauge
+        \(up)# HELP viewfinder_frames_encoded_total Frames encoded and published to viewers.
+        # TYPE viewfinder_frames_encoded_total counter
+        \(encoded)# HELP viewfinder_stream_clients MJPEG viewers connected.
+        # TYPE viewfinder_stream_clients gauge
+        \(clients)# HELP viewfinder_stream_fps Frames published over the last second.
+        # TYPE viewfinder_stream_fps gauge
+        \(fps)# HELP viewfinder_recording_active 1 while the camera records a movie; the other recording series describe that movie.
+        # TYPE viewfinder_recording_active gauge
+        # TYPE viewfinder_recording_frames gauge
+        # TYPE viewfinder_recording_dropped gauge
+        # TYPE viewfinder_recording_bytes gauge
+        \(recording)# HELP viewfinder_metadata_scans_total Frames the metadata output scanned; viewfinder_metadata_objects: codes in view.
+        # TYPE viewfinder_metadata_scans_total counter
+        # TYPE viewfinder_metadata_objects gauge
+        \(metadata)# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
+        # TYPE viewfinder_main_camera gauge
+        viewfinder_main_camera{camera="\(Self.labelValue(cameras.mainID))"} 1
+        # HELP viewfinder_http_connections Open HTTP connections.
+        # TYPE viewfinder_http_connections gauge
+        viewfinder_http_connections \(server?.connectionCount ?? 0)
+
+        """
+        return Response(status: 200, contentType: "text/plain; version=0.0.4", bytes: Array(text.utf8))
+    }
+
+    /// A Prometheus label value: backslash, quote and newline escaped.
+    static func labelValue(_ s: String) -> String {
+        s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

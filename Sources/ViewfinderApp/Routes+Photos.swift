@@ -1,0 +1,58 @@
+// The photo output over HTTP: POST …/capture on every session's path, and the stored photos
+// from every camera, each recording the camera that took it.
+
+import CameraCore
+import HTTPServer
+import Session
+import SystemSupport
+
+extension Application {
+    func addPhotoRoutes(_ r: inout Router) {
+        r.get("/api/photos") { [self] _ in json(["photos": photos.list().map(PhotoJSON.init)]) }
+        r.get("/api/photos/:id") { [self] request in
+            let id = request.parameters["id"] ?? ""
+            guard let bytes = photos.read(id) else { throw Self.unknownPhoto(id) }
+            return Response(status: 200, contentType: "image/jpeg", bytes: bytes,
+                            headers: [("Cache-Control", "private, max-age=31536000, immutable")])
+        }
+        r.delete("/api/photos/:id") { [self] request in
+            let id = request.parameters["id"] ?? ""
+            guard photos.delete(id) else { throw Self.unknownPhoto(id) }
+            return Response(status: 204)
+        }
+    }
+
+    /// POST …/capture: options in the body or the query (`quality`, `store`).
+    func capture(_ request: Request, _ lookup: SessionLookup) async throws -> Response {
+        var session = try lookup(request)
+        let options = try CaptureOptions(request)
+        // A prepare or switch that replaces the pipeline answers its waiting photos with no
+        // frame at once; the session is then running again at the new format (after a
+        // switch, the main session is another camera's: looked up again), so the photo is
+        // asked again (the soak caught a 504 here, 7 ms after the request). Only a wait
+        // that ran out is a timeout.
+        let deadline = Clock.monotonic() + 5
+        var taken: EncodedFrame?
+        while taken == nil, Clock.monotonic() < deadline {
+            session = try lookup(request)
+            let ticket = try await session.capture(quality: options.quality)
+            taken = await ticket.frame(timeout: max(0.1, deadline - Clock.monotonic()))
+        }
+        guard let frame = taken else { throw SessionError.captureTimeout }
+        let headers = [("X-Frame-Sequence", String(frame.sequence)), ("X-Capture-Timestamp", frame.timestampString)]
+        guard options.store else {
+            return Response(status: 200, contentType: "image/jpeg", bytes: frame.jpeg, headers: headers + Response.noCache)
+        }
+        let info: PhotoInfo
+        do { info = try photos.save(frame, camera: session.id) } catch {
+            throw HTTPError(500, "storage_failed", "The photo could not be stored: \(error)")
+        }
+        await session.announcePhoto(info)
+        let photo = PhotoJSON(info)
+        return json(photo, status: 201, headers: [("Location", photo.url)] + headers)
+    }
+
+    private static func unknownPhoto(_ id: String) -> HTTPError {
+        HTTPError(404, "unknown_photo", "No photo '\(id)'; GET /api/photos lists them.")
+    }
+}
