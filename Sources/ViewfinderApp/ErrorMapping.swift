@@ -90,6 +90,13 @@ extension JSONFieldError: ResponseError {
     public var message: String { description }
 }
 
+/// The photo store's failure: the photo was taken, but not kept.
+extension PhotoStoreError: ResponseError {
+    public var status: Int { 500 }
+    public var code: String { "storage_failed" }
+    public var message: String { "The photo could not be stored: \(cause)" }
+}
+
 /// A camera's failure outside a session call answers as the session would answer it.
 extension CameraError: ResponseError {
     public var status: Int { SessionError.camera(self).status }

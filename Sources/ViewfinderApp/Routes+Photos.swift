@@ -43,10 +43,7 @@ extension Application {
         guard options.store else {
             return Response(status: 200, contentType: "image/jpeg", bytes: frame.jpeg, headers: headers + Response.noCache)
         }
-        let info: PhotoInfo
-        do { info = try photos.save(frame, camera: session.id) } catch {
-            throw HTTPError(500, "storage_failed", "The photo could not be stored: \(error)")
-        }
+        let info = try photos.save(frame, camera: session.id)
         await session.announcePhoto(info)
         let photo = PhotoJSON(info)
         return json(photo, status: 201, headers: [("Location", photo.url)] + headers)

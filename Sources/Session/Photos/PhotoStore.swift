@@ -19,6 +19,12 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
 }
 
 
+/// A photo that could not be stored: the directory, the disk or the rename failed.
+public struct PhotoStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var cause: SystemError
+    public var description: String { cause.description }
+}
+
 public final class PhotoStore: Sendable {
     public let directory: String
     /// Writers and deleters take turns (the directory is the shared state).
@@ -47,17 +53,21 @@ public final class PhotoStore: Sendable {
     public static func isValid(camera: String) -> Bool { StoredName.isSafe(camera: camera) }
 
     /// Stores `frame`, taken by `camera` (recorded in the id when it is a plain name).
-    public func save(_ frame: EncodedFrame, camera: String? = nil) throws(SystemError) -> PhotoInfo {
+    public func save(_ frame: EncodedFrame, camera: String? = nil) throws(PhotoStoreError) -> PhotoInfo {
         var id = "\(Int64((frame.timestamp * 1_000_000).rounded()))-\(frame.sequence)"
         let recorded = camera.flatMap { Self.isValid(camera: $0) ? $0 : nil }
         if let recorded { id += "-" + recorded }
+        do throws(SystemError) { try store(frame, id: id) } catch { throw PhotoStoreError(cause: error) }
+        return PhotoInfo(id: id, bytes: frame.jpegCount, width: frame.width,
+                         height: frame.height, capturedAt: Self.iso(frame.timestamp), camera: recorded)
+    }
+
+    private func store(_ frame: EncodedFrame, id: String) throws(SystemError) {
         try turn.withLock { _ throws(SystemError) in
             try ensureDirectory()
             // `.tmp-` names are removed at start-up: a crash leaves a whole photo or none.
             try AtomicFile.write(frame.jpeg, to: path(id), temporary: directory + "/.tmp-" + id, mode: 0o644)
         }
-        return PhotoInfo(id: id, bytes: frame.jpeg.count, width: frame.width,
-                         height: frame.height, capturedAt: Self.iso(frame.timestamp), camera: recorded)
     }
 
     /// Removes the temporary files of saves a crash interrupted (before their rename: never
