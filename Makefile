@@ -23,6 +23,8 @@ run: release
 ## Every test: unit, live server on 127.0.0.1 port 0, real clients (ffprobe, headless Chromium).
 test: test-deps
 	$(SWIFT) build --build-tests
+	@# The process tests start .build/debug/viewfinder: never a stale one (scripts/fresh-binary).
+	SWIFT=$(SWIFT) scripts/fresh-binary
 	$(SWIFT) test --skip-build --skip ConnectionLimitTests --skip MovieAPITests --skip MovieRecorderTests --skip RepairTests
 	@# A latency goal (a snapshot within 1 s beside 300 half-open connections) is measured
 	@# with the machine otherwise idle, not beside every other suite of the run.
@@ -55,12 +57,14 @@ test-asan: test-deps
 VM ?= scripts/vm
 test-v4l2: deps
 	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) scripts/fresh-binary
 	$(VM) --devices 2 --loopback 1 --timeout 1500 -- .build/debug/ViewfinderPackageTests.xctest --testing-library swift-testing --filter V4L2Tests
 
 ## The session as a client drives it, against two virtual USB webcams (C920 + C270) on the
 ## real uvcvideo driver, in the VM (Tests/uvc/).
 test-uvc: deps
 	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) scripts/fresh-binary
 	$(VM) --uvc c920,c270 --timeout 1500 -- /usr/bin/python3 Tests/uvc/test_uvc.py
 
 ## Benchmarks: writes figures to bench/RESULTS.md.
