@@ -20,7 +20,7 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// What MHD's polling thread, handler tasks and the owner share. Suspending and resuming
     /// a connection happen under it, so a resume can never overtake its suspend.
-    private struct Shared {
+    struct Shared {
         var daemon: Daemon?
         var stopping = false
         var openConnections = 0
@@ -29,8 +29,8 @@ public final class HTTPServer: @unchecked Sendable {
         var streams: [ObjectIdentifier: StreamConnection] = [:]
         var certificates: CertificateStore?
     }
-    private struct Daemon: @unchecked Sendable { let raw: OpaquePointer }
-    private let shared = Locked(Shared())
+    struct Daemon: @unchecked Sendable { let raw: OpaquePointer }
+    let shared = Locked(Shared())
     /// stop() waits on it for running handlers to answer (signalled when a request ends).
     private let drained = NSCondition()
     private var listenSocket: Int32 = -1
@@ -184,17 +184,6 @@ public final class HTTPServer: @unchecked Sendable {
             ? .YES : .NO
     }
 
-    private static let streamReader: MHD_ContentReaderCallback = { cls, _, buf, max in
-        Unmanaged<StreamConnection>.fromOpaque(cls!).takeUnretainedValue().read(into: buf!, max: max)
-    }
-
-    private static let streamFree: MHD_ContentReaderFreeCallback = { cls in
-        let stream = Unmanaged<StreamConnection>.fromOpaque(cls!).takeRetainedValue()
-        stream.didClose()
-        // The server outlives every response (stop() waits for MHD_stop_daemon).
-        if let server = stream.server { server.shared.withLock { _ = $0.streams.removeValue(forKey: ObjectIdentifier(stream)) } }
-    }
-
     private func requestEnded() {
         drained.lock()
         shared.withLock { $0.activeRequests -= 1 }
@@ -343,103 +332,6 @@ public final class HTTPServer: @unchecked Sendable {
         return Response(status: 204, headers: [("Allow", allow.isEmpty ? "GET, HEAD, OPTIONS" : allow.joined(separator: ", "))])
     }
 
-    // MARK: - Responses
-
-    private func queue(_ response: Response, _ ctx: ConnectionContext) -> MHD_Result {
-        ctx.answered = true
-        var headers = response.headers + cors(origin: ctx.headers["origin"])
-        var body = response.body
-        if ctx.method == "HEAD", case .stream(let s) = body {
-            s.close()  // HEAD gets the stream's headers, never its endless body
-            body = .bytes([])
-        }
-        let mhdResponse: OpaquePointer?
-        switch body {
-        case .bytes(let bytes):
-            mhdResponse = bytes.withUnsafeBytes {
-                MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress),
-                                                CMHD_RESPMEM_MUST_COPY)
-            }
-        case .file(let file):
-            // libmicrohttpd owns the descriptor from here and closes it with the response.
-            if let fd = file.take() {
-                mhdResponse = MHD_create_response_from_fd_at_offset64(UInt64(file.length), fd, UInt64(file.offset))
-                if mhdResponse == nil { close(fd) }
-            } else {
-                mhdResponse = nil
-            }
-        case .stream(let streamBody):
-            let stream = StreamConnection(body: streamBody, connection: ctx.connection)
-            stream.server = self
-            shared.withLock { $0.streams[ObjectIdentifier(stream)] = stream }
-            mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 32 * 1024, Self.streamReader,
-                                                            Unmanaged.passRetained(stream).toOpaque(), Self.streamFree)
-            streamBody.attach { [weak stream] in stream?.wake() }
-            headers.append(("Connection", "close"))
-            cmhd_set_connection_timeout(ctx.connection, Self.streamIdleTimeout)  // not the header timeout
-        }
-        guard let mhdResponse else { return .NO }
-        if let c = response.challenge, c.basic {
-            headers.append(("WWW-Authenticate", "Basic realm=\"\(c.realm)\", charset=\"UTF-8\""))
-        }
-        for (name, value) in headers { MHD_add_response_header(mhdResponse, name, value) }
-        let rc: MHD_Result
-        if let c = response.challenge, let digest = c.digest {
-            // libmicrohttpd adds the Digest challenge with a nonce it can check later.
-            rc = MHD_queue_auth_fail_response2(ctx.connection, c.realm, Self.digestOpaque, mhdResponse,
-                                               c.stale ? 1 : 0, digest.mhd)
-            Self.canonicalizeDigestAlgorithm(mhdResponse)
-        } else {
-            rc = MHD_queue_response(ctx.connection, UInt32(response.status), mhdResponse)
-        }
-        MHD_destroy_response(mhdResponse)
-        return rc
-    }
-
-    static let digestOpaque = "0b5f3a1c9e7d4f26"
-
-    /// libmicrohttpd 0.9.75 writes `algorithm=md5` / `sha-256`; RFC 7616 spells them `MD5`
-    /// and `SHA-256`, and FFmpeg's Digest (Home Assistant's ffmpeg camera, `ffmpeg -i
-    /// http://user:pw@…`) compares case-sensitively and gives up on the lower-case form.
-    /// The headers are serialised only after the access handler returns, so the queued
-    /// response can still be corrected here.
-    static func canonicalizeDigestAlgorithm(_ response: OpaquePointer) {
-        final class Found { var values: [String] = [] }
-        let found = Found()
-        _ = MHD_get_response_headers(response, { cls, _, key, value in
-            if let key, let value, String(cString: key).lowercased() == "www-authenticate" {
-                let v = String(cString: value)
-                if v.hasPrefix("Digest ") { Unmanaged<Found>.fromOpaque(cls!).takeUnretainedValue().values.append(v) }
-            }
-            return MHD_Result.YES
-        }, Unmanaged.passUnretained(found).toOpaque())
-        for v in found.values {
-            let fixed = v.replacingOccurrences(of: "algorithm=md5", with: "algorithm=MD5")
-                .replacingOccurrences(of: "algorithm=sha-256", with: "algorithm=SHA-256")
-            guard fixed != v else { continue }
-            _ = MHD_del_response_header(response, "WWW-Authenticate", v)
-            _ = MHD_add_response_header(response, "WWW-Authenticate", fixed)
-        }
-    }
-
-    /// CORS: `*` allows any origin but never with credentials; a listed origin is echoed
-    /// back with credentials allowed.
-    private func cors(origin: String?) -> [(String, String)] {
-        let allowed = configuration.allowOrigins
-        guard !allowed.isEmpty else { return [] }
-        var out: [(String, String)]
-        if allowed.contains("*") {
-            out = [("Access-Control-Allow-Origin", "*")]
-        } else if let origin, allowed.contains(origin) {
-            out = [("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Credentials", "true"), ("Vary", "Origin")]
-        } else {
-            return [("Vary", "Origin")]
-        }
-        out.append(("Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"))
-        out.append(("Access-Control-Allow-Headers", "Content-Type, Authorization"))
-        out.append(("Access-Control-Expose-Headers", configuration.exposedHeaders.joined(separator: ", ")))
-        return out
-    }
 }
 
 public enum ServerError: Error, CustomStringConvertible {

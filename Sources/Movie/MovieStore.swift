@@ -9,26 +9,18 @@ import Foundation
 import SystemSupport
 
 public final class MovieStore: Sendable {
-    public let directory: String
-    /// Renames, deletions and listings take turns (the directory is the shared state).
-    private let turn = Locked(())
+    private let files: StoreDirectory
+    public var directory: String { files.path }
 
     public init(directory: String) {
-        self.directory = directory
+        files = StoreDirectory(directory)
     }
 
     // MARK: - Ids and paths
 
     public static func isValid(id: String) -> Bool { parse(id) != nil }
 
-    static func parse(_ id: String) -> (micros: Int64, camera: String?)? {
-        let parts = id.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard StoredName.isNumber(parts[0]), let micros = Int64(parts[0]) else { return nil }
-        guard parts.count == 2 else { return (micros, nil) }
-        let camera = String(parts[1])
-        guard isValid(camera: camera) else { return nil }
-        return (micros, camera)
-    }
+    static func parse(_ id: String) -> (micros: Int64, camera: String?)? { StoredName.parse(id, numbers: 1) }
 
     public static func isValid(camera: String) -> Bool { StoredName.isSafe(camera: camera) }
 
@@ -38,26 +30,22 @@ public final class MovieStore: Sendable {
         return "\(micros)-\(camera)"
     }
 
-    public func path(_ id: String) -> String { directory + "/" + id + ".mp4" }
-    func partialPath(_ id: String) -> String { directory + "/." + id + ".mp4.part" }
-    private func recordPath(_ id: String) -> String { directory + "/" + id + ".json" }
+    public func path(_ id: String) -> String { files.file(id + ".mp4") }
+    func partialPath(_ id: String) -> String { files.file("." + id + ".mp4.part") }
+    private func recordPath(_ id: String) -> String { files.file(id + ".json") }
 
     public static func url(_ id: String) -> String { "/api/movies/" + id }
 
     // MARK: - Writing
 
     func ensureDirectory() throws(MovieError) {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue { return }
-        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
-            throw .system(.last("mkdir \(directory)"))
-        }
+        do throws(SystemError) { try files.ensure() } catch { throw .system(error) }
     }
 
     /// Publishes a finished recording: its record first (so a listed movie always has one,
     /// unless the disk was too full for it), then the rename, then the directory made durable.
     func publish(_ info: MovieInfo) throws(MovieError) {
-        try turn.withLock { _ throws(MovieError) in
+        try files.withTurn { () throws(MovieError) in
             writeRecord(info)
             guard rename(partialPath(info.id), path(info.id)) == 0 else {
                 throw .system(.last("rename \(path(info.id))"))
@@ -69,7 +57,7 @@ public final class MovieStore: Sendable {
     /// The record is a convenience (the file can be probed again): a full disk loses it, not the movie.
     private func writeRecord(_ info: MovieInfo) {
         guard let data = try? JSONEncoder().encode(info) else { return }
-        let temp = directory + "/.tmp-" + info.id + ".json"
+        let temp = files.file(".tmp-" + info.id + ".json")
         try? AtomicFile.write([UInt8](data), to: recordPath(info.id), temporary: temp, mode: 0o644)
     }
 
@@ -77,9 +65,7 @@ public final class MovieStore: Sendable {
 
     /// Newest first.
     public func list() -> [MovieInfo] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        let ids = names.compactMap { $0.hasSuffix(".mp4") ? String($0.dropLast(4)) : nil }.filter(Self.isValid(id:))
-        return ids.compactMap(info).sorted { ($0.startedAt, $0.id) > ($1.startedAt, $1.id) }
+        files.ids(suffix: ".mp4", isValid: Self.isValid(id:)).compactMap(info).sorted { ($0.startedAt, $0.id) > ($1.startedAt, $1.id) }
     }
 
     /// A finished movie's record; probed (and the record written again) if it is missing.
@@ -97,7 +83,7 @@ public final class MovieStore: Sendable {
                              height: facts.height, rotation: facts.rotation, frames: facts.frames, duration: MovieInfo.seconds(facts.duration),
                              bytes: Int64(st.st_size), startedAt: StoredName.iso8601(Double(parsed.micros) / 1e6),
                              reason: .recovered, timelapse: false)
-        turn.withLock { _ in writeRecord(info) }
+        files.withTurn { writeRecord(info) }
         return info
     }
 
@@ -113,7 +99,7 @@ public final class MovieStore: Sendable {
 
     public func delete(_ id: String) -> Bool {
         guard Self.isValid(id: id) else { return false }
-        return turn.withLock { _ in
+        return files.withTurn {
             let gone = unlink(path(id)) == 0
             if gone { unlink(recordPath(id)) }
             return gone
@@ -126,7 +112,7 @@ public final class MovieStore: Sendable {
     /// Answers the movies recovered (a file with nothing playable is removed).
     @discardableResult
     public func recoverUnfinished() -> [MovieInfo] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let names = files.names()
         var recovered: [MovieInfo] = []
         for name in names where name.hasPrefix(".") && name.hasSuffix(".mp4.part") {
             let id = String(name.dropFirst().dropLast(".mp4.part".count))

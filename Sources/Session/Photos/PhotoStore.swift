@@ -26,28 +26,19 @@ public struct PhotoStoreError: Error, Sendable, Equatable, CustomStringConvertib
 }
 
 public final class PhotoStore: Sendable {
-    public let directory: String
-    /// Writers and deleters take turns (the directory is the shared state).
-    private let turn = Locked(())
+    private let files: StoreDirectory
+    public var directory: String { files.path }
 
     public init(directory: String) {
-        self.directory = directory
+        files = StoreDirectory(directory)
     }
 
-    /// Digits, a dash, digits: nothing that can climb out of the directory.
     /// `MICROS-SEQUENCE` or `MICROS-SEQUENCE-CAMERA`: the time taken, the frame, and the camera
     /// that took it (letters, digits, `_`, `.` and `-`, not starting with a dot), so the file
     /// name alone tells all three and nothing in it can leave the directory.
     public static func isValid(id: String) -> Bool { parse(id) != nil }
 
-    static func parse(_ id: String) -> (micros: Int64, camera: String?)? {
-        let parts = id.split(separator: "-", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts.prefix(2).allSatisfy(StoredName.isNumber), let micros = Int64(parts[0]) else { return nil }
-        guard parts.count == 3 else { return (micros, nil) }
-        let camera = String(parts[2])
-        guard isValid(camera: camera) else { return nil }
-        return (micros, camera)
-    }
+    static func parse(_ id: String) -> (micros: Int64, camera: String?)? { StoredName.parse(id, numbers: 2) }
 
     /// A camera id that can be part of a photo id as it is.
     public static func isValid(camera: String) -> Bool { StoredName.isSafe(camera: camera) }
@@ -63,10 +54,10 @@ public final class PhotoStore: Sendable {
     }
 
     private func store(_ frame: EncodedFrame, id: String) throws(SystemError) {
-        try turn.withLock { _ throws(SystemError) in
-            try ensureDirectory()
+        try files.withTurn { () throws(SystemError) in
+            try files.ensure()
             // `.tmp-` names are removed at start-up: a crash leaves a whole photo or none.
-            try AtomicFile.write(frame.jpeg, to: path(id), temporary: directory + "/.tmp-" + id, mode: 0o644)
+            try AtomicFile.write(frame.jpeg, to: path(id), temporary: files.file(".tmp-" + id), mode: 0o644)
         }
     }
 
@@ -74,17 +65,12 @@ public final class PhotoStore: Sendable {
     /// answered, never listed); called once at start-up, while nothing saves. The names removed.
     @discardableResult
     public func removeUnfinished() -> [String] {
-        turn.withLock { _ in
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            return names.filter { $0.hasPrefix(".tmp-") && unlink(directory + "/" + $0) == 0 }
-        }
+        files.withTurn { files.names().filter { $0.hasPrefix(".tmp-") && unlink(files.file($0)) == 0 } }
     }
 
     /// Newest first.
     public func list() -> [PhotoInfo] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        let ids = names.compactMap { $0.hasSuffix(".jpg") ? String($0.dropLast(4)) : nil }.filter { Self.isValid(id: $0) }
-        return ids.compactMap(info).sorted { ($0.capturedAt, $0.id) > ($1.capturedAt, $1.id) }
+        files.ids(suffix: ".jpg", isValid: Self.isValid(id:)).compactMap(info).sorted { ($0.capturedAt, $0.id) > ($1.capturedAt, $1.id) }
     }
 
     public func read(_ id: String) -> [UInt8]? {
@@ -94,7 +80,7 @@ public final class PhotoStore: Sendable {
 
     public func delete(_ id: String) -> Bool {
         guard Self.isValid(id: id) else { return false }
-        return turn.withLock { _ in unlink(path(id)) == 0 }
+        return files.withTurn { unlink(path(id)) == 0 }
     }
 
     private func info(_ id: String) -> PhotoInfo? {
@@ -103,15 +89,7 @@ public final class PhotoStore: Sendable {
                          height: size.height, capturedAt: Self.iso(Double(parsed.micros) / 1_000_000), camera: parsed.camera)
     }
 
-    private func path(_ id: String) -> String { directory + "/" + id + ".jpg" }
-
-    private func ensureDirectory() throws(SystemError) {
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDir), isDir.boolValue { return }
-        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
-            throw SystemError(call: "mkdir \(directory)", errno: errno)
-        }
-    }
+    private func path(_ id: String) -> String { files.file(id + ".jpg") }
 
     static func iso(_ t: Double) -> String { StoredName.iso8601(t) }
 }
