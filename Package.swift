@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "CPixels"),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CPixels", "CameraCore"]),
         // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
-        .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore"]),
+        .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore", "SystemSupport"]),
         .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes", "SystemSupport"]),
         // The metadata output's decoder: zbar on a luma plane.
         .target(name: "Metadata", dependencies: ["CZBar", "CameraCore"]),

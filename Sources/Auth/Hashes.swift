@@ -4,17 +4,18 @@
 
 import CCrypt
 import CGnuTLSCrypto
+import SystemSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
 public enum AuthError: Error, Equatable, CustomStringConvertible {
-    case system(call: String, errno: Int32)
+    case system(SystemError)
     case library(call: String, code: Int32)
 
     public var description: String {
         switch self {
-        case .system(let call, let e): "\(call) failed: \(String(cString: strerror(e)))"
+        case .system(let e): e.description
         case .library(let call, let code): "\(call) failed (\(code))"
         }
     }
@@ -25,7 +26,7 @@ public enum Hashes {
     public static func passwordHash(_ password: String) throws(AuthError) -> String {
         var setting = [CChar](repeating: 0, count: Int(CRYPT_GENSALT_OUTPUT_SIZE))
         guard crypt_gensalt_rn("$y$", 0, nil, 0, &setting, Int32(setting.count)) != nil else {
-            throw .system(call: "crypt_gensalt_rn", errno: errno)
+            throw .system(.last("crypt_gensalt_rn"))
         }
         return try crypt(password, setting: setting)
     }
@@ -43,7 +44,7 @@ public enum Hashes {
             crypt_r(password, setting, p).map { String(cString: $0) }
         }
         // libcrypt answers a failure with NULL or a string starting with '*'.
-        guard let out, !out.hasPrefix("*") else { throw .system(call: "crypt_r", errno: errno) }
+        guard let out, !out.hasPrefix("*") else { throw .system(.last("crypt_r")) }
         return out
     }
 

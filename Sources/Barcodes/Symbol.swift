@@ -4,6 +4,7 @@
 
 import CameraCore
 import CQREncode
+import SystemSupport
 import Glibc
 
 /// Modules row by row, `true` dark. A 1D code has one row (its height is the drawer's).
@@ -18,13 +19,13 @@ public struct ModuleGrid: Sendable, Equatable {
 public enum SymbolError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidValue(MetadataObjectType, String)
     case unsupported(MetadataObjectType)
-    case library(String, errno: Int32)
+    case library(SystemError)
 
     public var description: String {
         switch self {
         case .invalidValue(let t, let why): "\(t.rawValue): \(why)"
         case .unsupported(let t): "the scene cannot draw \(t.rawValue) (it draws qr, ean13 and code128)"
-        case .library(let call, let e): "\(call) failed: \(String(cString: strerror(e)))"
+        case .library(let e): e.description
         }
     }
 }
@@ -50,7 +51,7 @@ public enum Symbol {
         guard (1...500).contains(value.unicodeScalars.count) else { throw .invalidValue(.qr, "1 to 500 characters") }
         let bytes = Array(value.utf8)
         guard let code = QRcode_encodeData(Int32(bytes.count), bytes, 0, QR_ECLEVEL_M) else {
-            throw .library("QRcode_encodeData", errno: errno)
+            throw .library(.last("QRcode_encodeData"))
         }
         defer { QRcode_free(code) }
         let n = Int(code.pointee.width), quiet = 4, side = n + 2 * quiet

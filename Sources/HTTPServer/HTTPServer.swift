@@ -89,9 +89,9 @@ public final class HTTPServer: @unchecked Sendable {
                        UInt32(configuration.headerTimeout), certificates?.raw, ServerConfiguration.tlsPriorities,
                        key.baseAddress, key.count)
         }) else {
-            let e = errno
+            let e = SystemError.last("MHD_start_daemon")
             shared.withLock { $0.certificates = nil }
-            throw ServerError.startFailed(host: configuration.host, port: configuration.port, errno: e)
+            throw ServerError.startFailed(host: configuration.host, port: configuration.port, cause: e)
         }
         shared.withLock { $0.daemon = Daemon(raw: d) }
         port = Int(cmhd_bound_port(d))
@@ -336,13 +336,13 @@ public final class HTTPServer: @unchecked Sendable {
 
 public enum ServerError: Error, CustomStringConvertible {
     case badAddress(String)
-    case startFailed(host: String, port: Int, errno: Int32)
+    case startFailed(host: String, port: Int, cause: SystemError)
     case notTLS
 
     public var description: String {
         switch self {
         case .badAddress(let h): "server.host: '\(h)' is not an IPv4 address"
-        case .startFailed(let h, let p, let e): "cannot listen on \(h):\(p): \(String(cString: strerror(e)))"
+        case .startFailed(let h, let p, let e): "cannot listen on \(h):\(p): \(String(cString: strerror(e.errno)))"
         case .notTLS: "the server does not use TLS (server.tls is not set)"
         }
     }
