@@ -25,6 +25,8 @@ test: test-deps
 	$(SWIFT) build --build-tests
 	@# The process tests start .build/debug/viewfinder: never a stale one (scripts/fresh-binary).
 	SWIFT=$(SWIFT) scripts/fresh-binary
+	@# Package.swift declares exactly what each target imports; one Swift module owns each C module.
+	scripts/check-imports $(SWIFT)
 	$(SWIFT) test --skip-build --skip ConnectionLimitTests --skip MovieAPITests --skip MovieRecorderTests --skip RepairTests
 	@# A latency goal (a snapshot within 1 s beside 300 half-open connections) is measured
 	@# with the machine otherwise idle, not beside every other suite of the run.

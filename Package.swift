@@ -69,11 +69,11 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "JPEG", "Movie", "Barcodes", "Session", "HTTPServer", "JSON", "Auth", "SystemSupport",
+            "CameraCore", "Capture", "Movie", "Barcodes", "Session", "HTTPServer", "JSON", "Auth", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
-            "ViewfinderApp", "CMalloc", "SystemSupport",
+            "ViewfinderApp", "HTTPServer", "CMalloc", "SystemSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "JSON", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Movie", "Barcodes", "Metadata", "SystemSupport",
+            "ViewfinderApp", "HTTPServer", "JSON", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],
