@@ -18,10 +18,13 @@ extension Symbol {
 
     /// Twelve digits (the check digit is added) or thirteen (it must be right).
     static func ean13(_ value: String) throws(SymbolError) -> ModuleGrid {
-        guard value.count == 12 || value.count == 13, value.allSatisfy({ ("0"..."9").contains($0) }) else {
+        // ASCII digits by their bytes: a digit with a combining mark is one Character that
+        // compares like the digit, and must not get through.
+        let bytes = Array(value.utf8)
+        guard bytes.count == 12 || bytes.count == 13, bytes.allSatisfy({ (0x30...0x39).contains($0) }) else {
             throw .invalidValue(.ean13, "12 or 13 digits")
         }
-        var d = value.map { Int(String($0))! }
+        var d = bytes.map { Int($0 - 0x30) }
         let check = eanCheckDigit(Array(d.prefix(12)))
         if d.count == 13 && d[12] != check { throw .invalidValue(.ean13, "the check digit of \(value.prefix(12)) is \(check)") }
         if d.count == 12 { d.append(check) }

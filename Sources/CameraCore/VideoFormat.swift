@@ -52,6 +52,14 @@ public enum Preset: Sendable, Equatable {
         }
     }
 
+    /// A size a prepare asked for, as the session reports it (`"800x600"`): kept as the
+    /// current preset, so a later prepare that names no size keeps it.
+    public init?(size name: String) {
+        let parts = name.split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), w > 0, h > 0 else { return nil }
+        self = .size(width: w, height: h)
+    }
+
     /// The target size before matching against what a camera offers.
     var target: (width: Int, height: Int)? {
         switch self {

@@ -48,7 +48,10 @@ public enum FormatResolution {
             preset = .size(width: w, height: h)
         } else {
             presetName = r.preset ?? currentPreset
-            guard let p = Preset(presetName) else { throw .unsupported("preset '\(presetName)'", supported: Preset.names) }
+            // The current one may be a size an earlier prepare asked for: it stays.
+            guard let p = Preset(presetName) ?? (r.preset == nil ? Preset(size: presetName) : nil) else {
+                throw .unsupported("preset '\(presetName)'", supported: Preset.names)
+            }
             preset = p
         }
         guard let option = preset.choose(from: options) else { throw .unsupported("no format", supported: []) }

@@ -106,10 +106,22 @@ extension CameraError: ResponseError {
 }
 
 /// A scene code the synthetic camera cannot draw: a type it has no drawing for (422, with
-/// what it can draw), or a value that type cannot hold (400).
+/// what it can draw), a value that type cannot hold (400), or the library failed (500).
 extension SymbolError: ResponseError {
-    public var status: Int { if case .unsupported = self { 422 } else { 400 } }
-    public var code: String { if case .unsupported = self { "unsupported" } else { "invalid_value" } }
+    public var status: Int {
+        switch self {
+        case .unsupported: 422
+        case .invalidValue: 400
+        case .library: 500
+        }
+    }
+    public var code: String {
+        switch self {
+        case .unsupported: "unsupported"
+        case .invalidValue: "invalid_value"
+        case .library: "internal_error"
+        }
+    }
     public var message: String { description }
     public var extra: [String: JSONValue] {
         guard case .unsupported = self else { return [:] }

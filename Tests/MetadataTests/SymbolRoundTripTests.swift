@@ -57,5 +57,9 @@ import Testing
         #expect(throws: SymbolError.self) { try Symbol.grid(.ean13, "4006381333932") }
         #expect(throws: SymbolError.self) { try Symbol.grid(.code128, "é") }
         #expect(throws: SymbolError.self) { try Symbol.grid(.upca, "012345678905") }
+        // A digit with a combining accent is one Character that compares like the digit:
+        // refused by its bytes (it was read as a digit and crashed the server).
+        #expect(throws: SymbolError.self) { try Symbol.grid(.ean13, "1\u{301}23456789012") }
+        #expect(throws: SymbolError.self) { try Symbol.grid(.ean13, "１23456789012") }  // a fullwidth digit
     }
 }

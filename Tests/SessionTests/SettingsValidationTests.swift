@@ -86,6 +86,20 @@ import Testing
         let f = try FormatResolution.resolve(PrepareRequest(preset: preset, fps: fps), formats: formats, currentPreset: "high", currentFps: 30).format
         #expect("\(f.width)x\(f.height)@\(f.fps)" == expected)
     }
+
+    /// A size asked for by width and height is reported as `"WxH"`: a later prepare that names
+    /// no size or preset keeps it (it was refused as an unknown preset), one naming an unknown
+    /// preset is still refused.
+    @Test func aSizeAskedForStaysTheCurrentPreset() throws {
+        let formats = [(640, 480), (800, 600), (1280, 720)].map { FormatOption(pixelFormat: .yuyv, width: $0.0, height: $0.1, fps: [30, 15]) }
+        let sized = try FormatResolution.resolve(PrepareRequest(width: 800, height: 600), formats: formats, currentPreset: "high", currentFps: 30)
+        #expect(sized.preset == "800x600")
+        let again = try FormatResolution.resolve(PrepareRequest(fps: 15), formats: formats, currentPreset: sized.preset, currentFps: 30)
+        #expect(again.format == VideoFormat(pixelFormat: .yuyv, width: 800, height: 600, fps: 15) && again.preset == "800x600")
+        #expect(throws: SessionError.self) {
+            try FormatResolution.resolve(PrepareRequest(preset: "800x600"), formats: formats, currentPreset: "high", currentFps: 30)
+        }
+    }
 }
 
 extension WhiteBalanceSetting {
