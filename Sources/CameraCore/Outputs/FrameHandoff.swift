@@ -30,16 +30,17 @@ public final class FrameHandoff<Job: Sendable>: Sendable {
     private let core: HandoffCore<Job>
     public let workers: Int
 
-    /// Starts `workers` threads named `name` (`name-0`, `name-1`… when more than one).
+    /// Starts `workers` threads named `name` (`name-0`, `name-1`… when more than one, or when
+    /// `numbered`: a pool whose size is a setting keeps one naming scheme at every size).
     /// `merge` combines the job of a frame replaced under `newestWins` into the newer frame's.
-    public init(name: String, workers: Int = 1, policy: Policy,
+    public init(name: String, workers: Int = 1, numbered: Bool = false, policy: Policy,
                 merge: (@Sendable (_ older: Job, _ newer: Job) -> Job)? = nil,
                 worker makeWork: @escaping @Sendable () -> Work) {
         let n = max(1, workers)
         self.workers = n
         core = HandoffCore(workers: n, policy: policy, merge: merge)
         for i in 0..<n {
-            let threadName = n == 1 ? name : "\(name)-\(i)"
+            let threadName = n == 1 && !numbered ? name : "\(name)-\(i)"
             let core = self.core
             let t = Thread {
                 ThreadName.set(threadName)

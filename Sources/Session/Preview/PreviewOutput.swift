@@ -29,7 +29,8 @@ final class PreviewOutput: CaptureOutput {
         self.hub = hub
         self.settings = settings
         let failures = self.failures
-        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, policy: .newestWins) { [hub] in
+        // Threads `CAMERA-encode-N`, as bench/latency.py and the soak look for them.
+        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, numbered: true, policy: .newestWins) { [hub] in
             let encoder = FrameEncoder()  // this thread's libjpeg-turbo handles
             return { frame, job in
                 let timestamp = EncodedFrame.format(frame.timestamp)
