@@ -12,9 +12,24 @@ import SystemSupport
 final class FramePipeline: Sendable {
     private let settings: PipelineSettings
     private let nextSequence: @Sendable () -> UInt64
-    /// Taking frames (false once deactivated), who to tell of the first one, and the outputs:
-    /// read together, one lock a frame.
-    private let intake: Locked<(active: Bool, firstFrame: (@Sendable () -> Void)?, outputs: [any CaptureOutput])>
+    private struct Intake {
+        /// Taking frames (false once deactivated).
+        var active = true
+        var firstFrame: (@Sendable () -> Void)?
+        /// Never changed in place: attach and detach build a new array, so storage a capture
+        /// thread holds is never written by another (ThreadSanitizer cannot see the standard
+        /// library's reference counts, and saw an in-place append beside the capture thread's
+        /// reading as a race).
+        var outputs: [any CaptureOutput]
+        /// Bumped by every change of `outputs`.
+        var version = 0
+    }
+    /// Read together, one lock a frame.
+    private let intake: Locked<Intake>
+    /// The capture thread's own copy of the outputs, taken again when `version` moves. Only
+    /// the capture thread reads or replaces it, so the storage it iterates outside the lock is
+    /// released by the thread that read it.
+    private let local = CaptureThreadOutputs()
 
     /// `firstFrame` is told once, on the capture thread: a camera reopened after a loss is back
     /// only once it delivers. `nextSequence` numbers the frames some output takes.
@@ -22,19 +37,23 @@ final class FramePipeline: Sendable {
          firstFrame: (@Sendable () -> Void)? = nil) {
         self.settings = settings
         self.nextSequence = nextSequence
-        intake = Locked((active: true, firstFrame: firstFrame, outputs: outputs))
+        intake = Locked(Intake(firstFrame: firstFrame, outputs: outputs))
     }
 
     /// Registers `output`: it is offered the next frame.
     func attach(_ output: any CaptureOutput) {
-        intake.withLock { $0.outputs.append(output) }
+        intake.withLock { i in
+            i.outputs = i.outputs + [output]
+            i.version += 1
+        }
     }
 
     /// Offers `output` no more frames and tells it so.
     func detach(_ output: any CaptureOutput) {
         let removed = intake.withLock { i -> Bool in
-            guard let at = i.outputs.firstIndex(where: { $0 === output }) else { return false }
-            i.outputs.remove(at: at)
+            guard i.outputs.contains(where: { $0 === output }) else { return false }
+            i.outputs = i.outputs.filter { $0 !== output }
+            i.version += 1
             return true
         }
         if removed { output.detached() }
@@ -49,25 +68,39 @@ final class FramePipeline: Sendable {
     /// (each finishes or drops what it holds: waiting photos answer at once).
     func deactivate() {
         let outputs = intake.withLock { i -> [any CaptureOutput] in
-            defer { i.active = false; i.outputs = [] }
+            defer { i.active = false; i.outputs = []; i.version += 1 }
             return i.active ? i.outputs : []
         }
         for o in outputs { o.detached() }
     }
 
+    /// On the capture thread, for every frame.
     func handle(_ frame: borrowing RawFrame) {
-        let (outputs, first) = intake.withLock { i -> ([any CaptureOutput], (@Sendable () -> Void)?) in
+        let local = self.local
+        let first = intake.withLock { i -> (@Sendable () -> Void)?? in
+            guard i.active else { return nil }
+            if local.version != i.version {
+                local.outputs = i.outputs
+                local.version = i.version
+            }
             defer { i.firstFrame = nil }
-            return i.active ? (i.outputs, i.firstFrame) : ([], nil)
+            return .some(i.firstFrame)
         }
-        first?()
+        guard case .some(let firstFrame) = first else { return }
+        firstFrame?()
         let now = Clock.monotonic()
         var context: FrameContext?
-        for output in outputs where output.wants(frame, now: now) {
+        for output in local.outputs where output.wants(frame, now: now) {
             if context == nil {
                 context = FrameContext(sequence: nextSequence(), transform: settings.transform(at: now), now: now)
             }
             output.take(frame, context!)
         }
     }
+}
+
+/// The outputs as the capture thread last took them (FramePipeline.handle).
+private final class CaptureThreadOutputs: @unchecked Sendable {  // read and written by the capture thread alone
+    var outputs: [any CaptureOutput] = []
+    var version = -1
 }
