@@ -6,7 +6,7 @@ server's CPU per frame encoded and the glass-to-client latency p50 / p99.
 Before: the release build of BEFORE (default 6a1f9b9, the last commit before issue 26), checked
 out with `git worktree` into bench/out/before-REV and built there (its own .build), once. After:
 this tree's release build (.build/release/viewfinder, `make release`). Each of RUNS runs (default
-5) starts each server in turn, alternating which goes first, and measures on it exactly what
+9: five left the 100-viewer p99 within its noise either way) starts each server in turn, alternating which goes first, and measures on it exactly what
 bench/latency.py measures (its windows and its C client, bench/out/latency): a no-viewer window
 (to find the capture thread), then 1 viewer for SECONDS, then 100 viewers. The figures are the
 median over the runs; the ratio is after / before (below 1: after is cheaper or faster).
@@ -32,7 +32,7 @@ import server  # noqa: E402  (bench/server.py)
 
 ROOT = server.ROOT
 BEFORE = os.environ.get("BEFORE", "6a1f9b9")
-RUNS = int(os.environ.get("RUNS", "5"))
+RUNS = int(os.environ.get("RUNS", "9"))
 SIZE = (1280, 720)
 COUNTS = (1, 100)
 AFTER_BIN = ROOT / ".build/release/viewfinder"
