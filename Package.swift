@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
         .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore", "SystemSupport"]),
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "SystemSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),

@@ -14,6 +14,8 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
     private let sensor: SensorModel
     /// Codes shown in the scene (QR, EAN-13, Code 128), drawn into every frame.
     private let codes = CodeBoard()
+    /// Whether the top rows carry the machine-readable timecode (Timecode.swift).
+    private let timecodeShown = Locked(false)
 
     public static let sizes: [(Int, Int)] = [(160, 120), (320, 240), (352, 288), (640, 480),
                                               (1280, 720), (1920, 1080), (3840, 2160)]
@@ -36,6 +38,13 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         var placed: [PlacedCode] = []
         for code in list { placed.append(try PlacedCode(code)) }
         codes.current = placed
+    }
+
+    /// The frame's capture time and sequence in the top rows of every frame from the next one
+    /// on (`cameras[].timecode`), for latency measured in decoded pixels.
+    public var timecode: Bool {
+        get { timecodeShown.withLock { $0 } }
+        set { timecodeShown.withLock { $0 = newValue } }
     }
 
     /// The simulated sensor takes every validated value as it is; it has no lens zoom.
@@ -71,11 +80,14 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         let box = BufferBox(buffer)
         let sensor = self.sensor
         let renderer = SceneRenderer(scene: scene, canvas: canvas)
-        let codes = self.codes
+        let codes = self.codes, timecode = self.timecodeShown
         let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
             // The codes are drawn before the lens: focus matters.
             renderer.render(sequence: seq, codes: codes.current) { sensor.step(sceneLuma: $0, width: format.width) }
             scene.drawCaption(canvas, sequence: seq, timestamp: ts)
+            if timecode.withLock({ $0 }) {  // after the sensor: clean levels, whatever the exposure
+                Timecode.draw(on: canvas, milliseconds: UInt64(max(0, (ts * 1000).rounded(.down))), sequence: seq)
+            }
             handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(box.buffer),
                              stride: format.width * 2, sequence: seq, timestamp: ts))
         }

@@ -44,6 +44,7 @@ public final class Application: Sendable {
         var sessions: [CaptureSession] = []
         for device in devices {
             let entry = entries[device.descriptor.id]
+            if entry?.timecode == true, let synthetic = device as? SyntheticCamera { synthetic.timecode = true }
             if let codes = entry?.codes, !codes.isEmpty, let synthetic = device as? SyntheticCamera {
                 do { try synthetic.setSceneCodes(codes) } catch {
                     throw Configuration.Error(description: "cameras: \(device.descriptor.id).codes: \(error)")

@@ -54,6 +54,8 @@ public struct Configuration: Sendable, Equatable {
         public var fps: Int? = nil
         /// Codes a synthetic camera's scene shows from the start.
         public var codes: [SceneCode] = []
+        /// A synthetic camera draws the machine-readable timecode into its top rows.
+        public var timecode: Bool? = nil
     }
 
     public enum Cameras: Sendable, Equatable {
@@ -244,9 +246,13 @@ public struct Configuration: Sendable, Equatable {
                                         preset: try r.string("preset"), fps: try r.int("fps", in: 1...240),
                                         codes: try r.value("codes").map { v throws(JSONFieldError) in
                                             try sceneCodes(v, path: "cameras[\(i)].codes")
-                                        } ?? [])
+                                        } ?? [],
+                                        timecode: try r.bool("timecode"))
                 if !entry.codes.isEmpty && entry.source != .synthetic {
                     throw JSONFieldError(path: "cameras[\(i)].codes", problem: "only a synthetic camera's scene shows codes")
+                }
+                if entry.timecode == true && entry.source != .synthetic {
+                    throw JSONFieldError(path: "cameras[\(i)].timecode", problem: "only a synthetic camera draws the timecode")
                 }
                 if let p = entry.preset, !Self.presets.contains(p) {
                     throw JSONFieldError(path: "cameras[\(i)].preset", problem: "unknown preset '\(p)'")

@@ -38,6 +38,7 @@ extension Configuration {
                 if let a = e.autostart { f.append(("autostart", "\(a)")) }
                 if let p = e.preset { f.append(("preset", str(p))) }
                 if let n = e.fps { f.append(("fps", "\(n)")) }
+                if let t = e.timecode { f.append(("timecode", "\(t)")) }
                 if !e.codes.isEmpty {
                     f.append(("codes", "[" + e.codes.map { c in
                         object([("type", str(c.type.rawValue)), ("value", str(c.value)),

@@ -45,6 +45,8 @@ import Testing
         (#"[1, 2]"#, "expected an object, found an array"),
         (#"{"cameras": [{"id": "c", "source": "v4l2", "device": "/dev/video0", "codes": [{"type": "qr", "value": "x"}]}]}"#,
          "cameras[0].codes: only a synthetic camera's scene shows codes"),
+        (#"{"cameras": [{"id": "c", "source": "v4l2", "device": "/dev/video0", "timecode": true}]}"#,
+         "cameras[0].timecode: only a synthetic camera draws the timecode"),
         (#"{"cameras": [{"id": "s", "source": "synthetic", "codes": [{"type": "qrcode", "value": "x"}]}]}"#,
          "cameras[0].codes[0].type: unknown type 'qrcode'"),
         (#"{"metadata": {"rate": 0}}"#, "metadata.rate: scans a second within 0.1…60"),
