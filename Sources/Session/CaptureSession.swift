@@ -19,6 +19,8 @@ public actor CaptureSession {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     public nonisolated let hub = FrameHub()
+    /// The live H.264 stream's clients and fragments (LiveOutput publishes to it).
+    public nonisolated let live = LiveHub()
     /// Where state and photo events go: shared by every camera's session of an application.
     public nonisolated let events: EventHub
     public nonisolated let cameras: [any CaptureDevice]
@@ -261,6 +263,7 @@ public actor CaptureSession {
             metadata,
             PhotoOutput(name: name),
             PreviewOutput(hub: hub, settings: pipelineSettings, workers: configuration.streamWorkers, name: name, logger: logger),
+            LiveOutput(hub: live, settings: configuration.live, name: name, logger: logger),
         ]
         let p = FramePipeline(outputs: outputs, settings: pipelineSettings, nextSequence: { [hub] in hub.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })

@@ -26,13 +26,15 @@ public struct SessionConfiguration: Sendable {
     public var moviePreset: String
     /// Metadata scans a second, at most.
     public var metadataRate: Double
+    /// The live H.264 encoder's keyframe interval, rate control and preset.
+    public var live: LiveEncoderSettings
 
     public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
                 placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) },
                 movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast",
                 metadataRate: Double = 10, streamSubsampling: ChromaSubsampling = .s422,
-                streamWorkers: Int = 1) {
+                streamWorkers: Int = 1, live: LiveEncoderSettings = LiveEncoderSettings()) {
         self.camera = camera
         self.preset = preset
         self.fps = fps
@@ -45,5 +47,6 @@ public struct SessionConfiguration: Sendable {
         self.metadataRate = metadataRate
         self.streamSubsampling = streamSubsampling
         self.streamWorkers = max(1, streamWorkers)
+        self.live = live
     }
 }

@@ -1,0 +1,130 @@
+// The live stream as fragmented MP4 for Media Source Extensions (and ffplay, VLC): libavformat's
+// MP4 muxer writing into memory — an init segment (ftyp + moov with the avcC) once, then one
+// fragment (moof + mdat) per access unit, each a whole box a client can append at once. One
+// muxer per encoder, shared by every client: a client gets the init segment, then fragments
+// from a keyframe on. One owner: the live output's thread.
+
+import CFFmpeg
+import CameraCore
+
+public final class LiveFragmenter {
+    /// ftyp and moov: what a client needs before any fragment.
+    public private(set) var initSegment: [UInt8] = []
+    private var format: UnsafeMutablePointer<AVFormatContext>?
+    private var io: UnsafeMutablePointer<AVIOContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private let stream: UnsafeMutablePointer<AVStream>
+    private let sink = MemorySink()
+    private let frameTicks: Int64
+
+    /// An H.264 track of `width`×`height` whose SPS/PPS are `extradata` (Annex B).
+    public init(width: Int, height: Int, fps: Int, extradata: [UInt8]) throws(MovieError) {
+        frameTicks = LiveEncoder.ticksPerSecond / Int64(max(1, fps))
+        var fmt: UnsafeMutablePointer<AVFormatContext>?
+        try MovieError.check(avformat_alloc_output_context2(&fmt, nil, "mp4", nil), "avformat_alloc_output_context2")
+        format = fmt
+        guard let s = avformat_new_stream(fmt, nil) else {
+            avformat_free_context(fmt)
+            format = nil
+            throw .library(call: "avformat_new_stream", code: cff_averror(ENOMEM))
+        }
+        stream = s
+        s.pointee.time_base = AVRational(num: 1, den: Int32(LiveEncoder.ticksPerSecond))
+        let par = s.pointee.codecpar!
+        par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        par.pointee.codec_id = AV_CODEC_ID_H264
+        par.pointee.width = Int32(width)
+        par.pointee.height = Int32(height)
+        if !extradata.isEmpty {
+            let padding = 64  // AV_INPUT_BUFFER_PADDING_SIZE
+            guard let e = av_mallocz(extradata.count + padding)?.assumingMemoryBound(to: UInt8.self) else {
+                close()
+                throw .library(call: "av_mallocz", code: cff_averror(ENOMEM))
+            }
+            e.update(from: extradata, count: extradata.count)
+            par.pointee.extradata = e
+            par.pointee.extradata_size = Int32(extradata.count)
+        }
+        s.pointee.avg_frame_rate = AVRational(num: Int32(max(1, fps)), den: 1)
+        do throws(MovieError) {
+            io = try sink.makeIOContext()
+            format!.pointee.pb = io
+            var options: OpaquePointer?
+            // Fragments only when cut (frag_custom), an empty moov up front, each moof its own
+            // base: what MSE needs, and a stream a player can join at any fragment.
+            av_dict_set(&options, "movflags", "frag_custom+empty_moov+default_base_moof", 0)
+            let rc = avformat_write_header(format, &options)
+            av_dict_free(&options)
+            try MovieError.check(rc, "avformat_write_header")
+            avio_flush(io)
+            initSegment = sink.take()
+            guard let p = av_packet_alloc() else { throw .library(call: "av_packet_alloc", code: cff_averror(ENOMEM)) }
+            packet = p
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// The fragment (moof + mdat) holding `unit` alone.
+    public func fragment(_ unit: AccessUnit) throws(MovieError) -> [UInt8] {
+        guard let packet else { return [] }
+        try MovieError.check(av_new_packet(packet, Int32(unit.bytes.count)), "av_new_packet")
+        unit.bytes.withUnsafeBufferPointer { packet.pointee.data.update(from: $0.baseAddress!, count: $0.count) }
+        packet.pointee.pts = unit.pts
+        packet.pointee.dts = unit.pts
+        packet.pointee.duration = frameTicks
+        packet.pointee.stream_index = stream.pointee.index
+        if unit.keyframe { packet.pointee.flags |= AV_PKT_FLAG_KEY }
+        av_packet_rescale_ts(packet, AVRational(num: 1, den: Int32(LiveEncoder.ticksPerSecond)), stream.pointee.time_base)
+        let rc = av_write_frame(format, packet)
+        av_packet_unref(packet)
+        try MovieError.check(rc, "av_write_frame")
+        try MovieError.check(av_write_frame(format, nil), "av_write_frame (fragment)")
+        avio_flush(io)
+        return sink.take()
+    }
+
+    private func close() {
+        av_packet_free(&packet)
+        if let f = format {
+            f.pointee.pb = nil
+            avformat_free_context(f)
+            format = nil
+        }
+        if io != nil {
+            av_freep(&io!.pointee.buffer)
+            avio_context_free(&io)
+        }
+    }
+}
+
+/// The muxer's output, gathered in memory until taken.
+private final class MemorySink {
+    private var bytes: [UInt8] = []
+
+    func take() -> [UInt8] {
+        defer { bytes = [] }
+        return bytes
+    }
+
+    func makeIOContext() throws(MovieError) -> UnsafeMutablePointer<AVIOContext> {
+        let size: Int32 = 64 * 1024
+        guard let buffer = av_malloc(Int(size))?.assumingMemoryBound(to: UInt8.self) else {
+            throw .library(call: "av_malloc", code: cff_averror(ENOMEM))
+        }
+        let opaque = Unmanaged.passUnretained(self).toOpaque()
+        guard let io = avio_alloc_context(buffer, size, 1, opaque, nil, { opaque, buf, size in
+            guard let opaque, let buf, size > 0 else { return 0 }
+            Unmanaged<MemorySink>.fromOpaque(opaque).takeUnretainedValue().bytes.append(contentsOf: UnsafeBufferPointer(start: buf, count: Int(size)))
+            return size
+        }, nil) else {
+            av_free(buffer)
+            throw .library(call: "avio_alloc_context", code: cff_averror(ENOMEM))
+        }
+        io.pointee.seekable = 0
+        return io
+    }
+}

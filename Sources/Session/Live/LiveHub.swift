@@ -1,0 +1,132 @@
+// The live H.264 stream of one camera, shared by every live client (issue 27): the init
+// segment of the current encoder and each access unit as an fMP4 fragment. Unlike the
+// preview's newest-frame hub, a live client needs every frame from a keyframe on (each
+// depends on the one before): each client has its own short queue; one that falls behind by
+// more than `queueLimit` frames is cut back to the next keyframe (and one is asked for), so
+// a slow client skips, never queues without bound, and never slows the others.
+
+import CameraCore
+import Movie
+import SystemSupport
+
+/// One access unit of the live stream, as it goes to clients (immutable, shared by all).
+public final class LiveFragment: Sendable {
+    public let unit: AccessUnit
+    /// The fMP4 fragment (moof + mdat) holding the unit.
+    public let mp4: [UInt8]
+
+    public init(unit: AccessUnit, mp4: [UInt8]) {
+        self.unit = unit
+        self.mp4 = mp4
+    }
+}
+
+public final class LiveHub: Sendable {
+    /// Frames a client may be behind before it is cut back to the next keyframe: 2 s at 30 fps.
+    static let queueLimit = 60
+
+    public enum Next: Sendable {
+        case data([UInt8])
+        case wait
+        /// The stream restarted (a new format or camera): this client's stream ends.
+        case end
+    }
+
+    private struct Client {
+        var wake: @Sendable () -> Void
+        var queue: [LiveFragment] = []
+        /// Joined the stream at a keyframe (fragments before it are not queued).
+        var synced = false
+        /// The generation whose init segment this client was sent.
+        var generation: Int?
+    }
+
+    private struct State {
+        var initSegment: [UInt8]?
+        var generation = 0
+        var clients: [ObjectIdentifier: Client] = [:]
+        var keyframeWanted = false
+        var fragments: UInt64 = 0
+    }
+    private let state = Locked(State())
+
+    public init() {}
+
+    /// Someone is watching: the live encoder runs only then.
+    public var hasClients: Bool { state.withLock { !$0.clients.isEmpty } }
+
+    public var clientCount: Int { state.withLock { $0.clients.count } }
+
+    /// Fragments published so far (for /metrics).
+    public var fragmentsPublished: UInt64 { state.withLock { $0.fragments } }
+
+    /// A client joins; it is woken (`wake`) whenever it may have more. An IDR is asked for, so
+    /// it starts at once.
+    public func subscribe(_ id: ObjectIdentifier, wake: @escaping @Sendable () -> Void) {
+        state.withLock { s in
+            s.clients[id] = Client(wake: wake)
+            s.keyframeWanted = true
+        }
+    }
+
+    public func unsubscribe(_ id: ObjectIdentifier) {
+        state.withLock { _ = $0.clients.removeValue(forKey: id) }
+    }
+
+    /// Whether a client asked for a keyframe since the last call (the encoder's question).
+    func takeKeyframeRequest() -> Bool {
+        state.withLock { s in defer { s.keyframeWanted = false }; return s.keyframeWanted }
+    }
+
+    /// A new encoder starts (a launch, a new format): its init segment. Clients of the old
+    /// one end their streams (a player cannot take a second moov mid-stream); new ones start here.
+    func start(initSegment: [UInt8]) {
+        let wake = state.withLock { s -> [@Sendable () -> Void] in
+            s.generation += 1
+            s.initSegment = initSegment
+            return s.clients.values.map(\.wake)
+        }
+        for w in wake { w() }
+    }
+
+    func publish(_ fragment: LiveFragment) {
+        let wake = state.withLock { s -> [@Sendable () -> Void] in
+            s.fragments += 1
+            var wake: [@Sendable () -> Void] = []
+            for (id, var c) in s.clients where c.generation == s.generation {
+                if !c.synced {
+                    guard fragment.unit.keyframe else { continue }
+                    c.synced = true
+                }
+                if c.queue.count >= Self.queueLimit {  // too far behind: start again at the next keyframe
+                    c.queue = []
+                    c.synced = false
+                    s.keyframeWanted = true
+                    s.clients[id] = c
+                    continue
+                }
+                c.queue.append(fragment)
+                s.clients[id] = c
+                wake.append(c.wake)
+            }
+            return wake
+        }
+        for w in wake { w() }
+    }
+
+    /// What client `id` sends next: the init segment first, then its fragments in order.
+    public func next(_ id: ObjectIdentifier) -> Next {
+        state.withLock { s in
+            guard var c = s.clients[id] else { return .end }
+            defer { s.clients[id] = c }
+            guard let sent = c.generation else {
+                guard let initSegment = s.initSegment else { return .wait }
+                c.generation = s.generation
+                return .data(initSegment)
+            }
+            guard sent == s.generation else { return .end }
+            guard !c.queue.isEmpty else { return .wait }
+            return .data(c.queue.removeFirst().mp4)
+        }
+    }
+}

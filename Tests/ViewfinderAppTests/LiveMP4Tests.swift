@@ -1,0 +1,89 @@
+// `GET /cameras/{id}/live.mp4`: the live H.264 stream as fragmented MP4, read by ffprobe and
+// decoded by ffmpeg as a player would; a new format ends the stream and the next one starts
+// at the new size.
+
+import Foundation
+import CaptureTestSupport
+import Testing
+@testable import ViewfinderApp
+
+@Suite struct LiveMP4Tests {
+    /// The top-level MP4 boxes of `bytes` that are whole: (type, bytes of the box).
+    static func boxes(_ bytes: [UInt8]) -> [(type: String, bytes: ArraySlice<UInt8>)] {
+        var out: [(String, ArraySlice<UInt8>)] = []
+        var i = 0
+        while i + 8 <= bytes.count {
+            let n = bytes[i..<(i + 4)].reduce(0) { $0 << 8 | Int($1) }
+            guard n >= 8, i + n <= bytes.count else { break }
+            out.append((String(decoding: bytes[(i + 4)..<(i + 8)], as: UTF8.self), bytes[i..<(i + n)]))
+            i += n
+        }
+        return out
+    }
+
+    /// Runs a tool to completion (bounded): its exit status, standard output and standard error.
+    static func run(_ tool: String, _ args: [String], timeout: Double = 60) throws -> (status: Int32, out: String, err: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: tool)
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let deadline = TestTime.deadline(timeout)
+        while p.isRunning && Date() < deadline { usleep(20_000) }
+        if p.isRunning { p.terminate(); p.waitUntilExit() }
+        return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+                String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    }
+
+    /// Reads `fragments` whole fragments from a live.mp4 client and writes the whole boxes to a file.
+    static func record(_ c: TestConnection, fragments: Int) async throws -> String {
+        try await c.read(timeout: 20) { boxes($0).filter { $0.type == "mdat" }.count >= fragments }
+        let whole = boxes(c.body)
+        let path = NSTemporaryDirectory() + "vf-live-\(UUID().uuidString).mp4"
+        try Data(whole.flatMap(\.bytes)).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func ffprobeReadsH264AtTheCamerasSizeStartingAtAKeyframeAndEveryFrameDecodes() async throws {
+        try await withServer { _, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let c = try TestConnection(port: port)
+            try c.request("GET", "/cameras/rear/live.mp4")
+            let path = try await Self.record(c, fragments: 30)
+            defer { unlink(path) }
+            #expect(c.status == 200 && c.headers["content-type"] == "video/mp4")
+            #expect(Self.boxes(c.body).prefix(2).map(\.type) == ["ftyp", "moov"], "the init segment first")
+            let stream = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                           "stream=codec_name,width,height", "-of", "csv=p=0", path])
+            #expect(stream.out.trimmingCharacters(in: .whitespacesAndNewlines) == "h264,352,288", "ffprobe: \(stream.out) \(stream.err)")
+            let frames = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                           "frame=key_frame", "-of", "csv=p=0", path])
+            // One line a frame ("1," for a keyframe: the SEI side data adds an empty field and lines).
+            let keys = frames.out.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
+                .filter { !$0.isEmpty }
+            #expect(keys.count >= 30 && keys.first == "1", "\(keys.count) frames, the first a keyframe: \(keys.prefix(3))")
+            let decode = try Self.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
+            #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decodes every frame: \(decode.err)")
+        }
+    }
+
+    @Test func aNewFormatEndsTheStreamAndTheNextStartsAtTheNewSize() async throws {
+        try await withServer { _, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let c = try TestConnection(port: port)
+            try c.request("GET", "/live.mp4")
+            try await c.read(timeout: 20) { Self.boxes($0).contains { $0.type == "mdat" } }
+            _ = try await fetch(port, "POST", "/api/session/prepare", body: #"{"preset": "640x480"}"#)
+            #expect(try await c.closedByPeer(timeout: 10), "the old format's stream ends")
+            let next = try TestConnection(port: port)
+            try next.request("GET", "/live.mp4")
+            let path = try await Self.record(next, fragments: 5)
+            defer { unlink(path) }
+            let stream = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                           "stream=width,height", "-of", "csv=p=0", path])
+            #expect(stream.out.trimmingCharacters(in: .whitespacesAndNewlines) == "640,480", "ffprobe: \(stream.out) \(stream.err)")
+        }
+    }
+}
