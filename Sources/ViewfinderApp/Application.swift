@@ -61,7 +61,9 @@ public final class Application: Sendable {
                                                         movies: movies, moviePreset: configuration.recording.preset,
                                                         metadataRate: configuration.metadata.rate,
                                                         streamSubsampling: configuration.stream.subsampling,
-                                                        streamWorkers: configuration.stream.workers),
+                                                        streamWorkers: configuration.stream.workers,
+                                                        live: LiveEncoderSettings(keyframeInterval: configuration.live.keyframeInterval,
+                                                                                  bitrate: configuration.live.bitrate)),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")

@@ -104,6 +104,10 @@ public struct Configuration: Sendable, Equatable {
     public var capture = Capture()
     public var recording = Recording()
     public var metadata = MetadataSettings()
+    public var live = LiveSettings()
+
+    /// The live H.264 stream: seconds between unasked keyframes; a kbit/s cap (VBV), else CRF 23.
+    public struct LiveSettings: Sendable, Equatable { public var keyframeInterval = 2.0, bitrate: Int? }
 
     /// The metadata output.
     public struct MetadataSettings: Sendable, Equatable {
@@ -204,6 +208,14 @@ public struct Configuration: Sendable, Equatable {
                 guard (0.1...60).contains(rate) else { throw JSONFieldError(path: "metadata.rate", problem: "scans a second within 0.1…60") }
                 c.metadata.rate = rate
             }
+            try s.finish()
+        }
+        if let s = try root.object("live") {
+            if let k = try s.double("keyframeInterval") {
+                guard (0.5...10).contains(k) else { throw JSONFieldError(path: "live.keyframeInterval", problem: "seconds within 0.5…10") }
+                c.live.keyframeInterval = k
+            }
+            c.live.bitrate = try s.int("bitrate", in: 100...100_000) ?? c.live.bitrate
             try s.finish()
         }
         if let s = try root.object("recording") {

@@ -50,6 +50,8 @@ import Testing
         (#"{"cameras": [{"id": "s", "source": "synthetic", "codes": [{"type": "qrcode", "value": "x"}]}]}"#,
          "cameras[0].codes[0].type: unknown type 'qrcode'"),
         (#"{"metadata": {"rate": 0}}"#, "metadata.rate: scans a second within 0.1…60"),
+        (#"{"live": {"keyframeInterval": 0.1}}"#, "live.keyframeInterval: seconds within 0.5…10"),
+        (#"{"live": {"bitrate": 10}}"#, "live.bitrate: 10 is outside 100…100000"),
         (#"{"stream": {"subsampling": "444"}}"#, "stream.subsampling: '444' is not one of 422, 420"),
         (#"{"recording": {"preset": "fastest"}}"#,
          "recording.preset: unknown libx264 preset 'fastest'; one of ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow"),

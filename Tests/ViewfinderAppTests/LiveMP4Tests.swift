@@ -87,3 +87,22 @@ import Testing
         }
     }
 }
+
+@Suite struct LiveKeyframeIntervalTests {
+    /// `live.keyframeInterval` 0.5: 40 frames (1.3 s at 30 fps) hold an IDR every 15 frames or
+    /// so — at least 3 (the default, 2 s, gives the joining client's one and no other).
+    @Test func theConfiguredIntervalSetsTheKeyframes() async throws {
+        try await withServer({ $0.live.keyframeInterval = 0.5 }) { _, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let c = try TestConnection(port: port)
+            try c.request("GET", "/cameras/rear/live.mp4")
+            let path = try await LiveMP4Tests.record(c, fragments: 40)
+            defer { unlink(path) }
+            let frames = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                                   "frame=key_frame", "-of", "csv=p=0", path])
+            let keys = frames.out.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
+                .filter { !$0.isEmpty }
+            #expect(keys.count >= 40 && keys.filter { $0 == "1" }.count >= 3, "\(keys.count) frames, keyframes at \(keys.indices.filter { keys[$0] == "1" })")
+        }
+    }
+}
