@@ -7,7 +7,7 @@ import CameraCore
 import Glibc
 import SystemSupport
 
-final class FileSink {
+final class FileSink: MuxerSink {
     let path: String
     private(set) var fd: Int32
     /// Bytes the file holds (everything the muxer handed over has been written).
@@ -50,24 +50,5 @@ final class FileSink {
         let rc = Glibc.close(fd)
         fd = -1
         if rc != 0 { throw .system(.last("close \(path)")) }
-    }
-
-    /// The AVIOContext that writes here. Not seekable: the muxer appends only, which is
-    /// what keeps a cut-off file readable up to its last fragment.
-    func makeIOContext() throws(MovieError) -> UnsafeMutablePointer<AVIOContext> {
-        let size: Int32 = 64 * 1024
-        guard let buffer = av_malloc(Int(size))?.assumingMemoryBound(to: UInt8.self) else {
-            throw .library(call: "av_malloc", code: cff_averror(ENOMEM))
-        }
-        let opaque = Unmanaged.passUnretained(self).toOpaque()
-        guard let io = avio_alloc_context(buffer, size, 1, opaque, nil, { opaque, buf, size in
-            guard let opaque, let buf, size > 0 else { return 0 }
-            return Unmanaged<FileSink>.fromOpaque(opaque).takeUnretainedValue().write(buf, Int(size))
-        }, nil) else {
-            av_free(buffer)
-            throw .library(call: "avio_alloc_context", code: cff_averror(ENOMEM))
-        }
-        io.pointee.seekable = 0
-        return io
     }
 }

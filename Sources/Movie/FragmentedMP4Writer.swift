@@ -124,13 +124,7 @@ final class FragmentedMP4Writer {
         }
         io = try sink.makeIOContext()
         format!.pointee.pb = io
-        var options: OpaquePointer?
-        // Fragments only when asked (frag_custom), the moov empty up front, each moof its
-        // own base: the layout browsers' MSE and a cut-off file both need.
-        av_dict_set(&options, "movflags", "frag_custom+empty_moov+default_base_moof", 0)
-        let rc = avformat_write_header(format, &options)
-        av_dict_free(&options)
-        try check(rc, "avformat_write_header")
+        try check(FragmentedMP4.writeHeader(format), "avformat_write_header")
         guard let p = av_packet_alloc() else { throw .library(call: "av_packet_alloc", code: cff_averror(ENOMEM)) }
         packet = p
         try makeDurable()  // the init segment, so even a file cut at once can be repaired

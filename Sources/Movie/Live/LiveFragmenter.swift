@@ -49,13 +49,7 @@ public final class LiveFragmenter {
         do throws(MovieError) {
             io = try sink.makeIOContext()
             format!.pointee.pb = io
-            var options: OpaquePointer?
-            // Fragments only when cut (frag_custom), an empty moov up front, each moof its own
-            // base: what MSE needs, and a stream a player can join at any fragment.
-            av_dict_set(&options, "movflags", "frag_custom+empty_moov+default_base_moof", 0)
-            let rc = avformat_write_header(format, &options)
-            av_dict_free(&options)
-            try MovieError.check(rc, "avformat_write_header")
+            try MovieError.check(FragmentedMP4.writeHeader(format), "avformat_write_header")
             avio_flush(io)
             initSegment = sink.take()
             guard let p = av_packet_alloc() else { throw .library(call: "av_packet_alloc", code: cff_averror(ENOMEM)) }
@@ -102,7 +96,7 @@ public final class LiveFragmenter {
 }
 
 /// The muxer's output, gathered in memory until taken.
-private final class MemorySink {
+private final class MemorySink: MuxerSink {
     private var bytes: [UInt8] = []
 
     func take() -> [UInt8] {
@@ -110,21 +104,8 @@ private final class MemorySink {
         return bytes
     }
 
-    func makeIOContext() throws(MovieError) -> UnsafeMutablePointer<AVIOContext> {
-        let size: Int32 = 64 * 1024
-        guard let buffer = av_malloc(Int(size))?.assumingMemoryBound(to: UInt8.self) else {
-            throw .library(call: "av_malloc", code: cff_averror(ENOMEM))
-        }
-        let opaque = Unmanaged.passUnretained(self).toOpaque()
-        guard let io = avio_alloc_context(buffer, size, 1, opaque, nil, { opaque, buf, size in
-            guard let opaque, let buf, size > 0 else { return 0 }
-            Unmanaged<MemorySink>.fromOpaque(opaque).takeUnretainedValue().bytes.append(contentsOf: UnsafeBufferPointer(start: buf, count: Int(size)))
-            return size
-        }, nil) else {
-            av_free(buffer)
-            throw .library(call: "avio_alloc_context", code: cff_averror(ENOMEM))
-        }
-        io.pointee.seekable = 0
-        return io
+    func write(_ buffer: UnsafePointer<UInt8>, _ count: Int) -> Int32 {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: buffer, count: count))
+        return Int32(count)
     }
 }

@@ -1,0 +1,45 @@
+// Where libavformat's MP4 muxer writes, and how a fragmented MP4 starts: the movie file
+// (FileSink) and the live stream's memory (LiveFragmenter) share both, so the two MP4s are
+// laid out alike — fragments only when cut, an empty moov up front, each moof its own base.
+
+import CFFmpeg
+
+protocol MuxerSink: AnyObject {
+    /// Takes `count` bytes of the muxer's output; answers `count`, or an AVERROR.
+    func write(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int32
+}
+
+extension MuxerSink {
+    /// The AVIOContext that writes here. Not seekable: the muxer appends only, which is what
+    /// keeps a cut-off file readable up to its last fragment and lets a stream be sent as made.
+    func makeIOContext() throws(MovieError) -> UnsafeMutablePointer<AVIOContext> {
+        let size: Int32 = 64 * 1024
+        guard let buffer = av_malloc(Int(size))?.assumingMemoryBound(to: UInt8.self) else {
+            throw .library(call: "av_malloc", code: cff_averror(ENOMEM))
+        }
+        let opaque = Unmanaged.passUnretained(self as AnyObject).toOpaque()
+        guard let io = avio_alloc_context(buffer, size, 1, opaque, nil, { opaque, buf, size in
+            guard let opaque, let buf, size > 0 else { return 0 }
+            // The sink outlives its context: its owner frees the context first.
+            return (Unmanaged<AnyObject>.fromOpaque(opaque).takeUnretainedValue() as! any MuxerSink).write(buf, Int(size))
+        }, nil) else {
+            av_free(buffer)
+            throw .library(call: "avio_alloc_context", code: cff_averror(ENOMEM))
+        }
+        io.pointee.seekable = 0
+        return io
+    }
+}
+
+enum FragmentedMP4 {
+    /// Writes the header of a fragmented MP4 (ftyp and an empty moov) through `format`:
+    /// fragments only when the writer cuts one (frag_custom), each moof its own base — the
+    /// layout browsers' MSE and a cut-off file both need.
+    static func writeHeader(_ format: UnsafeMutablePointer<AVFormatContext>?) -> Int32 {
+        var options: OpaquePointer?
+        av_dict_set(&options, "movflags", "frag_custom+empty_moov+default_base_moof", 0)
+        let rc = avformat_write_header(format, &options)
+        av_dict_free(&options)
+        return rc
+    }
+}
