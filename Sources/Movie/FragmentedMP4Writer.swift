@@ -60,7 +60,7 @@ final class FragmentedMP4Writer {
         }
         format = fmt
         guard let s = avformat_new_stream(fmt, nil) else {
-            Self.release(format: &format, io: &io)
+            FragmentedMP4.release(format: &format, io: &io)
             unlink(setup.path)
             throw .library(call: "avformat_new_stream", code: cff_averror(ENOMEM))
         }
@@ -246,19 +246,6 @@ final class FragmentedMP4Writer {
     private func close() {
         if encoder != nil { avcodec_free_context(&encoder) }
         if packet != nil { av_packet_free(&packet) }
-        Self.release(format: &format, io: &io)
-    }
-
-    private static func release(format: inout UnsafeMutablePointer<AVFormatContext>?,
-                                io: inout UnsafeMutablePointer<AVIOContext>?) {
-        if let f = format {
-            f.pointee.pb = nil
-            avformat_free_context(f)
-            format = nil
-        }
-        if io != nil {
-            av_freep(&io!.pointee.buffer)
-            avio_context_free(&io)
-        }
+        FragmentedMP4.release(format: &format, io: &io)
     }
 }

@@ -42,4 +42,18 @@ enum FragmentedMP4 {
         av_dict_free(&options)
         return rc
     }
+
+    /// Frees a muxer and its AVIO context (the sink itself is its owner's).
+    static func release(format: inout UnsafeMutablePointer<AVFormatContext>?,
+                        io: inout UnsafeMutablePointer<AVIOContext>?) {
+        if let f = format {
+            f.pointee.pb = nil
+            avformat_free_context(f)
+            format = nil
+        }
+        if io != nil {
+            av_freep(&io!.pointee.buffer)
+            avio_context_free(&io)
+        }
+    }
 }

@@ -37,6 +37,15 @@ import Testing
                 String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
 
+    /// ffprobe's key_frame flag of every frame of the file, "1" or "0", in order.
+    static func keyFrames(_ path: String) throws -> [String] {
+        let frames = try run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                  "frame=key_frame", "-of", "csv=p=0", path])
+        // One line a frame ("1," for a keyframe: the SEI side data adds an empty field and lines).
+        return frames.out.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
+            .filter { !$0.isEmpty }
+    }
+
     /// Reads `fragments` whole fragments from a live.mp4 client and writes the whole boxes to a file.
     static func record(_ c: TestConnection, fragments: Int) async throws -> String {
         try await c.read(timeout: 20) { boxes($0).filter { $0.type == "mdat" }.count >= fragments }
@@ -58,11 +67,7 @@ import Testing
             let stream = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                            "stream=codec_name,width,height", "-of", "csv=p=0", path])
             #expect(stream.out.trimmingCharacters(in: .whitespacesAndNewlines) == "h264,352,288", "ffprobe: \(stream.out) \(stream.err)")
-            let frames = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                                           "frame=key_frame", "-of", "csv=p=0", path])
-            // One line a frame ("1," for a keyframe: the SEI side data adds an empty field and lines).
-            let keys = frames.out.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
-                .filter { !$0.isEmpty }
+            let keys = try Self.keyFrames(path)
             #expect(keys.count >= 30 && keys.first == "1", "\(keys.count) frames, the first a keyframe: \(keys.prefix(3))")
             let decode = try Self.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
             #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decodes every frame: \(decode.err)")
@@ -98,10 +103,7 @@ import Testing
             try c.request("GET", "/cameras/rear/live.mp4")
             let path = try await LiveMP4Tests.record(c, fragments: 40)
             defer { unlink(path) }
-            let frames = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                                                   "frame=key_frame", "-of", "csv=p=0", path])
-            let keys = frames.out.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
-                .filter { !$0.isEmpty }
+            let keys = try LiveMP4Tests.keyFrames(path)
             #expect(keys.count >= 40 && keys.filter { $0 == "1" }.count >= 3, "\(keys.count) frames, keyframes at \(keys.indices.filter { keys[$0] == "1" })")
         }
     }

@@ -83,15 +83,7 @@ public final class LiveFragmenter {
 
     private func close() {
         av_packet_free(&packet)
-        if let f = format {
-            f.pointee.pb = nil
-            avformat_free_context(f)
-            format = nil
-        }
-        if io != nil {
-            av_freep(&io!.pointee.buffer)
-            avio_context_free(&io)
-        }
+        FragmentedMP4.release(format: &format, io: &io)
     }
 }
 
