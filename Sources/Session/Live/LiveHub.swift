@@ -46,7 +46,6 @@ public final class LiveHub: Sendable {
         var generation = 0
         var clients: [ObjectIdentifier: Client] = [:]
         var keyframeWanted = false
-        var fragments: UInt64 = 0
     }
     private let state = Locked(State())
 
@@ -54,11 +53,6 @@ public final class LiveHub: Sendable {
 
     /// Someone is watching: the live encoder runs only then.
     public var hasClients: Bool { state.withLock { !$0.clients.isEmpty } }
-
-    public var clientCount: Int { state.withLock { $0.clients.count } }
-
-    /// Fragments published so far (for /metrics).
-    public var fragmentsPublished: UInt64 { state.withLock { $0.fragments } }
 
     /// A client joins; it is woken (`wake`) whenever it may have more. An IDR is asked for, so
     /// it starts at once.
@@ -91,23 +85,25 @@ public final class LiveHub: Sendable {
 
     func publish(_ fragment: LiveFragment) {
         let wake = state.withLock { s -> [@Sendable () -> Void] in
-            s.fragments += 1
             var wake: [@Sendable () -> Void] = []
-            for (id, var c) in s.clients where c.generation == s.generation {
-                if !c.synced {
+            // The clients are changed in place (through `values`): no copy of the table or
+            // of a client's queue per frame.
+            var i = s.clients.values.startIndex
+            while i != s.clients.values.endIndex {
+                defer { s.clients.values.formIndex(after: &i) }
+                guard s.clients.values[i].generation == s.generation else { continue }
+                if !s.clients.values[i].synced {
                     guard fragment.unit.keyframe else { continue }
-                    c.synced = true
+                    s.clients.values[i].synced = true
                 }
-                if c.queue.count >= Self.queueLimit {  // too far behind: start again at the next keyframe
-                    c.queue = []
-                    c.synced = false
+                if s.clients.values[i].queue.count >= Self.queueLimit {  // too far behind: again from the next keyframe
+                    s.clients.values[i].queue.removeAll()
+                    s.clients.values[i].synced = false
                     s.keyframeWanted = true
-                    s.clients[id] = c
                     continue
                 }
-                c.queue.append(fragment)
-                s.clients[id] = c
-                wake.append(c.wake)
+                s.clients.values[i].queue.append(fragment)
+                wake.append(s.clients.values[i].wake)
             }
             return wake
         }
@@ -117,16 +113,15 @@ public final class LiveHub: Sendable {
     /// What client `id` sends next: the init segment first, then its fragments in order.
     public func next(_ id: ObjectIdentifier) -> Next {
         state.withLock { s in
-            guard var c = s.clients[id] else { return .end }
-            defer { s.clients[id] = c }
-            guard let sent = c.generation else {
+            guard let c = s.clients.index(forKey: id) else { return .end }
+            guard let sent = s.clients.values[c].generation else {
                 guard let initSegment = s.initSegment else { return .wait }
-                c.generation = s.generation
+                s.clients.values[c].generation = s.generation
                 return .data(initSegment)
             }
             guard sent == s.generation else { return .end }
-            guard !c.queue.isEmpty else { return .wait }
-            return .data(c.queue.removeFirst().mp4)
+            guard !s.clients.values[c].queue.isEmpty else { return .wait }
+            return .data(s.clients.values[c].queue.removeFirst().mp4)
         }
     }
 }

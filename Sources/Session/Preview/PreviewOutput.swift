@@ -47,8 +47,6 @@ final class PreviewOutput: CaptureOutput {
         }
     }
 
-    var workerCount: Int { handoff.workers }
-
     /// Frames someone was waiting for that did not reach them: a newer one replaced them
     /// while every worker was busy, or the encode failed.
     var dropped: UInt64 { handoff.dropped + failures.withLock { $0 } }
