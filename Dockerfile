@@ -18,6 +18,7 @@ FROM swift:6.1-bookworm AS build
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends pkg-config libmicrohttpd-dev libturbojpeg0-dev libcrypt-dev libgnutls28-dev \
     libavcodec-dev libavformat-dev libswscale-dev libavutil-dev libzbar-dev libqrencode-dev \
+    libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev libgstrtspserver-1.0-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -35,6 +36,8 @@ FROM debian:bookworm-slim
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends libmicrohttpd12 libturbojpeg0 libcrypt1 libgnutls30 \
     libavcodec59 libavformat59 libswscale6 libavutil57 libzbar0 libqrencode4 ca-certificates \
+    libgstrtspserver-1.0-0 libgstreamer-plugins-bad1.0-0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
+    gstreamer1.0-plugins-bad gstreamer1.0-nice \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home --gid video --home-dir /app viewfinder
 WORKDIR /app
@@ -43,6 +46,6 @@ COPY Public ./Public
 COPY config.json ./config.json
 RUN mkdir -p /app/photos /app/movies && chown viewfinder:video /app/photos /app/movies
 USER viewfinder:video
-EXPOSE 8080
+EXPOSE 8080 8554
 # Inside the container listen on every interface; outside, publish the port as needed.
 CMD ["viewfinder", "--host", "0.0.0.0", "--port", "8080"]

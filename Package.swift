@@ -2,6 +2,16 @@
 // Viewfinder: an HTTP camera server for Linux with AVFoundation's capture-session model.
 import PackageDescription
 
+// `pkg-config --cflags gstreamer-1.0` on Debian (glib's config header is per architecture).
+#if arch(arm64)
+let multiarch = "aarch64-linux-gnu"
+#elseif arch(arm)
+let multiarch = "arm-linux-gnueabihf"
+#else
+let multiarch = "x86_64-linux-gnu"
+#endif
+let gstreamerIncludes = ["-I/usr/include/gstreamer-1.0", "-I/usr/include/glib-2.0", "-I/usr/lib/\(multiarch)/glib-2.0/include"]
+
 let package = Package(
     name: "Viewfinder",
     platforms: [.macOS(.v15)],
@@ -39,6 +49,15 @@ let package = Package(
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libavutil.
         .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev", "libavutil-dev"])]),
+        // GStreamer 1.22 (gst-rtsp-server, webrtcbin, appsrc) behind C glue: GObject's signals,
+        // promises and the RTSP auth subclass stay in C; Swift sees opaque handles. The include
+        // paths are pkg-config's for gstreamer-1.0 (a system-library target would also pass its
+        // -pthread, which SwiftPM refuses with a warning per file).
+        .target(name: "CGStreamerShim", cSettings: [.unsafeFlags(gstreamerIncludes)], linkerSettings: [
+            .linkedLibrary("gstrtspserver-1.0"), .linkedLibrary("gstwebrtc-1.0"), .linkedLibrary("gstsdp-1.0"),
+            .linkedLibrary("gstrtsp-1.0"), .linkedLibrary("gstapp-1.0"), .linkedLibrary("gstbase-1.0"),
+            .linkedLibrary("gstreamer-1.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"),
+        ]),
 
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
         .target(name: "CameraCore", dependencies: ["SystemSupport"]),
@@ -60,6 +79,8 @@ let package = Package(
             "CameraCore", "JPEG", "Movie", "Metadata", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The live H.264 transports: an RTSP server and WebRTC peers, fed access units.
+        .target(name: "Streaming", dependencies: ["CGStreamerShim", "SystemSupport"]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
         .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto", "SystemSupport"]),
         // The strict JSON value and reader: request bodies (HTTPServer's error envelope too) and config.json.
@@ -69,7 +90,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "Movie", "Barcodes", "Session", "HTTPServer", "JSON", "Auth", "SystemSupport",
+            "CameraCore", "Capture", "Movie", "Barcodes", "Session", "HTTPServer", "JSON", "Auth", "Streaming", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [

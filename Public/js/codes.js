@@ -5,7 +5,7 @@
 import { $ } from "./page.js";
 import { call } from "./api.js";
 import { store, mainMetadata, beginCodesCall, endCodesCall } from "./state.js";
-import { contentRect } from "./preview.js";
+import { contentRect, pictureSize } from "./preview.js";
 
 // zbar's types by the API's names, as people know them; the camera's list may hold others.
 const CODE_TYPES = {
@@ -133,7 +133,7 @@ function codeBox(o) {
 /** Draws the boxes (none from a server without metadata, or before a frame has shown). */
 function drawCodes() {
   const overlay = $("code-overlay"), objects = store.codeObjects;
-  const shown = !!mainMetadata() && objects.length > 0 && $("preview").naturalWidth > 0;
+  const shown = !!mainMetadata() && objects.length > 0 && pictureSize().width > 0;
   overlay.hidden = !shown;
   if (!shown) { overlay.replaceChildren(); return; }
   placeCodeOverlay();
@@ -155,12 +155,14 @@ function placeCodeOverlay() {
 // (a multipart preview fires "load" for every frame; rebuilding the boxes 30 times a second
 // would be work for nothing, and left nothing steady to point at).
 let codesDrawnFor = ""; // the frame size the boxes were last drawn for
-$("preview").addEventListener("load", () => {
-  const p = $("preview"), size = `${p.naturalWidth}x${p.naturalHeight}`;
+function frameSizeMaybeChanged() {
+  const p = pictureSize(), size = `${p.width}x${p.height}`;
   if (size === codesDrawnFor) return;
   codesDrawnFor = size;
   drawCodes();
-});
+}
+$("preview").addEventListener("load", frameSizeMaybeChanged);
+$("live").addEventListener("resize", frameSizeMaybeChanged); // the WebRTC video's size is known, or changed
 if ("ResizeObserver" in window) new ResizeObserver(() => placeCodeOverlay()).observe($("stage"));
 else window.addEventListener("resize", placeCodeOverlay);
 

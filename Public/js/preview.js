@@ -1,27 +1,67 @@
-// The main session's live MJPEG preview: its stream (retried when it drops, closed while
-// the page is hidden), the offline and stopped overlays with the status badge, and where
-// the frame is drawn inside the <img> (for tap to focus and the code boxes).
+// The main session's live preview: WebRTC (H.264, webrtc.js) where it connects, MJPEG
+// otherwise. MJPEG shows at once; the <video> takes over at WebRTC's first frame and the
+// MJPEG stream closes; if WebRTC fails, now or later, MJPEG comes back (retried when it
+// drops, closed while the page is hidden). Also the offline and stopped overlays with the
+// status and transport badges, and where the frame is drawn (for tap to focus and the code boxes).
 
 import { $ } from "./page.js";
-import { store, setStreamDown, setPaused } from "./state.js";
+import { store, setStreamDown, setPaused, setTransport } from "./state.js";
 import { renderTiles } from "./tiles.js";
+import { startWebRTC, stopWebRTC, framesDecoded } from "./webrtc.js";
 
 let retries = 0, retryTimer = null; // the stream's retries since its last frame; the next one
+let webrtcFailed = false; // WebRTC failed on this page: MJPEG until the page is shown again
 
-/** Opens the preview stream (not while the page is hidden). */
+/** Opens the preview (not while the page is hidden): MJPEG now, WebRTC when it has a frame. */
 export function startPreview() {
+  startMJPEG();
+  if (!store.paused && !webrtcFailed) {
+    startWebRTC($("live"), () => {
+      $("live").hidden = false;
+      $("preview").hidden = true;
+      $("preview").removeAttribute("src");
+      setTransport("WebRTC");
+      renderTiles();
+    }, (reason) => {
+      console.warn(`WebRTC preview: ${reason}; MJPEG instead`);
+      webrtcFailed = true;
+      showMJPEG();
+    });
+  }
+}
+
+function startMJPEG() {
   clearTimeout(retryTimer);
   if (store.paused) return;
   $("preview").src = "/stream?" + Date.now();
   renderTiles(); // the main camera's tile shows this same request
 }
 
-$("preview").addEventListener("load", () => { retries = 0; setStreamDown(false); });
+function showMJPEG() {
+  $("live").hidden = true;
+  $("preview").hidden = false;
+  setTransport("MJPEG");
+  if (!$("preview").getAttribute("src")) startMJPEG();
+}
+
+// For the browser test: how the preview arrives, WebRTC's frames decoded, the element shown
+// and the picture's size in it.
+window.viewfinderPreview = {
+  transport: () => store.transport, framesDecoded,
+  element: () => ($("live").hidden ? $("preview") : $("live")),
+  size: () => { const s = pictureSize(); return [s.width, s.height]; },
+};
+
+$("preview").addEventListener("load", () => {
+  retries = 0;
+  setStreamDown(false);
+  if (!store.transport) setTransport("MJPEG");
+});
 $("preview").addEventListener("error", () => {
   if (store.paused || !$("preview").getAttribute("src")) return;
   setStreamDown(true);
   clearTimeout(retryTimer);
-  retryTimer = setTimeout(startPreview, Math.min(5000, 500 * 2 ** retries++));
+  retryTimer = setTimeout(startMJPEG, Math.min(5000, 500 * 2 ** retries++));
 });
 
 // A hidden page streams nothing: each MJPEG stream holds one of the browser's six
@@ -31,10 +71,14 @@ document.addEventListener("visibilitychange", () => {
   setPaused(document.hidden);
   if (store.paused) {
     clearTimeout(retryTimer);
+    stopWebRTC();
     $("preview").removeAttribute("src");
+    $("live").hidden = true;
+    $("preview").hidden = false;
     renderTiles();
   } else {
     retries = 0;
+    webrtcFailed = false;
     startPreview();
   }
 });
@@ -52,6 +96,8 @@ export function updateOffline() {
       ? `${state.camera.name} could not start${state.error ? `: ${state.error}` : "."}`
       : `${state.camera.name} is stopped.`;
   }
+  $("transport").textContent = store.transport;
+  $("transport").hidden = !store.transport;
   const badge = $("status");
   if (eventsDown) { badge.textContent = "reconnecting…"; badge.className = "badge offline"; return; }
   if (!state) return;
@@ -59,10 +105,17 @@ export function updateOffline() {
   badge.className = "badge " + (state.online ? "running" : halted ? "" : "offline");
 }
 
-/** Where the frame is drawn inside the <img> (object-fit: contain letterboxes it). */
+/** The picture's own size, whichever element shows it (0 × 0 before a frame). */
+export function pictureSize() {
+  const v = $("live");
+  if (!v.hidden) return { width: v.videoWidth, height: v.videoHeight };
+  return { width: $("preview").naturalWidth, height: $("preview").naturalHeight };
+}
+
+/** Where the frame is drawn inside the shown element (object-fit: contain letterboxes it). */
 export function contentRect() {
-  const img = $("preview"), r = img.getBoundingClientRect();
-  const iw = img.naturalWidth || 16, ih = img.naturalHeight || 9;
+  const el = $("live").hidden ? $("preview") : $("live"), r = el.getBoundingClientRect();
+  const size = pictureSize(), iw = size.width || 16, ih = size.height || 9;
   const scale = Math.min(r.width / iw, r.height / ih);
   const w = iw * scale, h = ih * scale;
   return { left: r.left + (r.width - w) / 2, top: r.top + (r.height - h) / 2, width: w, height: h };

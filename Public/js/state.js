@@ -16,6 +16,7 @@ const data = {
   signedInAs: "",          // the name GET /api/me says
   eventsDown: true,        // the event stream is not (yet, or no longer) connected
   streamDown: false,       // the preview stream failed and waits to retry
+  transport: "",           // how the main preview arrives: "WebRTC", "MJPEG", or "" before either
   paused: document.hidden, // a hidden page streams nothing
   lastMainAt: 0,           // when the main session's last state arrived (performance.now())
   tileStreamLimit: 3,      // live tiles beyond the main preview; further running cameras refresh from snapshots
@@ -40,7 +41,7 @@ const topics = {
   main: [],             // (state) the main session's state is new: the main view renders from it
   cameras: [],          // the camera list, or a camera's run state or main mark: the tiles
   "unknown-camera": [], // (id) a state came for a camera not listed: list them again
-  connection: [],       // eventsDown or streamDown
+  connection: [],       // eventsDown, streamDown or transport
   role: [],             // viewOnly (GET /api/me answered)
   recording: [],        // recordBusy, or the main session's recording ended here
   codes: [],            // the codes in view on the main session (codeObjects)
@@ -142,6 +143,13 @@ export function setEventsDown(down) {
 export function setStreamDown(down) {
   if (data.streamDown === down) return;
   data.streamDown = down;
+  emit("connection");
+}
+
+/** The main preview now arrives by `transport` ("WebRTC" or "MJPEG"). */
+export function setTransport(transport) {
+  if (data.transport === transport) return;
+  data.transport = transport;
   emit("connection");
 }
 

@@ -52,7 +52,10 @@ function tileFor(cam) {
  *  second, or its snapshot once the live tiles are used up. */
 function tileSource(cam, live) {
   if (store.paused || cam.state !== "running") return null;
-  if (cam.main) return { url: $("preview").getAttribute("src") };
+  if (cam.main) {  // by WebRTC the preview has no URL to share: the tile refreshes from snapshots
+    const src = $("preview").getAttribute("src");
+    return src ? { url: src } : { url: `/cameras/${encodeURIComponent(cam.id)}/snapshot`, snapshot: true };
+  }
   if (live) return { url: `/cameras/${encodeURIComponent(cam.id)}/stream?fps=${TILE_FPS}` };
   return { url: `/cameras/${encodeURIComponent(cam.id)}/snapshot`, snapshot: true };
 }

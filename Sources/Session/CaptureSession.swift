@@ -31,7 +31,11 @@ public actor CaptureSession {
     let logger: Logger
 
     var camera: any CaptureDevice
-    var runState: SessionState.Run = .idle
+    var runState: SessionState.Run = .idle { didSet { runMirror.withLock { $0 = runState } } }
+    private nonisolated let runMirror = Locked(SessionState.Run.idle)
+    /// Whether frames flow, for callers off the actor that must not wait for it (an RTSP
+    /// DESCRIBE is answered 503 rather than left hanging on a camera that is not running).
+    public nonisolated var isCapturing: Bool { runMirror.withLock { $0 == .running } }
     var format: VideoFormat
     private var preset: String
     /// The device's settings as it last answered them (read back), plus the session's own

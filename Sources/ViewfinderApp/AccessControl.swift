@@ -12,9 +12,9 @@ import SystemSupport
 
 final class AccessControl: Sendable {
     let settings: AuthSettings
-    private let authenticator: Authenticator
-    private let limiter: FailureLimiter
-    private let logger: Logger
+    let authenticator: Authenticator
+    let limiter: FailureLimiter
+    let logger: Logger
 
     init(_ settings: AuthSettings, logger: Logger) {
         self.settings = settings
@@ -27,6 +27,8 @@ final class AccessControl: Sendable {
     func required(_ r: Request) -> Role? {
         if r.path == "/healthz" { return nil }
         if r.path == "/metrics" && settings.metricsOpen { return nil }
+        // Opening and ending a WebRTC view is watching, not steering.
+        if (r.method == "POST" && r.path.hasSuffix("/whep")) || (r.method == "DELETE" && r.path.hasPrefix("/api/whep/")) { return .viewer }
         return r.method == "GET" || r.method == "HEAD" ? .viewer : .operator
     }
 

@@ -10,6 +10,7 @@ import HTTPServer
 import Logging
 import Movie
 import Session
+import Streaming
 import SystemSupport
 
 public final class Application: Sendable {
@@ -28,6 +29,16 @@ public final class Application: Sendable {
     /// The bound ports of `server.listen`, in its order.
     public var listenerPorts: [Int] { running.withLock { $0.dropFirst().map(\.port) } }
     let logger: Logger
+    /// WebRTC peers by WHEP session.
+    let whep: WHEPService
+    /// Open live.mp4 streams.
+    let liveStreams = StreamCount()
+    private let rtsp = Locked<(server: RTSPServer, service: RTSPService)?>(nil)
+    /// The RTSP server's port (the one picked for port 0), or nil when it does not run.
+    public var rtspPort: Int? { rtsp.withLock { $0?.server.port } }
+
+    /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
+    var liveClientCount: Int { whep.count + liveStreams.value + (rtsp.withLock { $0?.server.clientCount } ?? 0) }
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) throws {
         self.configuration = configuration
@@ -88,6 +99,7 @@ public final class Application: Sendable {
         if configuration.auth.mode == .none && !configuration.server.host.hasPrefix("127.") {
             logger.warning("auth is \"none\": anyone who can reach \(configuration.server.host):\(configuration.server.port) can watch and steer the cameras")
         }
+        whep = WHEPService(ice: Self.ice(configuration), logger: logger)
         photos = PhotoStore(directory: configuration.capture.directory)
         let unfinished = photos.removeUnfinished()
         if !unfinished.isEmpty {
@@ -110,6 +122,7 @@ public final class Application: Sendable {
             try startListening(extra)
             logger.info("camera \(l.camera) also on http\(configuration.server.tls == nil ? "" : "s")://\(l.host ?? configuration.server.host):\(extra.port)/?action=stream")
         }
+        startRTSP()
         if configuration.session.autostart {
             do { try await session.start() } catch {
                 logger.error("autostart failed: \(error.http.message)")
@@ -124,6 +137,44 @@ public final class Application: Sendable {
             }
         }
         for s in cameras.sessions { await s.ensurePreviewFrame() }
+    }
+
+    /// The RTSP server, where HTTP listens unless `rtsp.host` says otherwise, serving every camera
+    /// and `/main`. A port already taken is logged, not fatal: RTSP is one output among several,
+    /// and the HTTP API (and its live.mp4 and WHEP) serves on without it, as a camera that fails
+    /// to autostart does.
+    private func startRTSP() {
+        guard configuration.rtsp.enabled else { return }
+        let host = configuration.rtsp.host ?? configuration.server.host
+        let service = RTSPService(cameras: cameras, access: access, full: { [weak self] in
+            guard let self else { return true }
+            return self.liveClientCount >= self.configuration.live.maxClients
+        }, logger: logger)
+        let server: RTSPServer
+        do {
+            server = try RTSPServer(address: host, port: configuration.rtsp.port, authenticate: configuration.auth.mode == .accounts, delegate: service)
+        } catch {
+            logger.error("rtsp: not serving: \(error)")
+            return
+        }
+        for path in service.paths { server.mount(path) }
+        rtsp.withLock { $0 = (server, service) }
+        logger.info("RTSP on rtsp://\(host):\(server.port)/main and /<camera-id>")
+    }
+
+    /// webrtc.iceServers as webrtcbin takes them, and the addresses to gather on (where HTTP listens).
+    static func ice(_ c: Configuration) -> ICEConfiguration {
+        func gstURL(_ url: String, _ s: Configuration.ICEServer) -> String {
+            let parts = url.split(separator: ":", maxSplits: 1).map(String.init)
+            let hostPort = parts.count > 1 ? String(parts[1].split(separator: "?").first ?? "") : ""
+            guard parts[0] != "stun" else { return "stun://" + hostPort }
+            let enc = { (x: String) in x.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? x }
+            return "\(parts[0])://\(enc(s.username ?? "")):\(enc(s.credential ?? ""))@\(hostPort)"
+        }
+        let all = c.webrtc.iceServers.flatMap { s in s.urls.map { gstURL($0, s) } }
+        let host = c.server.host
+        return ICEConfiguration(stunServer: all.first { $0.hasPrefix("stun://") }, turnServers: all.filter { !$0.hasPrefix("stun://") },
+                                addresses: host == "0.0.0.0" ? [] : [host])
     }
 
     private func startListening(_ s: HTTPServer) throws {
@@ -183,6 +234,11 @@ public final class Application: Sendable {
         // stopped servers ends that cycle, so an application that stopped can be freed (the
         // tests start dozens; LeakSanitizer found every one alive at exit).
         for server in running.withLock({ s in defer { s.removeAll() }; return s }) { server.stop() }
+        whep.closeAll()
+        if let r = rtsp.withLock({ r in defer { r = nil }; return r }) {
+            r.server.stop()
+            r.service.stopAll()
+        }
         // A movie being recorded is finished (trailer written, published) before the exit.
         for s in cameras.sessions {
             if let recorder = try? await s.stopRecording() { _ = await recorder.outcome() }

@@ -105,9 +105,8 @@ public struct Configuration: Sendable, Equatable {
     public var recording = Recording()
     public var metadata = MetadataSettings()
     public var live = LiveSettings()
-
-    /// The live H.264 stream: seconds between unasked keyframes; a kbit/s cap (VBV), else CRF 23.
-    public struct LiveSettings: Sendable, Equatable { public var keyframeInterval = 2.0, bitrate: Int? }
+    public var rtsp = RTSPSettings()
+    public var webrtc = WebRTCSettings()
 
     /// The metadata output.
     public struct MetadataSettings: Sendable, Equatable {
@@ -210,14 +209,7 @@ public struct Configuration: Sendable, Equatable {
             }
             try s.finish()
         }
-        if let s = try root.object("live") {
-            if let k = try s.double("keyframeInterval") {
-                guard (0.5...10).contains(k) else { throw JSONFieldError(path: "live.keyframeInterval", problem: "seconds within 0.5…10") }
-                c.live.keyframeInterval = k
-            }
-            c.live.bitrate = try s.int("bitrate", in: 100...100_000) ?? c.live.bitrate
-            try s.finish()
-        }
+        try decodeLive(root, into: &c)
         if let s = try root.object("recording") {
             c.recording.directory = try s.string("directory") ?? c.recording.directory
             if let p = try s.string("preset") {
@@ -342,6 +334,7 @@ public struct Configuration: Sendable, Equatable {
                 throw JSONFieldError(path: "auth", problem: "server.listen[\(i)] on \(host) is reachable from other machines and no users are configured; add one with `viewfinder user add NAME --role operator`, or write \"auth\": \"none\"")
             }
         }
+        try validateLive()
     }
 
     static let presets = ["photo", "high", "medium", "low", "352x288", "640x480", "1280x720", "1920x1080", "3840x2160"]

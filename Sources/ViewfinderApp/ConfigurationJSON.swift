@@ -75,8 +75,7 @@ extension Configuration {
             ("capture", object([("quality", "\(capture.quality)"), ("directory", str(capture.directory))])),
             ("recording", object([("directory", str(recording.directory)), ("preset", str(recording.preset))])),
             ("metadata", object([("rate", "\(metadata.rate)")])),
-            ("live", object([("keyframeInterval", "\(live.keyframeInterval)"), ("bitrate", live.bitrate.map { "\($0)" } ?? "null")])),
-        ] + authSection
+        ] + liveJSON(str) + authSection
         
         return "{\n" + sections.map { "  \(str($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}\n"
     }

@@ -17,6 +17,7 @@ public struct ConfigurationOverrides: Sendable, Equatable {
     public var quality: Int?
     public var workers: Int?
     public var noAutostart = false
+    public var rtspPort: Int?
 
     public init() {}
 
@@ -66,5 +67,9 @@ public struct ConfigurationOverrides: Sendable, Equatable {
             c.stream.workers = workers
         }
         if noAutostart { c.session.autostart = false }
+        if let rtspPort {
+            guard (0...65535).contains(rtspPort) else { throw bad("--rtsp-port: \(rtspPort) is outside 0…65535") }
+            c.rtsp.port = rtspPort
+        }
     }
 }

@@ -17,14 +17,6 @@ extension Application {
         return Response(headers: [("Content-Type", Multipart.contentType)] + Response.noCache, body: .stream(body))
     }
 
-    /// The live H.264 stream of `lookup`'s camera as fragmented MP4 (the camera at the time of
-    /// the request: a switch of the main session ends nothing, a new format ends the stream).
-    func liveMP4(_ request: Request, _ lookup: SessionLookup) throws -> Response {
-        let session = try lookup(request)
-        return Response(headers: [("Content-Type", "video/mp4")] + Response.noCache,
-                        body: .stream(LiveMP4Stream(hub: session.live)))
-    }
-
     /// The latest preview frame if it is fresh, else the next one (the camera encodes it on
     /// demand); the placeholder, flagged offline, when nothing is captured.
     func snapshot(_ request: Request, _ lookup: SessionLookup) async throws -> Response {

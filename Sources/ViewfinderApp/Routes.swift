@@ -38,9 +38,8 @@ extension Application {
         r.get("/snapshot") { [self] request in try await snapshot(request, main) }
         r.get("/cameras/:id/stream") { [self] request in try stream(request, named) }
         r.get("/cameras/:id/snapshot") { [self] request in try await snapshot(request, named) }
-        // Live H.264 as fragmented MP4 (MSE, ffplay, VLC).
-        r.get("/live.mp4") { [self] request in try liveMP4(request, main) }
-        r.get("/cameras/:id/live.mp4") { [self] request in try liveMP4(request, named) }
+        // Live H.264: fragmented MP4 (MSE, ffplay, VLC) and WebRTC (WHEP).
+        addLiveRoutes(&r, main: main, named: named)
         r.get("/") { [self] request in try await actionAlias(request, main) }
         return r
     }

@@ -37,6 +37,7 @@ struct ConfigOptions: ParsableArguments {
     @Option(help: "Frames per second (session.fps).") var fps: Int?
     @Option(help: "Preview JPEG quality 1–100 (stream.quality).") var quality: Int?
     @Option(help: "Encode threads per camera, 1–32 (stream.workers; default one per core).") var workers: Int?
+    @Option(help: "RTSP port; 0 picks a free one (rtsp.port).") var rtspPort: Int?
     @Flag(help: "Do not start the session at launch (session.autostart = false).") var noAutostart = false
 
     /// The configuration to serve; a bad file or flag is reported naming the key and exits 2.
@@ -44,7 +45,7 @@ struct ConfigOptions: ParsableArguments {
         var o = ConfigurationOverrides()
         o.host = host; o.port = port; o.publicDirectory = publicDirectory; o.allowOrigin = allowOrigin
         o.maxConnections = maxConnections; o.cameras = cameras; o.camera = camera; o.preset = preset
-        o.fps = fps; o.quality = quality; o.workers = workers; o.noAutostart = noAutostart
+        o.fps = fps; o.quality = quality; o.workers = workers; o.noAutostart = noAutostart; o.rtspPort = rtspPort
         return try effective(o, path: config)
     }
 }
@@ -108,6 +109,7 @@ struct Serve: AsyncParsableCommand {
         let url = "\(settings.server.tls == nil ? "http" : "https")://\(settings.server.host):\(app.port)/"
         // Unbuffered, so scripts and tests reading stdout learn the port at once.
         FileHandle.standardOutput.write(Data("Viewfinder listening on \(url)\n".utf8))
+        if let rtsp = app.rtspPort { FileHandle.standardOutput.write(Data("RTSP on rtsp://\(settings.rtsp.host ?? settings.server.host):\(rtsp)/main\n".utf8)) }
         tell("READY=1\nSTATUS=Listening on \(url)\nMAINPID=\(getpid())")
         let watchdog = SystemdNotifier.watchdogInterval().flatMap { interval in
             systemd?.watchdog(every: interval,

@@ -17,6 +17,7 @@ func testConfiguration(_ edit: (inout Configuration) -> Void = { _ in }) -> Conf
     c.capture.directory = NSTemporaryDirectory() + "vf-photos-\(UUID().uuidString)"
     c.recording.directory = NSTemporaryDirectory() + "vf-movies-\(UUID().uuidString)"
     c.recording.preset = "ultrafast"
+    c.rtsp.port = 0
     edit(&c)
     return c
 }

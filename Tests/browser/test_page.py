@@ -63,7 +63,8 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="vf-browser-")
         config = Path(self.dir) / "config.json"
         settings = {"capture": {"directory": str(Path(self.dir) / "photos")},
-                    "recording": {"directory": str(Path(self.dir) / "movies")}}
+                    "recording": {"directory": str(Path(self.dir) / "movies")},
+                    "rtsp": {"port": 0}}
         if auth:
             settings["auth"] = auth
         if cameras:
@@ -117,7 +118,9 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000",
-                "--disable-gpu", "--no-first-run", "--disable-extensions"):
+                "--disable-gpu", "--no-first-run", "--disable-extensions",
+                # WebRTC host candidates as addresses, not mDNS names (no mDNS here)
+                "--disable-features=WebRtcHideLocalIpsWithMdns"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
@@ -160,7 +163,7 @@ class PageTest(ServedPage):
         d.get(server.url)
 
         # Live preview: frames decode into the <img>; the badge says running.
-        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640,
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640,
                   "preview frames arrive")
         self.wait(lambda: d.find_element(By.ID, "status").text == "running", "status badge shows running")
         self.assertFalse(d.find_element(By.ID, "offline").is_displayed(), "no offline overlay while running")
@@ -205,8 +208,8 @@ class PageTest(ServedPage):
         self.wait(lambda: server.state()["zoom"]["factor"] > 1.5, "wheel zooms in")
 
         # Tap to focus: a click on the preview's lower left sets the point of interest there.
-        preview = d.find_element(By.ID, "preview")
-        rect = self.js("const r = document.getElementById('preview').getBoundingClientRect();"
+        preview = d.find_element(By.ID, "stage")
+        rect = self.js("const r = document.getElementById('stage').getBoundingClientRect();"
                        "return {w: r.width, h: r.height};")
         ActionChains(d).move_to_element_with_offset(preview, -rect["w"] * 0.3, rect["h"] * 0.3).click().perform()
         self.wait(lambda: server.state()["focus"]["point"] != {"x": 0.5, "y": 0.5}, "focus point moved")
@@ -255,7 +258,7 @@ class PageTest(ServedPage):
         d.set_window_size(390, 844)
         try:
             d.get(self.server.url)
-            self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") > 0, "preview")
+            self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") > 0, "preview")
             stage = d.find_element(By.ID, "stage").rect
             controls = d.find_element(By.CSS_SELECTOR, ".controls").rect
             self.assertGreaterEqual(controls["y"], stage["y"] + stage["height"], "controls below the preview")
@@ -276,7 +279,7 @@ class PageTest(ServedPage):
         d, server = self.driver, self.server
         d.get_log("browser")  # what the pages before logged
         d.get(server.url)
-        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") > 0, "preview frames")
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") > 0, "preview frames")
         record = d.find_element(By.ID, "record")
         self.wait(lambda: record.is_displayed() and record.is_enabled(), "the record button is ready")
         self.assertNotIn("recording", record.get_attribute("class").split())
@@ -394,7 +397,7 @@ class CamerasTest(ServedPage):
     def test_tiles_start_switch_and_stop_cameras(self):
         d, server = self.driver, self.server
         d.get(server.url)
-        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640, "preview frames")
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "preview frames")
         self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, "#tiles .tile")) == 2, "a tile per camera")
         self.assertTrue(d.find_element(By.ID, "tiles").is_displayed())
         self.assertEqual(server.cameras(), {"rear": ("running", True), "front": ("idle", False)})
@@ -418,7 +421,7 @@ class CamerasTest(ServedPage):
         self.assertEqual(server.state()["camera"]["id"], "rear")
         self.assertEqual(self.js("return document.getElementById('camera').value"), "rear")
         self.assertIn("640×480", d.find_element(By.ID, "format").text)
-        self.assertEqual(self.js("return document.getElementById('preview').naturalWidth"), 640)
+        self.assertEqual(self.js("return window.viewfinderPreview.size()[0]"), 640)
         self.assertIn("main", self.tile_class("rear"))
         self.assertNotIn("main", self.tile_class("front"))
         # The main tile shares the preview's request: rear has one viewer, front one (its tile).
@@ -443,7 +446,7 @@ class CamerasTest(ServedPage):
         self.wait(lambda: [server.get(f"/api/cameras/{c}/session")["stream"]["clients"] for c in ("rear", "front")]
                   == [1, 1], "shown: the preview and the tile stream again")
         self.wait(lambda: [self.tile_width("rear"), self.tile_width("front")] == [640, 352], "tiles live again")
-        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640, "preview again")
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "preview again")
 
         self.js("document.activeElement.blur()")
         d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
@@ -457,7 +460,7 @@ class CamerasTest(ServedPage):
         # Click the second tile: it becomes the main view, at its own size.
         self.tile("front", ".tile-pick").click()
         self.wait(lambda: server.state()["camera"]["id"] == "front", "the server's main session is front")
-        self.wait(lambda: self.js("const i = document.getElementById('preview'); return [i.naturalWidth, i.naturalHeight]")
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()")
                   == [352, 288], "the main preview shows front at 352x288")
         self.wait(lambda: "main" in self.tile_class("front"), "the front tile is marked main")
         self.assertEqual(self.tile("front", ".tile-pick").get_attribute("aria-current"), "true")
@@ -475,7 +478,7 @@ class CamerasTest(ServedPage):
         self.wait(lambda: server.cameras()["rear"] == ("running", False), "the server started rear")
         self.wait(lambda: self.tile_width("rear") == 640, "the rear tile shows frames")
         self.assertEqual(server.state()["camera"]["id"], "front")
-        self.assertEqual(self.js("return document.getElementById('preview').naturalWidth"), 352)
+        self.assertEqual(self.js("return window.viewfinderPreview.size()[0]"), 352)
 
         # Stop the main camera from its tile: idle at the server; the main view offers to start it.
         self.tile("front", ".tile-power").click()
@@ -504,7 +507,7 @@ class CamerasTest(ServedPage):
         """Preview, shutter and switch in view without scrolling; the controls scroll on their own."""
         d = self.driver
         d.get(self.server.url)
-        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") > 0, "preview frames")
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") > 0, "preview frames")
         self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, "#tiles .tile")) == 2, "a tile per camera")
         # "window": the outer window (headless Chromium's inner height is 143 px less);
         # "viewport": exactly that inner size, as a browser with its toolbars gives the page.
@@ -522,7 +525,7 @@ class CamerasTest(ServedPage):
                                           {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 800})
                         self.wait(lambda: self.js("return [innerWidth, innerHeight]") == [width, height], "the viewport")
                     self.js("window.scrollTo(0, 0)")
-                    for selector in ("#stage", "#preview", "#shutter", "#switch", "#tiles", ".controls"):
+                    for selector in ("#stage", "#preview:not([hidden]), #live:not([hidden])", "#shutter", "#switch", "#tiles", ".controls"):
                         self.assertEqual(visible_within(d, selector), [], f"{selector} within {kind} {width}x{height}")
                     self.assertEqual(self.js("return window.scrollY"), 0)
                     # The frame itself is drawn at a useful size, letterboxed in the stage.
@@ -565,7 +568,7 @@ class CodesTest(ServedPage):
         return self.js("""
             const box = [...document.querySelectorAll('#code-overlay .code-box')].find((b) => b.dataset.value === arguments[0]);
             if (!box) return null;
-            const img = document.getElementById('preview'), r = img.getBoundingClientRect(), b = box.getBoundingClientRect();
+            const img = window.viewfinderPreview.element(), r = img.getBoundingClientRect(), b = box.getBoundingClientRect();
             const scale = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
             const w = img.naturalWidth * scale, h = img.naturalHeight * scale;
             return {box: {x: b.left + b.width / 2, y: b.top + b.height / 2, width: b.width, height: b.height},
@@ -577,7 +580,7 @@ class CodesTest(ServedPage):
         d, server = self.driver, self.server
         d.get_log("browser")  # what the pages before logged
         d.get(server.url)
-        self.wait(lambda: self.js("return document.getElementById('preview').naturalWidth") == 640, "preview frames")
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "preview frames")
         self.assertEqual(server.state()["camera"]["id"], "rear")
         self.assertEqual(server.state()["metadata"]["types"], [], "detection is off until asked for")
 
@@ -662,7 +665,7 @@ class SignedInTest(unittest.TestCase):
                 try:
                     WebDriverWait(driver, 15, 0.05).until(
                         # the page reloads itself without the credentials: the new document may not have its <img> yet
-                        lambda d: d.execute_script("const p = document.getElementById('preview'); return !!p && p.naturalWidth > 0"),
+                        lambda d: d.execute_script("return !!window.viewfinderPreview && window.viewfinderPreview.size()[0] > 0"),
                         f"{user}: preview frames behind the sign-in")
                 except Exception:
                     print("DIAG url", driver.current_url, "preview", driver.execute_script(
@@ -754,6 +757,61 @@ class LiveMSETest(ServedPage):
         self.assertGreaterEqual(result["decoded"], 30, result)
 
 
+class WebRTCPreviewTest(ServedPage):
+    """The page's preview by WebRTC (WHEP): the <video> takes over from MJPEG, the transport
+    badge says WebRTC, getStats() counts decoded frames, and the synthetic camera's timecode,
+    read from the decoded picture through a canvas, is a capture time a few tens of ms old
+    (the glass-to-glass latency of this machine, printed)."""
+    server_options = {"cameras": [{"id": "rear", "source": "synthetic", "position": "rear", "preset": "640x480", "timecode": True},
+                                  {"id": "front", "source": "synthetic", "position": "front", "preset": "352x288"}]}
+
+    def test_the_preview_plays_by_webrtc_and_the_timecode_reads_back(self):
+        d, server = self.driver, self.server
+        d.get(server.url)
+        WebDriverWait(d, 20, 0.05).until(lambda _: d.execute_script("return window.viewfinderPreview && window.viewfinderPreview.transport()") == "WebRTC",
+                                         "the preview goes WebRTC")
+        self.assertEqual(d.find_element(By.ID, "transport").text, "WebRTC")
+        self.assertTrue(d.find_element(By.ID, "live").is_displayed())
+        self.assertFalse(d.find_element(By.ID, "preview").is_displayed())
+        WebDriverWait(d, 10, 0.1).until(lambda _: d.execute_script("return window.viewfinderPreview.framesDecoded()") >= 60,
+                                        "60 frames decoded")
+        size = d.execute_script("const v = document.getElementById('live'); return [v.videoWidth, v.videoHeight]")
+        fmt = server.state()["format"]
+        self.assertEqual(size, [fmt["width"], fmt["height"]])
+        # The timecode of the frame on screen against the clock (same machine, same clock).
+        d.set_script_timeout(20)
+        ages = d.execute_async_script(r"""
+            const done = arguments[arguments.length - 1];
+            const v = document.getElementById('live'), c = document.createElement('canvas');
+            c.width = v.videoWidth; c.height = v.videoHeight;
+            const g = c.getContext('2d', {willReadFrequently: true}), ages = [];
+            const read = () => {
+              g.drawImage(v, 0, 0);
+              const rows = Math.max(8, Math.floor(c.height / 45)), y = Math.floor(rows / 2);
+              const px = g.getImageData(0, y, c.width, 1).data;
+              const cell = (i) => { const x = Math.floor((i + 0.5) * c.width / 64) * 4; return (px[x] + px[x + 1] + px[x + 2]) / 3; };
+              const mid = (cell(0) + cell(1)) / 2;
+              let ms = 0;
+              for (let i = 2; i < 50; i++) ms = ms * 2 + (cell(i) > mid ? 1 : 0);
+              return Date.now() - ms;
+            };
+            const step = () => {
+              ages.push(read());
+              if (ages.length >= 30) done(ages); else v.requestVideoFrameCallback(step);
+            };
+            v.requestVideoFrameCallback(step);""")
+        ages.sort()
+        print(f"WebRTC glass-to-glass on this machine: p50 {ages[len(ages) // 2]} ms, max {ages[-1]} ms", file=sys.stderr)
+        self.assertTrue(all(0 <= a < 2000 for a in ages), f"timecodes read back as capture times: {ages}")
+        # A switch: the WebRTC preview follows the main camera (the new size arrives in band).
+        server.post("/api/session/switch", {"camera": "front"})
+        WebDriverWait(d, 15, 0.1).until(lambda _: d.execute_script("const v = document.getElementById('live'); return [v.videoWidth, v.videoHeight]") == [352, 288],
+                                        "the video shows the front camera's size")
+        self.assertEqual(d.execute_script("return window.viewfinderPreview.transport()"), "WebRTC")
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [], f"console errors: {errors}")
+
+
 class OfflineTest(unittest.TestCase):
     def test_the_offline_indicator_shows_when_the_server_goes(self):
         server = Server()
@@ -761,7 +819,7 @@ class OfflineTest(unittest.TestCase):
         try:
             driver.get(server.url)
             WebDriverWait(driver, 10, 0.05).until(
-                lambda d: d.execute_script("return document.getElementById('preview').naturalWidth") > 0)
+                lambda d: d.execute_script("return window.viewfinderPreview.size()[0]") > 0)
             self.assertFalse(driver.find_element(By.ID, "offline").is_displayed())
             server.proc.terminate()
             server.proc.wait(10)

@@ -78,6 +78,9 @@ public final class LiveEncoder {
         }
         av_opt_set(c.pointee.priv_data, "tune", "zerolatency", 0)
         av_opt_set(c.pointee.priv_data, "forced-idr", "1", 0)
+        // Main profile: what browsers offer for WebRTC (profile-level-id 4d…; Chromium offers
+        // no High), with CABAC; High's 8×8 transform is the only thing given up.
+        av_opt_set(c.pointee.priv_data, "profile", "main", 0)
         if settings.bitrate == nil { av_opt_set(c.pointee.priv_data, "crf", "23", 0) }
         // SPS/PPS before every IDR as well as in the extradata.
         av_opt_set(c.pointee.priv_data, "x264-params", "repeat-headers=1", 0)

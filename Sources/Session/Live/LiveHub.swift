@@ -26,7 +26,9 @@ public final class LiveHub: Sendable {
     static let queueLimit = 60
 
     public enum Next: Sendable {
-        case data([UInt8])
+        /// The current encoder's init segment (the fMP4 client's first bytes).
+        case initSegment([UInt8])
+        case fragment(LiveFragment)
         case wait
         /// The stream restarted (a new format or camera): this client's stream ends.
         case end
@@ -66,6 +68,9 @@ public final class LiveHub: Sendable {
     public func unsubscribe(_ id: ObjectIdentifier) {
         state.withLock { _ = $0.clients.removeValue(forKey: id) }
     }
+
+    /// A client's decoder lost its place (a PLI from a browser): the next frame is an IDR.
+    public func requestKeyframe() { state.withLock { $0.keyframeWanted = true } }
 
     /// Whether a client asked for a keyframe since the last call (the encoder's question).
     func takeKeyframeRequest() -> Bool {
@@ -110,18 +115,19 @@ public final class LiveHub: Sendable {
         for w in wake { w() }
     }
 
-    /// What client `id` sends next: the init segment first, then its fragments in order.
+    /// What client `id` sends next: the init segment first, then its fragments in order (an
+    /// RTP client skips the init segment and sends each fragment's access unit).
     public func next(_ id: ObjectIdentifier) -> Next {
         state.withLock { s in
             guard let c = s.clients.index(forKey: id) else { return .end }
             guard let sent = s.clients.values[c].generation else {
                 guard let initSegment = s.initSegment else { return .wait }
                 s.clients.values[c].generation = s.generation
-                return .data(initSegment)
+                return .initSegment(initSegment)
             }
             guard sent == s.generation else { return .end }
             guard !s.clients.values[c].queue.isEmpty else { return .wait }
-            return .data(s.clients.values[c].queue.removeFirst().mp4)
+            return .fragment(s.clients.values[c].queue.removeFirst())
         }
     }
 }

@@ -1,0 +1,89 @@
+// An RTSP server (gst-rtsp-server) serving mounts as shared H.264 media: DESCRIBE, SETUP
+// (RTP over UDP, or interleaved in the TCP connection), PLAY, TEARDOWN. It knows no camera:
+// its delegate decides who may make each request and feeds each media it starts.
+
+import CGStreamerShim
+import SystemSupport
+
+public enum RTSPDecision: Sendable, Equatable {
+    case allow
+    /// Answered with `status` (401, 403, 429) and a WWW-Authenticate header per challenge.
+    case refuse(status: Int, challenges: [String])
+}
+
+public protocol RTSPServerDelegate: AnyObject, Sendable {
+    /// Each request, before the server acts on it (called only when the server was started
+    /// with `authenticate`).
+    func authorize(method: String, uri: String, authorization: String?, address: String) -> RTSPDecision
+    /// Before DESCRIBE of `path`: nil serves it; else the status to answer (404, 503).
+    func refusal(describing path: String) -> Int?
+    /// The shared media of `path` starts: push into `feed` until it closes.
+    func mediaStarted(path: String, feed: H264Feed)
+}
+
+public final class RTSPServer: @unchecked Sendable {  // `raw` is set once; gst-rtsp-server locks itself
+    private let raw: OpaquePointer
+    private let context: Unmanaged<Box>
+
+    private final class Box {
+        let delegate: RTSPServerDelegate
+        init(_ delegate: RTSPServerDelegate) { self.delegate = delegate }
+    }
+
+    /// Listens on `address`:`port` (0: any free port); `authenticate` asks the delegate about
+    /// every request.
+    public init(address: String, port: Int, clientThreads: Int = 8, authenticate: Bool,
+                delegate: RTSPServerDelegate) throws(StreamingError) {
+        try GStreamer.start()
+        context = Unmanaged.passRetained(Box(delegate))
+        let callbacks = vfg_rtsp_callbacks(
+            context: context.toOpaque(),
+            authorize: { context, method, uri, authorization, address, challenge, length in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue()
+                let decision = box.delegate.authorize(
+                    method: String(cString: method!), uri: String(cString: uri!),
+                    authorization: authorization.map { String(cString: $0) }, address: String(cString: address!))
+                guard case .refuse(let status, let challenges) = decision else { return 0 }
+                let text = Array(challenges.joined(separator: "\n").utf8.prefix(length - 1)) + [0]
+                text.withUnsafeBufferPointer { b in
+                    challenge!.withMemoryRebound(to: UInt8.self, capacity: length) { $0.update(from: b.baseAddress!, count: b.count) }
+                }
+                return Int32(status)
+            },
+            describe: { context, path in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue()
+                return Int32(box.delegate.refusal(describing: String(cString: path!)) ?? 0)
+            },
+            media_started: { context, path, feed in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue()
+                box.delegate.mediaStarted(path: String(cString: path!), feed: H264Feed(feed!))
+            })
+        var error = [CChar](repeating: 0, count: 256)
+        guard let raw = vfg_rtsp_start(address, String(port), Int32(clientThreads), authenticate ? 1 : 0, callbacks, &error, error.count) else {
+            context.release()
+            throw .listen(GStreamer.message(error))
+        }
+        self.raw = raw
+    }
+
+    /// The port it listens on (the one chosen when asked for 0).
+    public var port: Int { Int(vfg_rtsp_port(raw)) }
+
+    /// Serves `path` ("/rear"); false when it is served already.
+    @discardableResult
+    public func mount(_ path: String) -> Bool { vfg_rtsp_mount(raw, path) == 0 }
+
+    /// Clients connected now.
+    public var clientCount: Int { Int(vfg_rtsp_clients(raw)) }
+
+    private let stopped = Locked(false)
+
+    /// Closes the socket and every client's session.
+    public func stop() {
+        guard stopped.withLock({ s in defer { s = true }; return !s }) else { return }
+        vfg_rtsp_stop(raw)
+        context.release()
+    }
+
+    deinit { stop() }
+}

@@ -1,0 +1,36 @@
+// What the transports throw: the GStreamer call or step that failed, and why.
+
+public enum StreamingError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// GStreamer or one of the plugins the pipelines need is missing.
+    case unavailable(String)
+    /// The RTSP server could not listen.
+    case listen(String)
+    /// The WHEP offer is not SDP webrtcbin accepts.
+    case malformedOffer(String)
+    /// The offer has no H.264 this server can send (packetization-mode 1).
+    case noH264(String)
+    /// The WebRTC pipeline failed.
+    case peer(String)
+
+    public var description: String {
+        switch self {
+        case .unavailable(let m), .listen(let m), .malformedOffer(let m), .noH264(let m), .peer(let m): m
+        }
+    }
+}
+
+import CGStreamerShim
+
+enum GStreamer {
+    /// GStreamer initialized and every element present (once per process).
+    static func start() throws(StreamingError) {
+        var error = [CChar](repeating: 0, count: 256)
+        guard vfg_start(&error, error.count) == 0 else {
+            throw .unavailable(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+    }
+
+    static func message(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

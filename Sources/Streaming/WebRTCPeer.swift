@@ -1,0 +1,94 @@
+// One WebRTC peer sending H.264 (webrtcbin): made from a client's SDP offer, it answers with
+// every ICE candidate in the answer (WHEP without trickle) and takes access units through
+// its feed. DTLS-SRTP and ICE are webrtcbin's and libnice's.
+
+import CGStreamerShim
+import Glibc
+import SystemSupport
+
+public struct ICEConfiguration: Sendable, Equatable {
+    /// "stun://host:port", or nil (no public STUN server by default).
+    public var stunServer: String?
+    /// "turn(s)://user:password@host:port" each.
+    public var turnServers: [String]
+    /// Addresses to offer host candidates on; empty: every interface.
+    public var addresses: [String]
+
+    public init(stunServer: String? = nil, turnServers: [String] = [], addresses: [String] = []) {
+        self.stunServer = stunServer
+        self.turnServers = turnServers
+        self.addresses = addresses
+    }
+}
+
+public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, under `closed`
+    private let raw: OpaquePointer
+    private let closed = Locked(false)
+    /// The SDP answer.
+    public let answer: String
+    /// Where the peer's access units go.
+    public let feed: H264Feed
+
+    /// As RTCPeerConnectionState.
+    public enum State: Int32, Sendable {
+        case new = 0, connecting, connected, disconnected, failed, closed
+    }
+
+    /// Blocks up to `timeout` seconds (ICE gathering): call it off the request threads.
+    public init(offer: String, ice: ICEConfiguration, timeout: Double = 3) throws(StreamingError) {
+        try GStreamer.start()
+        var error = [CChar](repeating: 0, count: 512)
+        var answer: UnsafeMutablePointer<CChar>?
+        var feed: OpaquePointer?
+        var why: Int32 = 0
+        let turns = ice.turnServers.map { strdup($0) }
+        let addresses = ice.addresses.map { strdup($0) }
+        defer { (turns + addresses).forEach { free($0) } }
+        let raw: OpaquePointer? = turns.map { UnsafePointer($0) }.withUnsafeBufferPointer { t in
+            addresses.map { UnsafePointer($0) }.withUnsafeBufferPointer { a in
+                var options = vfg_peer_options(
+                    offer: nil, stun_server: nil, turn_servers: t.baseAddress, turn_count: t.count,
+                    addresses: a.baseAddress, address_count: a.count, timeout_ms: UInt32(max(0.1, timeout) * 1000))
+                return offer.withCString { o in
+                    options.offer = o
+                    return withOptionalCString(ice.stunServer) { s in
+                        options.stun_server = s
+                        return vfg_peer_answer(&options, &answer, &feed, &why, &error, error.count)
+                    }
+                }
+            }
+        }
+        guard let raw, let answer, let feed else {
+            let message = GStreamer.message(error)
+            switch Int(why) {
+            case Int(VFG_PEER_MALFORMED_OFFER): throw .malformedOffer(message)
+            case Int(VFG_PEER_NO_H264): throw .noH264(message)
+            default: throw .peer(message)
+            }
+        }
+        self.raw = raw
+        self.answer = String(cString: answer)
+        vfg_free(answer)
+        self.feed = H264Feed(feed)
+    }
+
+    public var state: State {
+        closed.withLock { c in c ? .closed : State(rawValue: vfg_peer_state(raw)) ?? .failed }
+    }
+
+    /// Stops the pipeline (its feed closes); once.
+    public func close() {
+        closed.withLock { c in
+            guard !c else { return }
+            c = true
+            vfg_peer_close(raw)
+        }
+    }
+
+    deinit { close() }
+}
+
+private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let s else { return body(nil) }
+    return s.withCString { body($0) }
+}

@@ -1,0 +1,108 @@
+// RTSP with real clients: ffprobe and ffmpeg over UDP and interleaved TCP, GStreamer's
+// rtspsrc, each decoding H.264 at the camera's size; `/main` following the main session
+// across a switch and a prepare; the same users as HTTP (Basic and Digest, a viewer plays);
+// an unknown camera 404, a stopped one 503.
+
+import Foundation
+import Testing
+@testable import ViewfinderApp
+
+@Suite struct RTSPTests {
+    static func run(_ tool: String, _ args: [String], timeout: Double = 30) async throws -> (status: Int32, out: String, err: String) {
+        try await offload { try LiveMP4Tests.run(tool, args, timeout: timeout) }
+    }
+
+    /// ffprobe's "codec,width,height" for `url` over `transport`, and its errors.
+    static func probe(_ url: String, transport: String = "tcp") async throws -> (stream: String, err: String) {
+        let r = try await run("/usr/bin/ffprobe", ["-v", "error", "-rtsp_transport", transport, "-select_streams", "v:0",
+                                                   "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", url])
+        return (r.out.trimmingCharacters(in: .whitespacesAndNewlines), r.err)
+    }
+
+    static func twoCameras(_ c: inout Configuration) {
+        c.cameras = .list([.init(id: "rear", source: .synthetic, position: "rear", preset: "352x288"),
+                           .init(id: "front", source: .synthetic, position: "front", preset: "640x480")])
+    }
+
+    /// ffmpeg decoding `frames` frames of `url` to nothing. Frames keep their 90 kHz capture
+    /// times (`-enc_time_base -1`): a capture late under load would otherwise share a 1/30 s
+    /// slot with the next, which the null muxer reports as an error that is not one of decoding.
+    static func decode(_ url: String, transport: String = "udp", frames: Int) async throws -> (status: Int32, out: String, err: String) {
+        try await run("/usr/bin/ffmpeg", ["-v", "error", "-rtsp_transport", transport, "-i", url, "-frames:v", String(frames),
+                                          "-enc_time_base", "-1", "-f", "null", "-"])
+    }
+
+    static func rtspPort(_ app: Application) throws -> Int { try #require(app.rtspPort) }
+
+    @Test(arguments: ["udp", "tcp"])
+    func ffmpegDecodesEachCameraAtItsSize(transport: String) async throws {
+        try await withServer(Self.twoCameras) { app, port in
+            _ = try await fetch(port, "POST", "/api/cameras/rear/session/start")
+            _ = try await fetch(port, "POST", "/api/cameras/front/session/start")
+            let base = "rtsp://127.0.0.1:\(try Self.rtspPort(app))"
+            #expect(try await Self.probe("\(base)/rear", transport: transport).stream == "h264,352,288")
+            #expect(try await Self.probe("\(base)/front", transport: transport).stream == "h264,640,480")
+            // 60 frames decoded, none in error: every unit arrives, SPS/PPS in band.
+            let decode = try await Self.decode("\(base)/front", transport: transport, frames: 60)
+            #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg: \(decode.err)")
+        }
+    }
+
+    @Test func manyClientsShareOneMediaAndGStreamerPlaysIt() async throws {
+        try await withServer { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let url = "rtsp://127.0.0.1:\(try Self.rtspPort(app))/rear"
+            // Three clients at once: gst-launch's rtspsrc and two ffmpegs, 45 frames each.
+            async let gst = Self.run("/usr/bin/gst-launch-1.0", ["-q", "rtspsrc", "location=\(url)", "latency=0", "!",
+                                                                "rtph264depay", "!", "h264parse", "!", "avdec_h264", "!",
+                                                                "fakesink", "num-buffers=45"])
+            async let a = Self.decode(url, frames: 45)
+            async let b = Self.decode(url, transport: "tcp", frames: 45)
+            let (g, x, y) = try await (gst, a, b)
+            #expect(g.status == 0, "gst-launch: \(g.err)")
+            #expect(x.status == 0 && x.err.isEmpty, "ffmpeg udp: \(x.err)")
+            #expect(y.status == 0 && y.err.isEmpty, "ffmpeg tcp: \(y.err)")
+        }
+    }
+
+    @Test func mainFollowsASwitchAndAPrepare() async throws {
+        try await withServer(Self.twoCameras) { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let main = "rtsp://127.0.0.1:\(try Self.rtspPort(app))/main"
+            #expect(try await Self.probe(main).stream == "h264,352,288")
+            _ = try await fetch(port, "POST", "/api/session/switch", body: #"{"camera": "front"}"#)
+            #expect(try await Self.probe(main).stream == "h264,640,480", "a new client of /main gets the new main camera")
+            _ = try await fetch(port, "POST", "/api/session/prepare", body: #"{"preset": "1280x720"}"#)
+            #expect(try await eventually(timeout: 20) { try await Self.probe(main).stream == "h264,1280,720" })
+        }
+    }
+
+    @Test func anUnknownCameraIs404AndAStoppedOne503() async throws {
+        try await withServer(Self.twoCameras) { app, _ in
+            let base = "rtsp://127.0.0.1:\(try Self.rtspPort(app))"
+            let unknown = try await Self.probe("\(base)/nowhere")
+            #expect(unknown.stream.isEmpty && unknown.err.contains("404"), "\(unknown.err)")
+            let stopped = try await Self.probe("\(base)/front")  // not started (the main camera, rear, is)
+            #expect(stopped.stream.isEmpty && stopped.err.contains("503"), "\(stopped.err)")
+        }
+    }
+
+    @Test func theSameUsersAsHTTPSignInByBasicOrDigest() async throws {
+        let accounts = try AuthLiveTests.accounts()
+        try await withServer({ $0.auth = accounts }) { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start", headers: ["Authorization": "Basic " + Data("ann:pass word".utf8).base64EncodedString()])
+            let rtsp = try Self.rtspPort(app)
+            let none = try await Self.probe("rtsp://127.0.0.1:\(rtsp)/rear")
+            #expect(none.stream.isEmpty && none.err.contains("401"), "no credentials: \(none.err)")
+            let wrong = try await Self.probe("rtsp://vic:nope@127.0.0.1:\(rtsp)/rear")
+            #expect(wrong.stream.isEmpty && wrong.err.contains("401"), "a wrong password: \(wrong.err)")
+            // ffmpeg answers the Digest challenge (the stronger of the two offered); a viewer may play.
+            #expect(try await Self.probe("rtsp://cam:ffmpeg1@127.0.0.1:\(rtsp)/rear").stream == "h264,352,288")
+            // GStreamer's rtspsrc answers Basic or Digest as offered, with its own credentials.
+            let g = try await Self.run("/usr/bin/gst-launch-1.0", ["-q", "rtspsrc", "location=rtsp://127.0.0.1:\(rtsp)/rear",
+                                                                   "user-id=ann", "user-pw=pass word", "!", "rtph264depay", "!",
+                                                                   "fakesink", "num-buffers=10"])
+            #expect(g.status == 0, "gst-launch with credentials: \(g.err)")
+        }
+    }
+}

@@ -1,0 +1,121 @@
+// WHEP (`POST /api/whep`, `POST /api/cameras/{id}/whep`, `DELETE` its Location) with an
+// offer Chromium made (Fixtures/chromium-offer.sdp: recvonly video, H.264 among its codecs,
+// candidates on TEST-NET addresses nothing answers): the answer webrtcbin makes, and each
+// bad input refused with its status and nothing left behind. Chromium connecting and playing
+// is the browser test's (Tests/browser).
+
+import Foundation
+import Testing
+@testable import ViewfinderApp
+
+@Suite struct WHEPTests {
+    static let offer = (try? String(contentsOfFile: packageRoot + "/Tests/ViewfinderAppTests/Fixtures/chromium-offer.sdp", encoding: .utf8)) ?? ""
+
+    /// The offer with only the payload types `keep` (and their attributes).
+    static func offer(keeping keep: Set<String>) -> String {
+        offer.split(separator: "\r\n", omittingEmptySubsequences: false).compactMap { line -> String? in
+            if line.hasPrefix("m=video") {
+                let f = line.split(separator: " ")
+                return (f.prefix(3) + f.dropFirst(3).filter { keep.contains(String($0)) }).joined(separator: " ")
+            }
+            for prefix in ["a=rtpmap:", "a=fmtp:", "a=rtcp-fb:"] where line.hasPrefix(prefix) {
+                let pt = line.dropFirst(prefix.count).prefix { $0 != " " }
+                return keep.contains(String(pt)) ? String(line) : nil
+            }
+            return String(line)
+        }.joined(separator: "\r\n")
+    }
+
+    static func post(_ port: Int, _ path: String, _ sdp: String, type: String = "application/sdp",
+                     headers: [String: String] = [:]) async throws -> TestConnection {
+        try await offload {
+            let c = try TestConnection(port: port)
+            try c.request("POST", path, headers: headers.merging(["Content-Type": type, "Connection": "close"]) { a, _ in a },
+                          body: Array(sdp.utf8))
+            try c.readAllSync(timeout: 15)
+            return c
+        }
+    }
+
+    static func code(_ c: TestConnection) -> String? { (c.json as? [String: Any])?["error"].flatMap { ($0 as? [String: Any])?["code"] as? String } }
+
+    @Test func anOfferGetsAnAnswerWithH264AndALocationToDelete() async throws {
+        #expect(!Self.offer.isEmpty)
+        try await withServer { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let c = try await Self.post(port, "/api/cameras/rear/whep", Self.offer)
+            #expect(c.status == 201, "\(c.status) \(c.text)")
+            #expect(c.headers["content-type"] == "application/sdp")
+            let answer = c.text
+            #expect(answer.hasPrefix("v=0"))
+            // H.264 in packetization-mode 1 at one of the offer's payload types, sending only,
+            // DTLS-SRTP (a fingerprint), and host candidates in the answer itself (no trickle).
+            let rtpmap = try #require(answer.split(separator: "\r\n").first { $0.hasPrefix("a=rtpmap:") && $0.contains("H264/90000") })
+            let pt = rtpmap.dropFirst("a=rtpmap:".count).prefix { $0 != " " }
+            #expect(Self.offer.contains("a=rtpmap:\(pt) H264/90000"))
+            #expect(answer.contains("a=fmtp:\(pt) ") && answer.contains("packetization-mode=1"))
+            #expect(answer.contains("a=sendonly"))
+            #expect(answer.contains("a=fingerprint:sha-256"))
+            #expect(answer.contains("a=candidate:") && answer.contains(" 127.0.0.1 "), "host candidates where HTTP listens")
+            let location = try #require(c.headers["location"])
+            #expect(location.hasPrefix("/api/whep/"))
+            #expect(app.whep.count == 1)
+            #expect(try await fetch(port, "DELETE", location).status == 200)
+            #expect(app.whep.count == 0)
+            let again = try await fetch(port, "DELETE", location)
+            #expect(again.status == 404 && Self.code(again) == "not_found")
+        }
+    }
+
+    @Test func badOffersAreRefusedAndLeaveNothing() async throws {
+        try await withServer { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let json = try await Self.post(port, "/api/whep", #"{"sdp": "v=0"}"#, type: "application/json")
+            #expect(json.status == 415 && Self.code(json) == "unsupported_media_type", "\(json.text)")
+            let garbage = try await Self.post(port, "/api/whep", "hello")
+            #expect(garbage.status == 400 && Self.code(garbage) == "invalid_sdp", "\(garbage.text)")
+            let empty = try await Self.post(port, "/api/whep", "")
+            #expect(empty.status == 400 && Self.code(empty) == "invalid_sdp", "\(empty.text)")
+            let vp8 = try await Self.post(port, "/api/whep", Self.offer(keeping: ["96", "97"]))
+            #expect(vp8.status == 422 && Self.code(vp8) == "unsupported_codec", "\(vp8.text)")
+            // packetization-mode 0 only (single NAL units) cannot carry the encoder's slices.
+            let mode0 = try await Self.post(port, "/api/whep", Self.offer(keeping: ["104", "114"]))
+            #expect(mode0.status == 422, "\(mode0.text)")
+            let unknown = try await Self.post(port, "/api/cameras/nowhere/whep", Self.offer)
+            #expect(unknown.status == 404, "\(unknown.text)")
+            #expect(app.whep.count == 0)
+            // The server serves on: a good offer still gets its answer.
+            #expect(try await Self.post(port, "/api/whep", Self.offer).status == 201)
+        }
+    }
+
+    @Test func liveMaxClientsCountsEveryKindOfLiveClient() async throws {
+        try await withServer({ $0.live.maxClients = 2 }) { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            #expect(try await Self.post(port, "/api/whep", Self.offer).status == 201)
+            let mp4 = try TestConnection(port: port)
+            try mp4.request("GET", "/live.mp4")
+            try await mp4.readHead()
+            #expect(mp4.status == 200)
+            let third = try await Self.post(port, "/api/whep", Self.offer)
+            #expect(third.status == 503 && Self.code(third) == "too_many_clients" && third.headers["retry-after"] != nil, "\(third.text)")
+            let mp4Again = try await fetch(port, "/live.mp4")
+            #expect(mp4Again.status == 503)
+            #expect(app.liveClientCount == 2)
+        }
+    }
+
+    @Test func aViewerMayWatchButNeedsToSignIn() async throws {
+        let accounts = try AuthLiveTests.accounts()
+        try await withServer({ $0.auth = accounts }) { _, port in
+            let anon = try await Self.post(port, "/api/whep", Self.offer)
+            #expect(anon.status == 401)
+            let viewer = ["Authorization": "Basic " + Data("vic:viewer pw".utf8).base64EncodedString()]
+            _ = try await fetch(port, "POST", "/api/session/start", headers: ["Authorization": "Basic " + Data("ann:pass word".utf8).base64EncodedString()])
+            let c = try await Self.post(port, "/api/whep", Self.offer, headers: viewer)
+            #expect(c.status == 201, "\(c.status) \(c.text)")
+            let location = try #require(c.headers["location"])
+            #expect(try await fetch(port, "DELETE", location, headers: viewer).status == 200)
+        }
+    }
+}
