@@ -4,6 +4,7 @@
 
 import Foundation
 import CaptureTestSupport
+import Capture
 import Testing
 @testable import ViewfinderApp
 
@@ -105,6 +106,56 @@ import Testing
             defer { unlink(path) }
             let keys = try LiveMP4Tests.keyFrames(path)
             #expect(keys.count >= 40 && keys.filter { $0 == "1" }.count >= 3, "\(keys.count) frames, keyframes at \(keys.indices.filter { keys[$0] == "1" })")
+        }
+    }
+}
+
+/// Orientation turns the live picture's pixels, as it does the preview's (RTP and WebRTC carry
+/// no display matrix): the synthetic timecode, read back from a decoded live frame through the
+/// turn, is the frame's capture time.
+@Suite struct LiveOrientationTests {
+    /// One decoded frame of a live.mp4 client as 8-bit luma: (width, height, pixels).
+    static func firstFrame(_ port: Int, _ path: String) async throws -> (Int, Int, [UInt8]) {
+        let c = try TestConnection(port: port)
+        try c.request("GET", path)
+        let mp4 = try await LiveMP4Tests.record(c, fragments: 3)
+        defer { unlink(mp4) }
+        let size = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                             "stream=width,height", "-of", "csv=p=0", mp4])
+        let wh = size.out.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        let gray = mp4 + ".gray"
+        defer { unlink(gray) }
+        _ = try LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", mp4, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-y", gray])
+        let pixels = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: gray))) ?? Data())
+        guard wh.count == 2, pixels.count == wh[0] * wh[1] else { throw CancellationError() }
+        return (wh[0], wh[1], pixels)
+    }
+
+    @Test(arguments: [(90, false), (0, true), (270, true)])
+    func theTimecodeReadsBackThroughTheTurn(rotation: Int, mirrored: Bool) async throws {
+        try await withServer({ $0.cameras = .list([.init(id: "tc", source: .synthetic, position: "rear", preset: "640x480", timecode: true)]) }) { _, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            _ = try await fetch(port, "POST", "/api/session/orientation", body: #"{"rotation": \#(rotation), "mirrored": \#(mirrored)}"#)
+            let (w, h, luma) = try await Self.firstFrame(port, "/live.mp4")
+            let turned = rotation == 90 || rotation == 270
+            let expected: [Int] = turned ? [480, 640] : [640, 480]
+            #expect([w, h] == expected, "the live picture is \(w)x\(h)")
+            // Where the unturned frame's pixel (x, y) is in the turned one: clockwise, then mirrored.
+            let (W, H) = (640, 480)
+            let read = Timecode.read(width: W, height: H) { x, y in
+                var (ox, oy): (Int, Int)
+                switch rotation {
+                case 90: (ox, oy) = (H - 1 - y, x)
+                case 180: (ox, oy) = (W - 1 - x, H - 1 - y)
+                case 270: (ox, oy) = (y, W - 1 - x)
+                default: (ox, oy) = (x, y)
+                }
+                if mirrored { ox = w - 1 - ox }
+                return Int(luma[oy * w + ox])
+            }
+            let now = UInt64(Date().timeIntervalSince1970 * 1000)
+            let ms = try #require(read?.milliseconds, "a timecode where the turn puts it")
+            #expect(ms <= now && now - ms < 10_000, "capture time \(ms), now \(now)")
         }
     }
 }

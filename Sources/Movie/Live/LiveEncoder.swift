@@ -40,21 +40,27 @@ public final class LiveEncoder {
     private var context: UnsafeMutablePointer<AVCodecContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private let converter: PictureConverter
+    /// Set when the picture turns (a rotation or a mirror): the converter's picture is turned into it.
+    private var rotator: PictureRotator?
+    /// Whether the encoded picture is the camera's turned by 90° or 270° (width and height swap).
+    public let transposed: Bool
     private let format: VideoFormat
     private let keyTicks: Int64
     private var lastKeyPts: Int64 = .min
     private var lastPts: Int64 = -1
     private var firstTimestamp: Double?
 
-    /// An encoder for `format`'s frames (an odd width or height is cut to even).
-    public init(format: VideoFormat, settings: LiveEncoderSettings) throws(MovieError) {
+    /// An encoder for `format`'s frames (an odd width or height is cut to even), turned by 90°
+    /// or 270° when `transposed` (the encoded picture is then height × width).
+    public init(format: VideoFormat, settings: LiveEncoderSettings, transposed: Bool = false) throws(MovieError) {
         Self.quietLibraries
         self.format = format
-        width = format.width & ~1
-        height = format.height & ~1
+        self.transposed = transposed
+        let (w, h) = (format.width & ~1, format.height & ~1)
+        (width, height) = transposed ? (h, w) : (w, h)
         guard width > 0, height > 0 else { throw .unsupported("no picture in \(format.width)x\(format.height)") }
         keyTicks = Int64(max(0.1, settings.keyframeInterval) * Double(Self.ticksPerSecond))
-        converter = try PictureConverter(width: width, height: height)
+        converter = try PictureConverter(width: w, height: h)
         guard let codec = avcodec_find_encoder_by_name("libx264") else { throw .unsupported("this FFmpeg has no libx264 encoder") }
         guard let c = avcodec_alloc_context3(codec) else { throw .library(call: "avcodec_alloc_context3", code: cff_averror(ENOMEM)) }
         context = c
@@ -100,12 +106,20 @@ public final class LiveEncoder {
         return Array(UnsafeBufferPointer(start: e, count: Int(c.pointee.extradata_size)))
     }
 
-    /// Encodes one camera frame exposed at `timestamp` (wall-clock seconds) with `zoom`; an
-    /// IDR when `keyframe` or when the interval has passed. The access units it yields (none
-    /// while the encoder is still filling its pipeline; zerolatency keeps that to none).
-    public func encode(_ frame: borrowing RawFrame, zoom: Double, keyframe: Bool) throws(MovieError) -> [AccessUnit] {
+    /// Encodes one camera frame exposed at `timestamp` (wall-clock seconds) with `zoom`, turned
+    /// clockwise by `rotation` and then mirrored (a rotation of 90° or 270° needs an encoder
+    /// made `transposed`); an IDR when `keyframe` or when the interval has passed. The access
+    /// units it yields (none while the encoder is still filling its pipeline; zerolatency keeps
+    /// that to none).
+    public func encode(_ frame: borrowing RawFrame, zoom: Double, rotation: Int = 0, mirrored: Bool = false,
+                       keyframe: Bool) throws(MovieError) -> [AccessUnit] {
         guard let context, let packet else { return [] }
-        let picture = try converter.convert(frame.bytes, format: format, stride: frame.stride, zoom: zoom)
+        guard (rotation == 90 || rotation == 270) == transposed else { throw .unsupported("a rotation of \(rotation)° needs another encoder") }
+        var picture = try converter.convert(frame.bytes, format: format, stride: frame.stride, zoom: zoom)
+        if rotation != 0 || mirrored {
+            if rotator == nil { rotator = try PictureRotator(width: width, height: height) }
+            picture = try rotator!.turn(picture, rotation: rotation, mirrored: mirrored)
+        }
         let first = firstTimestamp ?? frame.timestamp
         firstTimestamp = first
         var pts = Int64(((frame.timestamp - first) * Double(Self.ticksPerSecond)).rounded())
