@@ -67,10 +67,13 @@ let package = Package(
         .target(name: "SystemSupport"),
         // The encode path's de-interleaves in SSE2/NEON (a C kernel, no system library).
         .target(name: "CPixels"),
+        // The synthetic sensor's noise: a C kernel optimized in every build (a debug build's
+        // -O0 would not add it to a 1080p frame within a frame's time).
+        .target(name: "CSensorNoise", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CPixels", "CameraCore"]),
         // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
         .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore", "SystemSupport"]),
-        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "Barcodes", "SystemSupport"]),
+        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "CSensorNoise", "Barcodes", "SystemSupport"]),
         // The metadata output's decoder: zbar on a luma plane.
         .target(name: "Metadata", dependencies: ["CZBar", "CameraCore"]),
         // The movie output: fragmented MP4 files, H.264 or MJPEG, repaired after a crash.

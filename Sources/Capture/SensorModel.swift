@@ -17,6 +17,8 @@ struct Optics: Equatable {
     /// Chroma shifts (warmer: V up, U down).
     var du: Double
     var dv: Double
+    /// The sensor's gain as ISO (for its noise: SensorNoise).
+    var iso: Double = 100
 }
 
 final class SensorModel: Sendable {
@@ -90,7 +92,8 @@ final class SensorModel: Sendable {
             }
             let tint = (l.temperature - Self.sceneIlluminant) / 1000
             let blur = Int((Double(width) * 0.03 * abs(l.lens - subjectDepth)).rounded())
-            return Optics(blurRadius: blur, gain: gain, add: torch, du: -6 * tint, dv: 6 * tint)
+            let iso = s.exposure.mode == .custom || s.exposure.mode == .locked ? s.exposure.iso : split(l.product).1
+            return Optics(blurRadius: blur, gain: gain, add: torch, du: -6 * tint, dv: 6 * tint, iso: iso)
         }
     }
 

@@ -81,9 +81,16 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         let sensor = self.sensor
         let renderer = SceneRenderer(scene: scene, canvas: canvas)
         let codes = self.codes, timecode = self.timecodeShown
+        let noise = SensorNoise(seed: descriptor.position == .front ? 2 : 1)
         let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
             // The codes are drawn before the lens: focus matters.
-            renderer.render(sequence: seq, codes: codes.current) { sensor.step(sceneLuma: $0, width: format.width) }
+            var iso = 100.0
+            renderer.render(sequence: seq, codes: codes.current) {
+                let optics = sensor.step(sceneLuma: $0, width: format.width)
+                iso = optics.iso
+                return optics
+            }
+            noise.apply(to: box.buffer.baseAddress!, bytes: box.buffer.count, sequence: seq, iso: iso)
             scene.drawCaption(canvas, sequence: seq, timestamp: ts)
             if timecode.withLock({ $0 }) {  // after the sensor: clean levels, whatever the exposure
                 Timecode.draw(on: canvas, milliseconds: UInt64(max(0, (ts * 1000).rounded(.down))), sequence: seq)

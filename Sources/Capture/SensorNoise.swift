@@ -1,0 +1,54 @@
+// The synthetic sensor's noise (issue 27, item 6), so the encoders see what a real camera
+// gives them — H.264 and MJPEG sizes of a picture, not of a flat test card. A real sensor's
+// two sources, in code values (0…255) at gain g = ISO/100:
+//
+//   shot noise: photons arrive as a Poisson process; a pixel at level Y collected Y/g units
+//               of light (the gain made up the rest), so its variance is g·Y/k;
+//   read noise: the readout's own, amplified with the signal: g·r.
+//
+//   σ(Y, ISO) = sqrt(g·Y/k + (g·r)²),  k = 50, r = 0.5
+//
+// At ISO 100 a mid-grey pixel (Y = 118) varies by 1.6 code values; at ISO 400 by 3.7; at ISO
+// 1600 by 10 (a phone's sensor before its denoiser). Chroma gets half the noise of mid-grey.
+// Deterministic per frame: the samples come from a fixed Gaussian pattern (seeded by the
+// camera) read from an offset set by the frame's sequence number, so frame n is the same in
+// every run. The timecode and caption are drawn after it, clean.
+
+import CSensorNoise
+
+final class SensorNoise: @unchecked Sendable {  // one owner: the capture thread
+    static let shotDivisor = 50.0
+    static let readNoise = 0.5
+    /// A little over a mebibyte of samples (an odd count of pairs, so frames do not line up
+    /// with it), read from a new offset each frame.
+    private var pattern: [Int8]
+    private var lumaSigma = [UInt16](repeating: 0, count: 256)
+    private var chromaSigma: UInt16 = 0
+    private var tableISO = -1.0
+
+    init(seed: UInt64) {
+        pattern = [Int8](repeating: 0, count: (1 << 20) + 2 * 997)
+        pattern.withUnsafeMutableBufferPointer { vf_noise_pattern($0.baseAddress, $0.count, seed) }
+    }
+
+    /// The standard deviation in code values of a pixel at level `y` and `iso`.
+    static func sigma(level y: Double, iso: Double) -> Double {
+        let g = max(iso, 1) / 100
+        return (g * y / shotDivisor + (g * readNoise) * (g * readNoise)).squareRoot()
+    }
+
+    /// Adds frame `sequence`'s noise at `iso` to a YUYV frame.
+    func apply(to frame: UnsafeMutableRawPointer, bytes: Int, sequence: UInt64, iso: Double) {
+        if iso != tableISO {
+            for y in 0..<256 { lumaSigma[y] = UInt16(min(65535, (8 * Self.sigma(level: Double(y), iso: iso)).rounded())) }
+            chromaSigma = UInt16(min(65535, (4 * Self.sigma(level: 128, iso: iso)).rounded()))
+            tableISO = iso
+        }
+        let offset = Int(truncatingIfNeeded: sequence &* 2 &* 7919) & Int.max
+        pattern.withUnsafeBufferPointer { p in
+            lumaSigma.withUnsafeBufferPointer { l in
+                vf_noise_yuyv(frame.assumingMemoryBound(to: UInt8.self), bytes, p.baseAddress, p.count, offset, l.baseAddress, chromaSigma)
+            }
+        }
+    }
+}
