@@ -71,6 +71,22 @@ static vfg_peer *fail(vfg_peer *p, int *why, int reason, char *error, size_t err
     return NULL;
 }
 
+/// The candidates in webrtcbin's local description so far.
+static int count_candidates(GstElement *webrtc) {
+    GstWebRTCSessionDescription *d = NULL;
+    g_object_get(webrtc, "local-description", &d, NULL);
+    if (!d) return 0;
+    int n = 0;
+    for (guint i = 0; i < gst_sdp_message_medias_len(d->sdp); i++) {
+        const GstSDPMedia *m = gst_sdp_message_get_media(d->sdp, i);
+        for (guint a = 0; a < gst_sdp_media_attributes_len(m); a++) {
+            if (g_strcmp0(gst_sdp_media_get_attribute(m, a)->key, "candidate") == 0) n++;
+        }
+    }
+    gst_webrtc_session_description_free(d);
+    return n;
+}
+
 static gint64 deadline_after(unsigned ms) { return g_get_monotonic_time() + (gint64)ms * 1000; }
 
 vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **feed, int *why,
@@ -193,13 +209,22 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **f
     gst_promise_unref(promise);
     gst_webrtc_session_description_free(local);
 
-    // Gathering: host candidates come at once; a STUN or TURN server may take longer, and the
-    // answer goes with what there is at the deadline.
-    gint64 deadline = deadline_after(o->timeout_ms);
-    GstWebRTCICEGatheringState gathering = GST_WEBRTC_ICE_GATHERING_STATE_NEW;
+    // Gathering: host candidates come within milliseconds of the answer, but webrtcbin calls
+    // gathering complete only some 200 ms later. With no STUN or TURN server there is nothing
+    // more to come: the answer goes once its candidates have stopped arriving for 20 ms.
+    // A STUN or TURN server takes longer; the answer goes with what there is at the deadline.
+    gboolean host_only = !o->stun_server && o->turn_count == 0;
+    gint64 deadline = deadline_after(o->timeout_ms), steady_since = 0;
+    int seen = 0;
     while (g_get_monotonic_time() < deadline) {
+        GstWebRTCICEGatheringState gathering = GST_WEBRTC_ICE_GATHERING_STATE_NEW;
         g_object_get(p->webrtc, "ice-gathering-state", &gathering, NULL);
         if (gathering == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE) break;
+        if (host_only) {
+            int n = count_candidates(p->webrtc);
+            if (n != seen) { seen = n; steady_since = g_get_monotonic_time(); }
+            else if (n > 0 && g_get_monotonic_time() - steady_since >= 20000) break;
+        }
         g_usleep(2000);
     }
     GstWebRTCSessionDescription *described = NULL;

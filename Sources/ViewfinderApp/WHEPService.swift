@@ -98,7 +98,11 @@ final class WHEPService: Sendable {
         // Stopping a pipeline can take a while: not on the alarms' queue.
         Thread.detachNewThread { [logger, gone] in
             for (id, e, state) in gone {
-                logger.info("WHEP session \(id) ended: the peer was \(state)")
+                if state == .failed {
+                    logger.warning("WHEP session \(id) ended: the peer failed (ICE, DTLS or the pipeline)")
+                } else {
+                    logger.info("WHEP session \(id) ended: the peer was \(state)")
+                }
                 e.feeder.stop()
                 e.peer.close()
             }

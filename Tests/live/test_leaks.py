@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Live clients that come and go leave nothing behind (issue 27, item 7). Against the real
+server (a process of its own, synthetic cameras), CYCLES times each (default 200; `make
+soak-live` runs 1,000):
+
+- WHEP: POST an offer Chromium made (Tests/ViewfinderAppTests/Fixtures/chromium-offer.sdp),
+  then DELETE the session: a webrtcbin pipeline built and torn down;
+- RTSP: OPTIONS, DESCRIBE, SETUP (interleaved TCP), PLAY, an RTP packet read, TEARDOWN: the
+  shared media is built and, its last client gone, unprepared;
+- live.mp4: connect, read the init segment and a fragment, close.
+
+Then the process's open descriptors and threads are back where they were after a short
+warm-up (thread pools full), and its resident memory has not grown by more than a bound.
+Also: a live.mp4 client that stops reading does not stall another one. Prints the figures.
+
+Usage: test_leaks.py [BINARY]   (CYCLES=N in the environment)
+"""
+import os, re, select, socket, subprocess, sys, tempfile, time, urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("VIEWFINDER_BINARY", ROOT / ".build/debug/viewfinder"))
+CYCLES = int(os.environ.get("CYCLES", "200"))
+OFFER = (ROOT / "Tests/ViewfinderAppTests/Fixtures/chromium-offer.sdp").read_text()
+
+
+class Server:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="vf-leaks-")
+        config = Path(self.dir) / "config.json"
+        config.write_text('{"capture": {"directory": "%s/p"}, "recording": {"directory": "%s/m"}, "live": {"maxClients": 1000}}'
+                          % (self.dir, self.dir))
+        self.proc = subprocess.Popen([str(BINARY), "--config", str(config), "--port", "0", "--rtsp-port", "0",
+                                      "--cameras", "synthetic", "--preset", "640x480", "--log-level", "error"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 60)
+        if not ready:
+            self.proc.kill()
+            raise RuntimeError("viewfinder did not start in 60 s")
+        self.port = int(re.search(rb"127\.0\.0\.1:(\d+)", self.proc.stdout.readline()).group(1))
+        self.rtsp = int(re.search(rb":(\d+)/main", self.proc.stdout.readline()).group(1))
+
+    def usage(self):
+        pid = self.proc.pid
+        rss = int(re.search(r"VmRSS:\s+(\d+)", Path(f"/proc/{pid}/status").read_text()).group(1)) // 1024
+        return {"fds": len(os.listdir(f"/proc/{pid}/fd")), "threads": len(os.listdir(f"/proc/{pid}/task")), "rss_mb": rss}
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def http(server, method, path, body=None, headers=None):
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}{path}", data=body, method=method, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=15) as r:
+        return r.status, dict(r.headers), r.read()
+
+
+def whep_cycle(server):
+    status, headers, _ = http(server, "POST", "/api/whep", OFFER.encode(), {"Content-Type": "application/sdp"})
+    assert status == 201, status
+    status, _, _ = http(server, "DELETE", headers["Location"])
+    assert status == 200, status
+
+
+class RTSPClient:
+    """Just enough RTSP over one TCP connection: requests, their answers, interleaved data."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buf = b""
+        self.cseq = 0
+
+    def _fill(self, deadline):
+        if time.monotonic() > deadline:
+            raise TimeoutError("RTSP answer")
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("RTSP connection closed")
+        self.buf += chunk
+
+    def request(self, method, url, headers=""):
+        self.cseq += 1
+        self.sock.sendall(f"{method} {url} RTSP/1.0\r\nCSeq: {self.cseq}\r\n{headers}\r\n".encode())
+        deadline = time.monotonic() + 10
+        while True:
+            self._skip_interleaved()
+            end = self.buf.find(b"\r\n\r\n")
+            if end >= 0 and not self.buf.startswith(b"$"):
+                head = self.buf[:end].decode()
+                length = int((re.search(r"(?im)^content-length:\s*(\d+)", head) or [0, 0])[1])
+                if len(self.buf) >= end + 4 + length:
+                    body = self.buf[end + 4:end + 4 + length].decode()
+                    self.buf = self.buf[end + 4 + length:]
+                    status = int(head.split()[1])
+                    return status, head, body
+            self._fill(deadline)
+
+    def _skip_interleaved(self):
+        while self.buf.startswith(b"$") and len(self.buf) >= 4:
+            n = int.from_bytes(self.buf[2:4], "big")
+            if len(self.buf) < 4 + n:
+                return
+            self.buf = self.buf[4 + n:]
+
+    def rtp_packet(self):
+        deadline = time.monotonic() + 10
+        while not (self.buf.startswith(b"$") and len(self.buf) >= 4):
+            self._fill(deadline)
+        n = int.from_bytes(self.buf[2:4], "big")
+        while len(self.buf) < 4 + n:
+            self._fill(deadline)
+        packet = self.buf[4:4 + n]
+        self.buf = self.buf[4 + n:]
+        return packet
+
+    def close(self):
+        self.sock.close()
+
+
+def rtsp_cycle(server):
+    url = f"rtsp://127.0.0.1:{server.rtsp}/main"
+    c = RTSPClient(server.rtsp)
+    try:
+        assert c.request("OPTIONS", url)[0] == 200
+        status, head, sdp = c.request("DESCRIBE", url, "Accept: application/sdp\r\n")
+        assert status == 200 and "H264/90000" in sdp, (status, sdp)
+        control = re.search(r"a=control:(\S+)", sdp.split("m=video", 1)[1]).group(1)
+        track = control if control.startswith("rtsp:") else url.rstrip("/") + "/" + control
+        status, head, _ = c.request("SETUP", track, "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n")
+        assert status == 200, head
+        session = re.search(r"(?im)^session:\s*([^;\r\n]+)", head).group(1)
+        assert c.request("PLAY", url, f"Session: {session}\r\nRange: npt=0.000-\r\n")[0] == 200
+        packet = c.rtp_packet()
+        assert len(packet) >= 12 and packet[0] >> 6 == 2, "an RTP packet"
+        c.request("TEARDOWN", url, f"Session: {session}\r\n")
+    finally:
+        c.close()
+
+
+def mp4_cycle(server):
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    try:
+        s.sendall(b"GET /live.mp4 HTTP/1.1\r\nHost: x\r\n\r\n")
+        data, deadline = b"", time.monotonic() + 10
+        while b"mdat" not in data:
+            assert time.monotonic() < deadline, "a fragment within 10 s"
+            chunk = s.recv(65536)
+            assert chunk, "the stream ended"
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200") and b"moov" in data
+    finally:
+        s.close()
+
+
+def settled(server, baseline, timeout=20):
+    """The usage once threads and descriptors stop falling (pipelines end on other threads)."""
+    deadline, last = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        u = server.usage()
+        if u["fds"] <= baseline["fds"] + 2 and u["threads"] <= baseline["threads"] + 2:
+            return u
+        if last == u:
+            time.sleep(0.5)
+        last = u
+        time.sleep(0.2)
+    return server.usage()
+
+
+def a_stalled_reader_does_not_stall_another(server):
+    stalled = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled.sendall(b"GET /live.mp4 HTTP/1.1\r\nHost: x\r\n\r\n")  # and never reads
+    try:
+        reader = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        reader.sendall(b"GET /live.mp4 HTTP/1.1\r\nHost: x\r\n\r\n")
+        got, start = 0, time.monotonic()
+        while time.monotonic() - start < 4:  # 4 s of frames while the other one stalls
+            chunk = reader.recv(65536)
+            assert chunk, "the reading client's stream ended"
+            got += chunk.count(b"mdat")
+        reader.close()
+        assert got >= 60, f"{got} fragments in 4 s beside a stalled client"
+        return got
+    finally:
+        stalled.close()
+
+
+def main():
+    server = Server()
+    failures = []
+    try:
+        for kind, cycle in (("WHEP", whep_cycle), ("RTSP", rtsp_cycle), ("live.mp4", mp4_cycle)):
+            for _ in range(20):  # warm-up: thread pools and caches at their working size
+                cycle(server)
+            baseline = settled(server, server.usage(), timeout=3)
+            start = time.monotonic()
+            for _ in range(CYCLES):
+                cycle(server)
+            elapsed = time.monotonic() - start
+            after = settled(server, baseline)
+            line = (f"{kind}: {CYCLES} cycles in {elapsed:.1f} s ({1000 * elapsed / CYCLES:.0f} ms each); "
+                    f"fds {baseline['fds']} -> {after['fds']}, threads {baseline['threads']} -> {after['threads']}, "
+                    f"RSS {baseline['rss_mb']} -> {after['rss_mb']} MB")
+            print(line)
+            if after["fds"] > baseline["fds"] + 2 or after["threads"] > baseline["threads"] + 2:
+                failures.append(f"{kind} leaks: {line}")
+            if after["rss_mb"] - baseline["rss_mb"] > 64:
+                failures.append(f"{kind} grows: {line}")
+        got = a_stalled_reader_does_not_stall_another(server)
+        print(f"live.mp4: {got} fragments in 4 s to a reader beside a client that stopped reading")
+        assert http(server, "GET", "/healthz")[0] == 200
+    except Exception as e:  # a cycle that failed: the figures so far and the reason
+        failures.append(f"{type(e).__name__}: {e}")
+    finally:
+        server.stop()
+    for f in failures:
+        print("FAIL:", f, file=sys.stderr)
+    print(f"live leaks: {'failed' if failures else 'passed'}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
