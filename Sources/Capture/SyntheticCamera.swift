@@ -47,6 +47,14 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         set { timecodeShown.withLock { $0 = newValue } }
     }
 
+    /// The sensor's shot and read noise at the exposure's ISO (SensorNoise), from the next frame
+    /// on (`synthetic.noise`, `cameras[].noise`; default on): off, a flat test card.
+    public var noise: Bool {
+        get { noiseOn.withLock { $0 } }
+        set { noiseOn.withLock { $0 = newValue } }
+    }
+    private let noiseOn = Locked(true)
+
     /// The simulated sensor takes every validated value as it is; it has no lens zoom.
     public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings {
         sensor.apply(change.new, runAutoFocus: change.runAutoFocus)
@@ -81,7 +89,7 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
         let sensor = self.sensor
         let renderer = SceneRenderer(scene: scene, canvas: canvas)
         let codes = self.codes, timecode = self.timecodeShown
-        let noise = SensorNoise(seed: descriptor.position == .front ? 2 : 1)
+        let noise = SensorNoise(seed: descriptor.position == .front ? 2 : 1), noiseOn = self.noiseOn
         let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
             // The codes are drawn before the lens: focus matters.
             var iso = 100.0
@@ -90,7 +98,7 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
                 iso = optics.iso
                 return optics
             }
-            noise.apply(to: box.buffer.baseAddress!, bytes: box.buffer.count, sequence: seq, iso: iso)
+            if noiseOn.withLock({ $0 }) { noise.apply(to: box.buffer.baseAddress!, bytes: box.buffer.count, sequence: seq, iso: iso) }
             scene.drawCaption(canvas, sequence: seq, timestamp: ts)
             if timecode.withLock({ $0 }) {  // after the sensor: clean levels, whatever the exposure
                 Timecode.draw(on: canvas, milliseconds: UInt64(max(0, (ts * 1000).rounded(.down))), sequence: seq)

@@ -55,7 +55,10 @@ public final class Application: Sendable {
         var sessions: [CaptureSession] = []
         for device in devices {
             let entry = entries[device.descriptor.id]
-            if entry?.timecode == true, let synthetic = device as? SyntheticCamera { synthetic.timecode = true }
+            if let synthetic = device as? SyntheticCamera {
+                synthetic.timecode = entry?.timecode == true
+                synthetic.noise = entry?.noise ?? configuration.synthetic.noise
+            }
             if let codes = entry?.codes, !codes.isEmpty, let synthetic = device as? SyntheticCamera {
                 do { try synthetic.setSceneCodes(codes) } catch {
                     throw Configuration.Error(description: "cameras: \(device.descriptor.id).codes: \(error)")

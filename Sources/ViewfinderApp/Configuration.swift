@@ -56,6 +56,8 @@ public struct Configuration: Sendable, Equatable {
         public var codes: [SceneCode] = []
         /// A synthetic camera draws the machine-readable timecode into its top rows.
         public var timecode: Bool? = nil
+        /// A synthetic camera's sensor noise (nil: `synthetic.noise`).
+        public var noise: Bool? = nil
     }
 
     public enum Cameras: Sendable, Equatable {
@@ -107,6 +109,7 @@ public struct Configuration: Sendable, Equatable {
     public var live = LiveSettings()
     public var rtsp = RTSPSettings()
     public var webrtc = WebRTCSettings()
+    public var synthetic = SyntheticSettings()
 
     /// The metadata output.
     public struct MetadataSettings: Sendable, Equatable {
@@ -210,6 +213,7 @@ public struct Configuration: Sendable, Equatable {
             try s.finish()
         }
         try decodeLive(root, into: &c)
+        try decodeSynthetic(root, into: &c)
         if let s = try root.object("recording") {
             c.recording.directory = try s.string("directory") ?? c.recording.directory
             if let p = try s.string("preset") {
@@ -251,12 +255,15 @@ public struct Configuration: Sendable, Equatable {
                                         codes: try r.value("codes").map { v throws(JSONFieldError) in
                                             try sceneCodes(v, path: "cameras[\(i)].codes")
                                         } ?? [],
-                                        timecode: try r.bool("timecode"))
+                                        timecode: try r.bool("timecode"), noise: try r.bool("noise"))
                 if !entry.codes.isEmpty && entry.source != .synthetic {
                     throw JSONFieldError(path: "cameras[\(i)].codes", problem: "only a synthetic camera's scene shows codes")
                 }
                 if entry.timecode == true && entry.source != .synthetic {
                     throw JSONFieldError(path: "cameras[\(i)].timecode", problem: "only a synthetic camera draws the timecode")
+                }
+                if entry.noise != nil && entry.source != .synthetic {
+                    throw JSONFieldError(path: "cameras[\(i)].noise", problem: "only a synthetic camera's sensor is simulated")
                 }
                 if let p = entry.preset, !Self.presets.contains(p) {
                     throw JSONFieldError(path: "cameras[\(i)].preset", problem: "unknown preset '\(p)'")

@@ -39,6 +39,7 @@ extension Configuration {
                 if let p = e.preset { f.append(("preset", str(p))) }
                 if let n = e.fps { f.append(("fps", "\(n)")) }
                 if let t = e.timecode { f.append(("timecode", "\(t)")) }
+                if let n = e.noise { f.append(("noise", "\(n)")) }
                 if !e.codes.isEmpty {
                     f.append(("codes", "[" + e.codes.map { c in
                         object([("type", str(c.type.rawValue)), ("value", str(c.value)),
@@ -75,7 +76,7 @@ extension Configuration {
             ("capture", object([("quality", "\(capture.quality)"), ("directory", str(capture.directory))])),
             ("recording", object([("directory", str(recording.directory)), ("preset", str(recording.preset))])),
             ("metadata", object([("rate", "\(metadata.rate)")])),
-        ] + liveJSON(str) + authSection
+        ] + liveJSON(str) + [("synthetic", object([("noise", "\(synthetic.noise)")]))] + authSection
         
         return "{\n" + sections.map { "  \(str($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}\n"
     }

@@ -38,4 +38,16 @@ import Testing
         // RTSP switched off: its port may be anything.
         #expect(try parse(#"{"rtsp": {"enabled": false, "port": 8080}}"#).rtsp.enabled == false)
     }
+
+    @Test func syntheticNoiseIsOnUnlessSaidOtherwise() throws {
+        #expect(Configuration().synthetic.noise)
+        let c = try parse(#"{"synthetic": {"noise": false}, "cameras": [{"id": "a", "source": "synthetic", "noise": true}]}"#)
+        #expect(!c.synthetic.noise)
+        guard case .list(let entries) = c.cameras else { Issue.record("a list"); return }
+        #expect(entries[0].noise == true)
+        #expect(try Configuration.parse(Array(c.jsonText.utf8)) == c)
+        #expect { try parse(#"{"cameras": [{"id": "v", "source": "v4l2", "device": "/dev/video0", "noise": false}]}"#) } throws: {
+            "\($0)".contains("cameras[0].noise: only a synthetic camera's sensor is simulated")
+        }
+    }
 }

@@ -18,6 +18,9 @@ func testConfiguration(_ edit: (inout Configuration) -> Void = { _ in }) -> Conf
     c.recording.directory = NSTemporaryDirectory() + "vf-movies-\(UUID().uuidString)"
     c.recording.preset = "ultrafast"
     c.rtsp.port = 0
+    // A flat test card: the suites run dozens of cameras at once on 2 cores, and noise makes
+    // every frame costlier to encode (SensorNoiseTests and bench/live.py measure it).
+    c.synthetic.noise = false
     edit(&c)
     return c
 }
