@@ -21,6 +21,9 @@ final class FragmentedMP4Writer {
         var mirrored = false
         /// Cut a fragment after every frame (timelapse: a frame may be minutes apart).
         var fragmentEveryFrame = false
+        /// H.264 encoded elsewhere (the live encoder's stream, shared): its SPS and PPS (Annex
+        /// B). The writer then has no encoder and takes access units (`write(unit:)`).
+        var extradata: [UInt8]? = nil
     }
 
     /// Time base of every timestamp: 90 kHz, as MPEG uses.
@@ -84,6 +87,8 @@ final class FragmentedMP4Writer {
         let tb = AVRational(num: 1, den: Int32(Self.ticksPerSecond))
         stream.pointee.time_base = tb
         switch setup.codec {
+        case .h264 where setup.extradata != nil:
+            try FragmentedMP4.describeH264(stream.pointee.codecpar!, width: setup.width, height: setup.height, extradata: setup.extradata!)
         case .h264:
             guard let codec = avcodec_find_encoder_by_name("libx264") else {
                 throw .unsupported("this FFmpeg has no libx264 encoder")
@@ -166,6 +171,18 @@ final class FragmentedMP4Writer {
         packet.pointee.pts = pts
         packet.pointee.dts = pts
         packet.pointee.flags |= AV_PKT_FLAG_KEY
+        try mux(packet)
+    }
+
+    /// Writes one access unit encoded elsewhere (Annex B; the muxer makes it MP4's
+    /// length-prefixed form) at `pts`.
+    func write(unit: UnsafeRawBufferPointer, pts: Int64, keyframe: Bool) throws(MovieError) {
+        guard let packet, let base = unit.baseAddress else { return }
+        try check(av_new_packet(packet, Int32(unit.count)), "av_new_packet")
+        packet.pointee.data.update(from: base.assumingMemoryBound(to: UInt8.self), count: unit.count)
+        packet.pointee.pts = pts
+        packet.pointee.dts = pts
+        if keyframe { packet.pointee.flags |= AV_PKT_FLAG_KEY }
         try mux(packet)
     }
 

@@ -24,9 +24,12 @@ public final class MovieRecorder: CaptureOutput {
         public var preset: String
         /// JPEG quality for a raw camera's frames in an MJPEG movie.
         public var jpegQuality: Int
+        /// H.264 encoded already (the live stream, shared): the recorder then takes access
+        /// units (`submit(unit:)`), not frames, and encodes nothing.
+        public var encoded: EncodedStream?
 
         public init(id: String, camera: String?, format: VideoFormat, orientation: FrameTransform,
-                    options: RecordingOptions, preset: String, jpegQuality: Int) {
+                    options: RecordingOptions, preset: String, jpegQuality: Int, encoded: EncodedStream? = nil) {
             self.id = id
             self.camera = camera
             self.format = format
@@ -34,11 +37,26 @@ public final class MovieRecorder: CaptureOutput {
             self.options = options
             self.preset = preset
             self.jpegQuality = jpegQuality
+            self.encoded = encoded
+        }
+    }
+
+    /// An H.264 stream encoded elsewhere: its SPS and PPS (Annex B) and its picture's size.
+    public struct EncodedStream: Sendable, Equatable {
+        public var extradata: [UInt8]
+        public var width: Int
+        public var height: Int
+        public init(extradata: [UInt8], width: Int, height: Int) {
+            self.extradata = extradata
+            self.width = width
+            self.height = height
         }
     }
 
     /// Frames waiting for the encoder; more are dropped, never queued.
     static let queueLimit = 3
+    /// Access units waiting for the file (a shared stream: nothing to encode, so more may wait).
+    static let unitQueueLimit = 30
 
     public let setup: Setup
     public let startedAt: Double
@@ -51,6 +69,8 @@ public final class MovieRecorder: CaptureOutput {
     struct Job: Sendable {
         /// The digital zoom at this frame (rotation and mirror are the file's, fixed).
         var zoom: Double
+        /// An access unit of a shared stream that starts a GOP.
+        var keyframe = false
     }
 
     private struct Shared {
@@ -77,11 +97,12 @@ public final class MovieRecorder: CaptureOutput {
         try store.ensureDirectory()
         let work = try Work(setup, path: store.partialPath(setup.id))
         let shared = self.shared, stoppedItself = self.stoppedItself
-        handoff = FrameHandoff(name: "movie", policy: .queue(limit: Self.queueLimit)) {
+        let limit = setup.encoded == nil ? Self.queueLimit : Self.unitQueueLimit
+        handoff = FrameHandoff(name: "movie", policy: .queue(limit: limit)) {
             { frame, job in
                 guard !shared.withLock({ $0.stoppedItself }) else { return }
                 let stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom,
-                                      options: setup.options)
+                                      keyframe: job.keyframe, options: setup.options)
                 let ended = shared.withLock { s -> Bool in
                     s.frames = work.writer.frames
                     s.bytes = work.writer.bytes
@@ -124,8 +145,10 @@ public final class MovieRecorder: CaptureOutput {
 
     // MARK: - The capture thread's side (CaptureOutput)
 
-    /// Recording, and (a timelapse) its next frame is due.
+    /// Recording, and (a timelapse) its next frame is due. A recorder of a shared stream
+    /// takes access units instead.
     public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool {
+        guard setup.encoded == nil else { return false }
         let t = frame.timestamp
         return shared.withLock { s -> Bool in
             guard s.ending == nil, s.outcome == nil else { return false }
@@ -148,6 +171,19 @@ public final class MovieRecorder: CaptureOutput {
         shared.withLock { s in
             s.lastTaken = t
             if setup.options.timelapse?.trigger == .api { s.requested -= 1 }
+        }
+    }
+
+    /// One access unit of the shared stream (Annex B, `pts` in 90 kHz ticks), queued for the
+    /// recorder's thread: it travels through the hand-off as a frame's bytes. False when the
+    /// queue is full (the unit is dropped: the caller skips to the next keyframe).
+    public func submit(unit: [UInt8], pts: Int64, keyframe: Bool) -> Bool {
+        guard let encoded = setup.encoded else { return false }
+        let format = VideoFormat(pixelFormat: .mjpeg, width: encoded.width, height: encoded.height, fps: setup.format.fps)
+        return unit.withUnsafeBytes { b in
+            let frame = RawFrame(format: format, bytes: b, stride: b.count, sequence: 0,
+                                 timestamp: Double(pts) / Double(FragmentedMP4Writer.ticksPerSecond))
+            return handoff.submit(frame, Job(zoom: 1, keyframe: keyframe))
         }
     }
 
@@ -255,15 +291,20 @@ private final class Work: @unchecked Sendable {
     private var largestFrame: Int64 = 0
     /// Whether the frames' pixels are turned here (a raw camera's JPEGs) or by the player.
     private let turnsPixels: Bool
+    /// The frames are a shared stream's access units, encoded and turned already.
+    private let encoded: Bool
 
     init(_ setup: MovieRecorder.Setup, path: String) throws(MovieError) {
         format = setup.format
         orientation = setup.orientation
         jpegQuality = setup.jpegQuality
         let codec = setup.options.codec
+        encoded = setup.encoded != nil
         turnsPixels = codec == .mjpeg && setup.format.pixelFormat != .mjpeg
         var width = setup.format.width, height = setup.format.height
-        if turnsPixels {
+        if let e = setup.encoded {
+            (width, height) = (e.width, e.height)
+        } else if turnsPixels {
             (width, height) = orientation.outputSize(width: width, height: height)
         } else if codec == .h264 {
             (width, height) = (width & ~1, height & ~1)
@@ -272,12 +313,12 @@ private final class Work: @unchecked Sendable {
         let fps = setup.options.timelapse?.fps ?? Double(max(1, setup.format.fps))
         writer = try FragmentedMP4Writer(.init(
             path: path, width: width, height: height, codec: codec, fps: fps, preset: setup.preset,
-            rotation: turnsPixels ? 0 : orientation.rotation, mirrored: turnsPixels ? false : orientation.mirrored,
-            fragmentEveryFrame: setup.options.timelapse != nil))
+            rotation: turnsPixels || encoded ? 0 : orientation.rotation, mirrored: turnsPixels || encoded ? false : orientation.mirrored,
+            fragmentEveryFrame: setup.options.timelapse != nil, extradata: setup.encoded?.extradata))
     }
 
     /// Writes one frame; answers why the recording must end now, if it must.
-    func write(_ bytes: UnsafeRawBufferPointer, stride: Int, timestamp: Double, zoom: Double,
+    func write(_ bytes: UnsafeRawBufferPointer, stride: Int, timestamp: Double, zoom: Double, keyframe: Bool,
                options: RecordingOptions) -> (reason: RecordingEndReason, message: String?)? {
         let tps = FragmentedMP4Writer.ticksPerSecond
         var pts: Int64
@@ -295,6 +336,8 @@ private final class Work: @unchecked Sendable {
         let before = writer.bytes
         do throws(MovieError) {
             switch writer.setup.codec {
+            case .h264 where encoded:
+                try writer.write(unit: bytes, pts: pts, keyframe: keyframe)
             case .h264:
                 let picture = try converter!.convert(bytes, format: format, stride: stride, zoom: zoom)
                 try writer.encode(picture, pts: pts)

@@ -32,6 +32,23 @@ extension MuxerSink {
 }
 
 enum FragmentedMP4 {
+    /// An H.264 track's parameters for H.264 encoded elsewhere: its size and its SPS and PPS
+    /// (Annex B; the MP4 muxer writes the avcC from them and makes each packet length-prefixed).
+    static func describeH264(_ par: UnsafeMutablePointer<AVCodecParameters>, width: Int, height: Int,
+                             extradata: [UInt8]) throws(MovieError) {
+        par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        par.pointee.codec_id = AV_CODEC_ID_H264
+        par.pointee.width = Int32(width)
+        par.pointee.height = Int32(height)
+        guard !extradata.isEmpty else { return }
+        guard let e = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE))?.assumingMemoryBound(to: UInt8.self) else {
+            throw .library(call: "av_mallocz", code: cff_averror(ENOMEM))
+        }
+        e.update(from: extradata, count: extradata.count)
+        par.pointee.extradata = e  // the stream frees it
+        par.pointee.extradata_size = Int32(extradata.count)
+    }
+
     /// Writes the header of a fragmented MP4 (ftyp and an empty moov) through `format`:
     /// fragments only when the writer cuts one (frag_custom), each moof its own base — the
     /// layout browsers' MSE and a cut-off file both need.

@@ -54,6 +54,8 @@ public actor CaptureSession {
     var lensRampToken = 0
     /// The movie output, while recording.
     var recorder: MovieRecorder?
+    /// The live stream's client feeding `recorder`, when the recording shares the live encode.
+    var liveRecording: LiveRecording?
 
     public init(cameras: [any CaptureDevice], configuration: SessionConfiguration, events: EventHub = EventHub(),
                 logger: Logger = Logger(label: "session")) throws(SessionError) {

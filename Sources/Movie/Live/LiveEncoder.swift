@@ -23,11 +23,14 @@ public struct LiveEncoderSettings: Sendable, Equatable {
     public var bitrate: Int?
     /// libx264's preset.
     public var preset: String
+    /// Constant quality when there is no `bitrate` (23: libx264's default; the bench sweeps it).
+    public var crf: Int
 
-    public init(keyframeInterval: Double = 2, bitrate: Int? = nil, preset: String = "superfast") {
+    public init(keyframeInterval: Double = 2, bitrate: Int? = nil, preset: String = "superfast", crf: Int = 23) {
         self.keyframeInterval = keyframeInterval
         self.bitrate = bitrate
         self.preset = preset
+        self.crf = crf
     }
 }
 
@@ -87,7 +90,7 @@ public final class LiveEncoder {
         // Main profile: what browsers offer for WebRTC (profile-level-id 4d…; Chromium offers
         // no High), with CABAC; High's 8×8 transform is the only thing given up.
         av_opt_set(c.pointee.priv_data, "profile", "main", 0)
-        if settings.bitrate == nil { av_opt_set(c.pointee.priv_data, "crf", "23", 0) }
+        if settings.bitrate == nil { av_opt_set(c.pointee.priv_data, "crf", String(settings.crf), 0) }
         // SPS/PPS before every IDR as well as in the extradata.
         av_opt_set(c.pointee.priv_data, "x264-params", "repeat-headers=1", 0)
         try MovieError.check(avcodec_open2(c, codec, nil), "avcodec_open2 libx264")

@@ -30,20 +30,11 @@ public final class LiveFragmenter {
         }
         stream = s
         s.pointee.time_base = AVRational(num: 1, den: Int32(LiveEncoder.ticksPerSecond))
-        let par = s.pointee.codecpar!
-        par.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-        par.pointee.codec_id = AV_CODEC_ID_H264
-        par.pointee.width = Int32(width)
-        par.pointee.height = Int32(height)
-        if !extradata.isEmpty {
-            let padding = 64  // AV_INPUT_BUFFER_PADDING_SIZE
-            guard let e = av_mallocz(extradata.count + padding)?.assumingMemoryBound(to: UInt8.self) else {
-                close()
-                throw .library(call: "av_mallocz", code: cff_averror(ENOMEM))
-            }
-            e.update(from: extradata, count: extradata.count)
-            par.pointee.extradata = e
-            par.pointee.extradata_size = Int32(extradata.count)
+        do throws(MovieError) {
+            try FragmentedMP4.describeH264(s.pointee.codecpar!, width: width, height: height, extradata: extradata)
+        } catch {
+            close()
+            throw error
         }
         s.pointee.avg_frame_rate = AVRational(num: Int32(max(1, fps)), den: 1)
         do throws(MovieError) {

@@ -21,6 +21,16 @@ public final class LiveFragment: Sendable {
     }
 }
 
+/// What a live stream is, for a consumer that writes it somewhere (a recording sharing it).
+public struct LiveStreamInfo: Sendable, Equatable {
+    /// SPS and PPS, Annex B (the encoder's extradata).
+    public let extradata: [UInt8]
+    /// The encoded picture's size (turned, when a rotation swapped it).
+    public let width: Int
+    public let height: Int
+    public let fps: Int
+}
+
 public final class LiveHub: Sendable {
     /// Frames a client may be behind before it is cut back to the next keyframe: 2 s at 30 fps.
     static let queueLimit = 60
@@ -45,6 +55,7 @@ public final class LiveHub: Sendable {
 
     private struct State {
         var initSegment: [UInt8]?
+        var info: LiveStreamInfo?
         var generation = 0
         var clients: [ObjectIdentifier: Client] = [:]
         var keyframeWanted = false
@@ -52,6 +63,11 @@ public final class LiveHub: Sendable {
     private let state = Locked(State())
 
     public init() {}
+
+    /// The stream being encoded now (nil before its first frame) and its generation (one more
+    /// for each new encoder).
+    public var info: LiveStreamInfo? { state.withLock { $0.info } }
+    public var generation: Int { state.withLock { $0.generation } }
 
     /// Someone is watching: the live encoder runs only then.
     public var hasClients: Bool { state.withLock { !$0.clients.isEmpty } }
@@ -79,10 +95,11 @@ public final class LiveHub: Sendable {
 
     /// A new encoder starts (a launch, a new format): its init segment. Clients of the old
     /// one end their streams (a player cannot take a second moov mid-stream); new ones start here.
-    func start(initSegment: [UInt8]) {
+    func start(initSegment: [UInt8], info: LiveStreamInfo) {
         let wake = state.withLock { s -> [@Sendable () -> Void] in
             s.generation += 1
             s.initSegment = initSegment
+            s.info = info
             return s.clients.values.map(\.wake)
         }
         for w in wake { w() }

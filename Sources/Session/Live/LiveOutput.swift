@@ -41,7 +41,8 @@ final class LiveOutput: CaptureOutput {
                         let e = try LiveEncoder(format: frame.format, settings: settings, transposed: transposed)
                         let f = try LiveFragmenter(width: e.width, height: e.height, fps: frame.format.fps, extradata: e.extradata)
                         (encoder, fragmenter) = (e, f)
-                        hub.start(initSegment: f.initSegment)
+                        hub.start(initSegment: f.initSegment,
+                                  info: LiveStreamInfo(extradata: e.extradata, width: e.width, height: e.height, fps: frame.format.fps))
                     }
                     guard let encoder, let fragmenter else { return }
                     for unit in try encoder.encode(frame, zoom: job.zoom, rotation: job.rotation, mirrored: job.mirrored,
