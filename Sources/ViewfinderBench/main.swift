@@ -3,6 +3,7 @@
 //
 //   viewfinder-bench encode FILE.yuyv WIDTH HEIGHT [QUALITY] [FRAMES] [OUT.jpg]
 //   (VIEWFINDER_SUBSAMPLING=420 in the environment: the stream.subsampling "420" path)
+//   viewfinder-bench codecs WIDTH HEIGHT FRAMES ISO OUTDIR QUALITIES CRFS   (Codecs.swift)
 
 import CameraCore
 import Foundation
@@ -10,6 +11,7 @@ import JPEG
 import SystemSupport
 
 let args = CommandLine.arguments
+if args.count > 1 && args[1] == "codecs" { exit(runCodecs(args)) }
 guard args.count >= 5, args[1] == "encode", let width = Int(args[3]), let height = Int(args[4]),
       let data = FileManager.default.contents(atPath: args[2]), data.count >= width * height * 2 else {
     FileHandle.standardError.write(Data("usage: viewfinder-bench encode FILE.yuyv WIDTH HEIGHT [QUALITY] [FRAMES]\n".utf8))

@@ -1,0 +1,106 @@
+// `viewfinder-bench codecs`: the preview's JPEG and the live H.264 on the same frames, for
+// bench/live.py's bits-at-equal-SSIM comparison. FRAMES frames of the synthetic camera (its
+// moving scene, its sensor noise at ISO) are captured once, written raw to OUTDIR/raw.yuyv
+// (and the same frames without the noise to OUTDIR/clean.yuyv), then encoded by the server's
+// own encoders: JPEGEncoder at each quality
+// (OUTDIR/q<Q>.mjpeg, the JPEGs one after another) and LiveEncoder at each CRF
+// (OUTDIR/crf<C>.h264, Annex B). Prints the bytes of each as JSON; SSIM is ffmpeg's, in Python.
+//
+//   viewfinder-bench codecs 1280 720 150 400 bench/out/codecs 60,70,80,90 18,23,28
+
+import CameraCore
+import Capture
+import Foundation
+import JPEG
+import Movie
+import SystemSupport
+
+func runCodecs(_ args: [String]) -> Int32 {
+    guard args.count >= 9, let width = Int(args[2]), let height = Int(args[3]), let count = Int(args[4]),
+          let iso = Double(args[5]) else {
+        FileHandle.standardError.write(Data("usage: viewfinder-bench codecs WIDTH HEIGHT FRAMES ISO OUTDIR QUALITIES CRFS\n".utf8))
+        return 2
+    }
+    let dir = args[6]
+    let qualities = args[7].split(separator: ",").compactMap { Int($0) }
+    let crfs = args[8].split(separator: ",").compactMap { Int($0) }
+    do {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let format = VideoFormat(pixelFormat: .yuyv, width: width, height: height, fps: 30)
+        let frames = try capture(format: format, count: count, iso: iso, noise: true)
+        try Data(frames.flatMap { $0.bytes }).write(to: URL(fileURLWithPath: "\(dir)/raw.yuyv"))
+        // The same frames (the same sequence numbers: the scene moves by them) without the
+        // sensor's noise: the picture the encoders' input is a noisy capture of.
+        let clean = try capture(format: format, count: count, iso: iso, noise: false)
+        try Data(clean.flatMap { $0.bytes }).write(to: URL(fileURLWithPath: "\(dir)/clean.yuyv"))
+        var sizes: [String] = []
+        let jpeg = try JPEGEncoder()
+        for q in qualities {
+            var out: [UInt8] = []
+            var times: [Double] = []
+            for f in frames {
+                let start = Clock.monotonic()
+                out += try f.bytes.withUnsafeBytes { try jpeg.encodeYUYV($0, width: width, height: height, stride: width * 2, quality: q) }
+                times.append((Clock.monotonic() - start) * 1000)
+            }
+            sizes.append("\"q\(q)Ms\": \(times.sorted()[times.count / 2])")
+            try Data(out).write(to: URL(fileURLWithPath: "\(dir)/q\(q).mjpeg"))
+            sizes.append("\"q\(q)\": \(out.count)")
+        }
+        let preset = ProcessInfo.processInfo.environment["LIVE_PRESET"] ?? LiveEncoderSettings().preset
+        for crf in crfs {
+            let encoder = try LiveEncoder(format: format, settings: LiveEncoderSettings(preset: preset, crf: crf))
+            var out: [UInt8] = []
+            var times: [Double] = []
+            for f in frames {
+                let start = Clock.monotonic()
+                defer { times.append((Clock.monotonic() - start) * 1000) }
+                let units = try f.bytes.withUnsafeBytes { b throws(MovieError) -> [AccessUnit] in
+                    let raw = RawFrame(format: format, bytes: b, stride: width * 2, sequence: f.sequence, timestamp: f.timestamp)
+                    return try encoder.encode(raw, zoom: 1, keyframe: false)
+                }
+                for u in units { out += u.bytes }
+            }
+            try Data(out).write(to: URL(fileURLWithPath: "\(dir)/crf\(crf).h264"))
+            sizes.append("\"crf\(crf)\": \(out.count)")
+            sizes.append("\"crf\(crf)Ms\": \(times.sorted()[times.count / 2])")
+        }
+        print("{\"width\": \(width), \"height\": \(height), \"frames\": \(frames.count), \"iso\": \(iso), " + sizes.joined(separator: ", ") + "}")
+        return 0
+    } catch {
+        FileHandle.standardError.write(Data("viewfinder-bench codecs: \(error)\n".utf8))
+        return 1
+    }
+}
+
+private struct Captured: Sendable {
+    var bytes: [UInt8]
+    var sequence: UInt64
+    var timestamp: Double
+}
+
+/// Frames 30 to 30 + `count` of the synthetic rear camera at `iso` (custom exposure at the
+/// scene's brightness), with or without its sensor noise.
+private func capture(format: VideoFormat, count: Int, iso: Double, noise: Bool) throws -> [Captured] {
+    let camera = SyntheticCamera(id: "rear", position: .rear)
+    camera.noise = noise
+    var s = DeviceSettings(for: camera.capabilities)
+    s.exposure.mode = .custom
+    s.exposure.iso = iso
+    s.exposure.duration = (1.0 / 60) * 100 / iso  // the product that renders the scene as drawn
+    _ = try camera.apply(SettingsChange(old: nil, new: s))
+    let frames = Locked<[Captured]>([])
+    let done = DispatchSemaphore(value: 0)
+    try camera.start(format: format) { frame in
+        guard frame.sequence >= 30 else { return }
+        let full = frames.withLock { f -> Bool in
+            guard f.count < count else { return false }
+            f.append(Captured(bytes: Array(frame.bytes.prefix(format.width * format.height * 2)), sequence: frame.sequence, timestamp: frame.timestamp))
+            return f.count == count
+        }
+        if full { done.signal() }
+    }
+    done.wait()
+    camera.stop()
+    return frames.withLock { $0 }
+}
