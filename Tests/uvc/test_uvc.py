@@ -34,6 +34,7 @@ LOG1 = (os.environ.get("UVC_RESPONDER_LOGS", "").split() + [None, None])[1] or "
 C920 = "usb-046d_082d-UVCTB0001"
 C270 = "usb-046d_0825-UVCTB0002"
 T0 = time.monotonic()
+RTSP_PORT = None
 
 passed = 0
 failed = []
@@ -357,17 +358,22 @@ def start_server(tmp):
                    "cameras": "auto",
                    "session": {"preset": "640x480", "fps": 15, "autostart": True},
                    "capture": {"directory": os.path.join(tmp, "photos")},
-                   "recording": {"directory": os.path.join(tmp, "movies"), "preset": "ultrafast"}}, f)
+                   "recording": {"directory": os.path.join(tmp, "movies"), "preset": "ultrafast"},
+                   "rtsp": {"port": 0}}, f)
     err = open(os.path.join(tmp, "server.log"), "w")
     p = subprocess.Popen([SERVER, "--config", cfg, "--port", "0"], stdout=subprocess.PIPE, stderr=err,
                          text=True, cwd=tmp)
     port = []
 
     def read_port():
+        global RTSP_PORT
         for line in p.stdout:
             m = re.search(r"listening on http://[^:]+:(\d+)/", line)
             if m:
                 port.append(int(m.group(1)))
+            m = re.search(r"RTSP on rtsp://[^:]+:(\d+)/", line)
+            if m:
+                RTSP_PORT = int(m.group(1))
                 break
     t = threading.Thread(target=read_port, daemon=True)
     t.start()
@@ -707,6 +713,65 @@ def mjpeg_passthrough():
     check("prepare C920 MJPG 1280x720 again -> 200", r.status == 200 and dig(r.json, "format", "width") == 1280, repr(r))
 
 
+def http_body(raw):
+    """The body of a raw HTTP response, its chunked transfer coding undone (a last partial chunk kept)."""
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    if b"chunked" not in head.lower():
+        return rest
+    out = bytearray()
+    while rest:
+        line, sep, rest = rest.partition(b"\r\n")
+        if not sep:
+            break
+        n = int(line.split(b";")[0] or b"0", 16)
+        if n == 0:
+            break
+        out += rest[:n]
+        rest = rest[n + 2:]
+    return bytes(out)
+
+
+def live_h264(tmp):
+    """Live H.264 from the C920's MJPEG (decoded by libavcodec, encoded once by libx264): RTSP
+    over TCP and UDP and live.mp4 decode at the camera's size, and a WHEP offer is answered
+    with H.264. The C920 runs MJPG 1280x720 after the pass-through step."""
+    w, h = dig(state(), "format", "width"), dig(state(), "format", "height")
+    check("live: the C920 runs MJPG", dig(state(), "format", "pixelFormat") == "MJPG", repr(dig(state(), "format")))
+    if not RTSP_PORT:
+        check("live: the server printed its RTSP port", False)
+        return
+    url = "rtsp://127.0.0.1:%d/main" % RTSP_PORT
+    for transport in ("tcp", "udp"):
+        r = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", transport, "-show_entries", "stream=codec_name,width,height",
+                            "-of", "csv=p=0", url], capture_output=True, text=True, timeout=60)
+        check("live: ffprobe over RTSP/%s: h264 at %dx%d" % (transport, w, h), r.stdout.strip() == "h264,%d,%d" % (w, h),
+              "%r %r" % (r.stdout, r.stderr[-300:]))
+    r = subprocess.run(["ffmpeg", "-v", "error", "-rtsp_transport", "tcp", "-i", url, "-frames:v", "30", "-enc_time_base", "-1",
+                        "-f", "null", "-"], capture_output=True, text=True, timeout=60)
+    check("live: ffmpeg decodes 30 frames over RTSP without an error", r.returncode == 0 and not r.stderr.strip(), r.stderr[-500:])
+    viewer = Reader("/live.mp4")
+    try:
+        poll(lambda: viewer.data().count(b"mdat") >= 20, 30)
+        path = os.path.join(tmp, "live.mp4")
+        with open(path, "wb") as f:
+            f.write(http_body(bytes(viewer.data())))
+    finally:
+        viewer.close()
+    st = probe(path)
+    check("live: /live.mp4 is h264 at %dx%d" % (w, h),
+          (st.get("codec_name"), st.get("width"), st.get("height")) == ("h264", w, h), repr(st))
+    offer = open(os.path.join(REPO, "Tests/ViewfinderAppTests/Fixtures/chromium-offer.sdp"), "rb").read()
+    req = urllib.request.Request(BASE + "/api/whep", data=offer, method="POST", headers={"Content-Type": "application/sdp"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            answer, location = resp.read().decode(), resp.headers.get("Location")
+        check("live: WHEP answers with H.264 and a Location", "H264/90000" in answer and bool(location), answer[:200])
+        if location:
+            http("DELETE", location)
+    except urllib.error.HTTPError as e:
+        check("live: WHEP answers 201", False, "%s %s" % (e.code, e.read()[:200]))
+
+
 def movie_packets(path, out):
     """The movie's frames as the file holds them (ffmpeg stream copy: no decode)."""
     os.makedirs(out, exist_ok=True)
@@ -941,7 +1006,8 @@ def main():
              ("exposure custom", exposure_custom), ("white balance locked", white_balance_locked),
              ("unrelated call", unrelated_call), ("outside change", outside_change),
              ("refused write", refused_write), ("C270", c270), ("stream and photo", stream_and_photo),
-             ("MJPEG pass-through", mjpeg_passthrough), ("recording", lambda: recording(tmp)),
+             ("MJPEG pass-through", mjpeg_passthrough), ("live H.264 from MJPEG", lambda: live_h264(tmp)),
+             ("recording", lambda: recording(tmp)),
              ("two cameras at once", two_cameras),
              ("unplug/replug", lambda: replug(False)),
              ("unplug/replug, node held", lambda: replug(True))]
