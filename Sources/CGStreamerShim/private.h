@@ -11,6 +11,8 @@ vfg_feed *vfg_feed_new(GstElement *appsrc);
 vfg_feed *vfg_feed_retain(vfg_feed *feed);
 /// The pipeline is going: later pushes return -1.
 void vfg_feed_close(vfg_feed *feed);
+/// The next push answers 1: the pipeline wants an IDR (it could not use the units before).
+void vfg_feed_want_keyframe(vfg_feed *feed);
 /// Caps, liveness and the bounded queue every transport's appsrc has.
 void vfg_configure_appsrc(GstElement *appsrc);
 #endif

@@ -165,6 +165,8 @@ int vfg_feed_push(vfg_feed *feed, const uint8_t *bytes, size_t length, int64_t p
     return g_atomic_int_exchange(&feed->keyframe_wanted, 0) ? 1 : 0;
 }
 
+void vfg_feed_want_keyframe(vfg_feed *feed) { g_atomic_int_set(&feed->keyframe_wanted, 1); }
+
 int vfg_feed_closed(vfg_feed *feed) {
     g_mutex_lock(&feed->lock);
     int closed = feed->appsrc == NULL;

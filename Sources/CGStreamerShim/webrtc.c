@@ -87,6 +87,16 @@ static int count_candidates(GstElement *webrtc) {
     return n;
 }
 
+/// Units sent before DTLS-SRTP was up went nowhere, the first IDR among them: once the peer
+/// is connected the next push asks for one, so the picture starts without waiting for the
+/// browser's PLI or the keyframe interval.
+static void on_connection_state(GObject *webrtc, GParamSpec *spec, gpointer data) {
+    (void)spec;
+    GstWebRTCPeerConnectionState state = GST_WEBRTC_PEER_CONNECTION_STATE_NEW;
+    g_object_get(webrtc, "connection-state", &state, NULL);
+    if (state == GST_WEBRTC_PEER_CONNECTION_STATE_CONNECTED) vfg_feed_want_keyframe(data);
+}
+
 static gint64 deadline_after(unsigned ms) { return g_get_monotonic_time() + (gint64)ms * 1000; }
 
 vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **feed, int *why,
@@ -145,6 +155,7 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **f
     vfg_configure_appsrc(appsrc);
     p->feed = vfg_feed_new(appsrc);
     gst_object_unref(appsrc);
+    g_signal_connect(p->webrtc, "notify::connection-state", G_CALLBACK(on_connection_state), p->feed);
 
     GArray *transceivers = NULL;
     g_signal_emit_by_name(p->webrtc, "get-transceivers", &transceivers);
@@ -251,6 +262,7 @@ int vfg_peer_state(vfg_peer *p) {
 }
 
 void vfg_peer_close(vfg_peer *p) {
+    if (p->webrtc && p->feed) g_signal_handlers_disconnect_by_data(p->webrtc, p->feed);
     if (p->feed) {
         vfg_feed_close(p->feed);
         vfg_feed_release(p->feed);
@@ -261,4 +273,17 @@ void vfg_peer_close(vfg_peer *p) {
     }
     if (p->webrtc) gst_object_unref(p->webrtc);
     g_free(p);
+}
+
+void vfg_webrtc_warm_up(void) {
+    if (vfg_start(NULL, 0) != 0) return;
+    // dtlssrtpenc's first instance makes the process's certificate (the slow part: a key pair).
+    static const char *const elements[] = {"webrtcbin", "dtlssrtpenc", "dtlssrtpdec", "nicesrc"};
+    for (size_t i = 0; i < sizeof elements / sizeof elements[0]; i++) {
+        GstElement *e = gst_element_factory_make(elements[i], NULL);
+        if (!e) continue;
+        gst_element_set_state(e, GST_STATE_READY);
+        gst_element_set_state(e, GST_STATE_NULL);
+        gst_object_unref(e);
+    }
 }

@@ -72,6 +72,13 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
         self.feed = H264Feed(feed)
     }
 
+    /// Loads what a first peer needs (plugins, the DTLS certificate) ahead of it; blocks for a
+    /// while the first time: call it off the request threads.
+    public static func warmUp() {
+        guard (try? GStreamer.start()) != nil else { return }
+        vfg_webrtc_warm_up()
+    }
+
     public var state: State {
         closed.withLock { c in c ? .closed : State(rawValue: vfg_peer_state(raw)) ?? .failed }
     }

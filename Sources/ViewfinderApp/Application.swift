@@ -126,6 +126,7 @@ public final class Application: Sendable {
             logger.info("camera \(l.camera) also on http\(configuration.server.tls == nil ? "" : "s")://\(l.host ?? configuration.server.host):\(extra.port)/?action=stream")
         }
         startRTSP()
+        if configuration.webrtc.enabled { whep.warmUp() }
         if configuration.session.autostart {
             do { try await session.start() } catch {
                 logger.error("autostart failed: \(error.http.message)")

@@ -30,6 +30,14 @@ final class WHEPService: Sendable {
         a.set(after: 1, leeway: 0.1)
     }
 
+    /// The plugins and the DTLS certificate ready before the first viewer asks.
+    func warmUp() {
+        Thread.detachNewThread {
+            ThreadName.set("whep-warm-up")
+            WebRTCPeer.warmUp()
+        }
+    }
+
     var count: Int { sessions.withLock { $0.count } }
 
     /// Answers `offer` with a peer sending `resolve`'s hub: the session id and the SDP answer.

@@ -92,6 +92,10 @@ int vfg_peer_state(vfg_peer *peer);
 /// Stops the pipeline and frees the peer; its feed is closed.
 void vfg_peer_close(vfg_peer *peer);
 
+/// Loads what a first peer would (webrtcbin, libnice, DTLS with the certificate every peer
+/// shares, SRTP), so the first viewer does not wait for it. Call it off the request threads.
+void vfg_webrtc_warm_up(void);
+
 void vfg_free(void *pointer);
 
 #endif
