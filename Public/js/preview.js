@@ -7,7 +7,7 @@
 import { $ } from "./page.js";
 import { store, setStreamDown, setPaused, setTransport } from "./state.js";
 import { renderTiles } from "./tiles.js";
-import { startWebRTC, stopWebRTC, framesDecoded } from "./webrtc.js";
+import { startWebRTC, stopWebRTC, framesDecoded, webrtcFirstFrameMs } from "./webrtc.js";
 
 let retries = 0, retryTimer = null; // the stream's retries since its last frame; the next one
 let webrtcFailed = false; // WebRTC failed on this page: MJPEG until the page is shown again
@@ -44,10 +44,10 @@ function showMJPEG() {
   if (!$("preview").getAttribute("src")) startMJPEG();
 }
 
-// For the browser test: how the preview arrives, WebRTC's frames decoded, the element shown
-// and the picture's size in it.
+// For the browser test and bench/live.py: how the preview arrives, WebRTC's frames decoded and
+// time to its first frame, the element shown and the picture's size in it.
 window.viewfinderPreview = {
-  transport: () => store.transport, framesDecoded,
+  transport: () => store.transport, framesDecoded, firstFrameMs: webrtcFirstFrameMs,
   element: () => ($("live").hidden ? $("preview") : $("live")),
   size: () => { const s = pictureSize(); return [s.width, s.height]; },
 };
