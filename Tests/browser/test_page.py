@@ -424,10 +424,13 @@ class CamerasTest(ServedPage):
         self.assertEqual(self.js("return window.viewfinderPreview.size()[0]"), 640)
         self.assertIn("main", self.tile_class("rear"))
         self.assertNotIn("main", self.tile_class("front"))
-        # The main tile shares the preview's request: rear has one viewer, front one (its tile).
-        self.wait(lambda: server.get("/api/cameras/rear/session")["stream"]["clients"] == 1
+        # The main preview goes WebRTC (its MJPEG stream closes; the main tile refreshes from
+        # snapshots): rear has no MJPEG viewer, front one (its tile).
+        live_preview = "return !document.getElementById('live').hidden"
+        self.wait(lambda: self.js(live_preview), "the preview by WebRTC")
+        self.wait(lambda: server.get("/api/cameras/rear/session")["stream"]["clients"] == 0
                   and server.get("/api/cameras/front/session")["stream"]["clients"] == 1,
-                  "one stream per camera")
+                  "one MJPEG stream: front's tile")
         # Past the live-tile limit a tile refreshes from snapshots instead of holding a connection.
         self.js("tileStreamLimit = 0; renderTiles();")
         self.wait(lambda: "/cameras/front/snapshot?" in self.js(
@@ -443,8 +446,9 @@ class CamerasTest(ServedPage):
         self.wait(lambda: [server.get(f"/api/cameras/{c}/session")["stream"]["clients"] for c in ("rear", "front")]
                   == [0, 0], "hidden: no streams")
         self.js("delete document.hidden; document.dispatchEvent(new Event('visibilitychange'));")
+        self.wait(lambda: self.js(live_preview), "shown: the preview by WebRTC again")
         self.wait(lambda: [server.get(f"/api/cameras/{c}/session")["stream"]["clients"] for c in ("rear", "front")]
-                  == [1, 1], "shown: the preview and the tile stream again")
+                  == [0, 1], "shown: the tile streams again")
         self.wait(lambda: [self.tile_width("rear"), self.tile_width("front")] == [640, 352], "tiles live again")
         self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "preview again")
 
@@ -569,8 +573,9 @@ class CodesTest(ServedPage):
             const box = [...document.querySelectorAll('#code-overlay .code-box')].find((b) => b.dataset.value === arguments[0]);
             if (!box) return null;
             const img = window.viewfinderPreview.element(), r = img.getBoundingClientRect(), b = box.getBoundingClientRect();
-            const scale = Math.min(r.width / img.naturalWidth, r.height / img.naturalHeight);
-            const w = img.naturalWidth * scale, h = img.naturalHeight * scale;
+            const [iw, ih] = window.viewfinderPreview.size();
+            const scale = Math.min(r.width / iw, r.height / ih);
+            const w = iw * scale, h = ih * scale;
             return {box: {x: b.left + b.width / 2, y: b.top + b.height / 2, width: b.width, height: b.height},
                     picture: {x: r.left + r.width / 2, y: r.top + r.height / 2, width: w, height: h},
                     shown: !document.getElementById('code-overlay').hidden && getComputedStyle(box).display !== 'none'};""",
