@@ -14,7 +14,40 @@ struct vfg_peer {
     GstElement *webrtc;
     vfg_feed *feed;  // the peer's own reference
     int failed;
+    gint64 created;  // g_get_monotonic_time
+    /// When the last packet from the peer arrived, in ms after `created` plus one; 0 before one
+    /// (an int: atomic everywhere, and enough for 24 days of one peer).
+    gint last_received;
 };
+
+// Everything the peer sends (RTCP reports and feedback, DTLS) comes up through libnice's
+// nicesrc: the last arrival tells a peer that went away (a closed laptop, a lost network)
+// from one that is only quiet, within seconds, whatever the ICE layer notices.
+static GstPadProbeReturn on_received(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad; (void)info;
+    vfg_peer *p = data;
+    g_atomic_int_set(&p->last_received, (gint)((g_get_monotonic_time() - p->created) / 1000) + 1);
+    return GST_PAD_PROBE_OK;
+}
+
+static void watch_received(vfg_peer *p) {
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(p->webrtc));
+    GValue item = G_VALUE_INIT;
+    while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+        GstElement *e = g_value_get_object(&item);
+        GstElementFactory *f = gst_element_get_factory(e);
+        if (f && g_strcmp0(GST_OBJECT_NAME(f), "nicesrc") == 0) {
+            GstPad *pad = gst_element_get_static_pad(e, "src");
+            if (pad) {
+                gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_received, p, NULL);
+                gst_object_unref(pad);
+            }
+        }
+        g_value_reset(&item);
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+}
 
 /// How well an offered H.264 format suits the stream (libx264's Main profile): -1 not at
 /// all (packetization-mode 0 cannot carry our slices), Main best; High and Baseline decoders
@@ -131,6 +164,7 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **f
     gst_caps_unref(codec);
 
     vfg_peer *p = g_new0(vfg_peer, 1);
+    p->created = g_get_monotonic_time();
     gchar *launch = g_strdup_printf(
         "appsrc name=src ! h264parse config-interval=-1 ! rtph264pay name=pay pt=%d mtu=1200 "
         "aggregate-mode=zero-latency ! capsfilter name=rtpcaps ! webrtcbin name=webrtc bundle-policy=max-bundle latency=0",
@@ -241,6 +275,7 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **f
     GstWebRTCSessionDescription *described = NULL;
     g_object_get(p->webrtc, "local-description", &described, NULL);
     if (!described) return fail(p, why, VFG_PEER_FAILED, error, error_len, "webrtcbin kept no local description");
+    watch_received(p);
     *answer = gst_sdp_message_as_text(described->sdp);
     gst_webrtc_session_description_free(described);
     *feed = vfg_feed_retain(p->feed);
@@ -259,6 +294,11 @@ int vfg_peer_state(vfg_peer *p) {
     GstWebRTCPeerConnectionState state = GST_WEBRTC_PEER_CONNECTION_STATE_NEW;
     g_object_get(p->webrtc, "connection-state", &state, NULL);
     return (int)state;
+}
+
+int vfg_peer_silent_ms(vfg_peer *p) {
+    gint last = g_atomic_int_get(&p->last_received);
+    return last == 0 ? -1 : (int)((g_get_monotonic_time() - p->created) / 1000) + 1 - last;
 }
 
 void vfg_peer_close(vfg_peer *p) {

@@ -79,6 +79,16 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
         vfg_webrtc_warm_up()
     }
 
+    /// Seconds since the peer last sent anything (its RTCP reports come at least each second
+    /// or so), nil before it sent its first packet.
+    public var silence: Double? {
+        closed.withLock { c -> Double? in
+            guard !c else { return nil }
+            let ms = vfg_peer_silent_ms(raw)
+            return ms < 0 ? nil : Double(ms) / 1000
+        }
+    }
+
     public var state: State {
         closed.withLock { c in c ? .closed : State(rawValue: vfg_peer_state(raw)) ?? .failed }
     }

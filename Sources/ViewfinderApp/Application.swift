@@ -38,7 +38,8 @@ public final class Application: Sendable {
     public var rtspPort: Int? { rtsp.withLock { $0?.server.port } }
 
     /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
-    var liveClientCount: Int { whep.count + liveStreams.value + (rtsp.withLock { $0?.server.clientCount } ?? 0) }
+    var liveClientCount: Int { whep.count + liveStreams.value + rtspClientCount }
+    var rtspClientCount: Int { rtsp.withLock { $0?.server.clientCount } ?? 0 }
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) throws {
         self.configuration = configuration

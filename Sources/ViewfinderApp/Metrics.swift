@@ -45,6 +45,11 @@ extension Application {
         # HELP viewfinder_http_connections Open HTTP connections.
         # TYPE viewfinder_http_connections gauge
         viewfinder_http_connections \(server?.connectionCount ?? 0)
+        # HELP viewfinder_live_clients Live H.264 clients by transport (their sum is what live.maxClients caps).
+        # TYPE viewfinder_live_clients gauge
+        viewfinder_live_clients{transport="webrtc"} \(whep.count)
+        viewfinder_live_clients{transport="rtsp"} \(rtspClientCount)
+        viewfinder_live_clients{transport="mp4"} \(liveStreams.value)
 
         """
         return Response(status: 200, contentType: "text/plain; version=0.0.4", bytes: Array(text.utf8))

@@ -1,7 +1,8 @@
 // WebRTC by WHEP: each POSTed offer becomes a WebRTCPeer fed from its camera's LiveHub, kept
 // under a random id for its `Location` (DELETE ends it). A peer the client abandoned — the tab
-// closed, the network gone — is found by its connection state, checked each second: failed
-// or closed at once, disconnected for 5 s, never connected within 15 s.
+// closed, the network gone — is found each second: its connection failed or closed (at once),
+// disconnected for 5 s, never connected within 15 s, or silent for 5 s (a connected browser
+// sends RTCP reports every second or so; ICE on its own may not notice a peer that vanished).
 
 import Foundation
 import HTTPServer
@@ -39,6 +40,9 @@ final class WHEPService: Sendable {
     }
 
     var count: Int { sessions.withLock { $0.count } }
+
+    /// Seconds without a packet from a connected peer before it is taken for gone.
+    static let silenceLimit = 5.0
 
     /// Answers `offer` with a peer sending `resolve`'s hub: the session id and the SDP answer.
     /// The peer's pipeline is built and ICE gathered on a thread of its own, not the caller's.
@@ -89,6 +93,7 @@ final class WHEPService: Sendable {
                 let state = e.peer.state
                 let expired: Bool
                 switch state {
+                case .connected where (e.peer.silence ?? 0) >= Self.silenceLimit: expired = true
                 case .connected: e.unwellSince = nil; expired = false
                 case .failed, .closed: expired = true
                 case .disconnected:

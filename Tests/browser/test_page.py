@@ -19,6 +19,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -815,6 +816,41 @@ class WebRTCPreviewTest(ServedPage):
         self.assertEqual(d.execute_script("return window.viewfinderPreview.transport()"), "WebRTC")
         errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
         self.assertEqual(errors, [], f"console errors: {errors}")
+
+
+class VanishedViewerTest(unittest.TestCase):
+    """A WebRTC viewer that vanishes without a goodbye (its browser killed: no DELETE, no
+    RTCP BYE) is ended by the server within seconds, its pipeline gone (/metrics)."""
+
+    def test_a_killed_browser_leaves_no_webrtc_session(self):
+        server = Server()
+        driver = browser()
+        try:
+            def sessions():
+                text = urllib.request.urlopen(server.url + "metrics", timeout=10).read().decode()
+                return int(re.search(r'viewfinder_live_clients\{transport="webrtc"\} (\d+)', text).group(1))
+            driver.get(server.url)
+            WebDriverWait(driver, 20, 0.05).until(
+                lambda d: d.execute_script("return window.viewfinderPreview && window.viewfinderPreview.transport()") == "WebRTC")
+            self.assertEqual(sessions(), 1)
+            # chromedriver's browser, and all it started, killed where it stands.
+            def tree(pid):
+                kids = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+                return [int(k) for k in kids] + [g for k in kids for g in tree(int(k))]
+            for pid in tree(driver.service.process.pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            killed = time.monotonic()
+            WebDriverWait(None, 15, 0.25).until(lambda _: sessions() == 0, "the vanished viewer's session ends")
+            print(f"a vanished WebRTC viewer was ended {time.monotonic() - killed:.1f} s after its browser died", file=sys.stderr)
+        finally:
+            try:
+                driver.quit()
+            except Exception:
+                pass
+            server.stop()
 
 
 class OfflineTest(unittest.TestCase):

@@ -89,6 +89,8 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *options, char **answer, vfg_fe
 /// The peer connection's state, as RTCPeerConnectionState: 0 new, 1 connecting,
 /// 2 connected, 3 disconnected, 4 failed, 5 closed; 4 also when the pipeline posted an error.
 int vfg_peer_state(vfg_peer *peer);
+/// Milliseconds since the last packet from the peer (RTCP, DTLS), -1 before the first.
+int vfg_peer_silent_ms(vfg_peer *peer);
 /// Stops the pipeline and frees the peer; its feed is closed.
 void vfg_peer_close(vfg_peer *peer);
 
