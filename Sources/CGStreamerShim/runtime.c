@@ -3,6 +3,7 @@
 #include "CGStreamerShim.h"
 #include "private.h"
 #include <gst/app/gstappsrc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,13 +18,12 @@ static gpointer run_main_loop(gpointer data) {
     return NULL;
 }
 
-static gpointer start_once(gpointer unused) {
-    (void)unused;
+static void start_once(void) {
     GError *error = NULL;
     if (!gst_init_check(NULL, NULL, &error)) {
         snprintf(start_error, sizeof start_error, "gst_init_check: %s", error ? error->message : "failed");
         g_clear_error(&error);
-        return NULL;
+        return;
     }
     // Every element a pipeline names: a missing plugin package fails here, by name, not at
     // a client's first request.
@@ -32,7 +32,7 @@ static gpointer start_once(gpointer unused) {
         GstElementFactory *f = gst_element_factory_find(needed[i]);
         if (!f) {
             snprintf(start_error, sizeof start_error, "GStreamer element '%s' is not installed", needed[i]);
-            return NULL;
+            return;
         }
         gst_object_unref(f);
     }
@@ -40,12 +40,13 @@ static gpointer start_once(gpointer unused) {
     GMainLoop *loop = g_main_loop_new(main_context, FALSE);
     g_thread_unref(g_thread_new("gst-main", run_main_loop, loop));
     start_result = 0;
-    return NULL;
 }
 
 int vfg_start(char *error, size_t error_len) {
-    static GOnce once = G_ONCE_INIT;
-    g_once(&once, start_once, NULL);
+    // pthread_once, not GLib's g_once: ThreadSanitizer sees its ordering (GLib is not
+    // instrumented), so reading start_result after it is not taken for a race.
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, start_once);
     if (start_result != 0 && error && error_len) snprintf(error, error_len, "%s", start_error);
     return start_result;
 }

@@ -22,6 +22,12 @@ final class WHEPService: Sendable {
     private let ice: ICEConfiguration
     private let logger: Logger
     private let alarm = Locked<Alarm?>(nil)
+    /// Threads of this service's own (the warm-up, peers being ended): `closeAll` waits for
+    /// them, so none is still in GStreamer or OpenSSL while the process exits (OpenSSL's exit
+    /// handlers free the locks a DTLS element being made still takes).
+    private let work = DispatchGroup()
+    /// Seconds a peer may take to connect before it is taken for abandoned.
+    let connectTimeout = Locked(15.0)
 
     init(ice: ICEConfiguration, logger: Logger) {
         self.ice = ice
@@ -33,9 +39,11 @@ final class WHEPService: Sendable {
 
     /// The plugins and the DTLS certificate ready before the first viewer asks.
     func warmUp() {
-        Thread.detachNewThread {
+        work.enter()
+        Thread.detachNewThread { [work] in
             ThreadName.set("whep-warm-up")
             WebRTCPeer.warmUp()
+            work.leave()
         }
     }
 
@@ -78,6 +86,7 @@ final class WHEPService: Sendable {
     func closeAll() {
         alarm.withLock { $0?.cancel(); $0 = nil }
         for e in sessions.withLock({ s in defer { s.removeAll() }; return Array(s.values) }) { end(e) }
+        _ = work.wait(timeout: .now() + 10)
     }
 
     private func end(_ e: Entry) {
@@ -100,7 +109,7 @@ final class WHEPService: Sendable {
                     let since = e.unwellSince ?? now
                     e.unwellSince = since
                     expired = now - since >= 5
-                case .new, .connecting: expired = now - e.created > 15
+                case .new, .connecting: expired = now - e.created > connectTimeout.withLock { $0 }
                 }
                 s[id] = expired ? nil : e
                 if expired { gone.append((id, e, state)) }
@@ -109,7 +118,9 @@ final class WHEPService: Sendable {
         alarm.withLock { $0?.set(after: 1, leeway: 0.1) }
         guard !gone.isEmpty else { return }
         // Stopping a pipeline can take a while: not on the alarms' queue.
-        Thread.detachNewThread { [logger, gone] in
+        work.enter()
+        Thread.detachNewThread { [logger, gone, work] in
+            defer { work.leave() }
             for (id, e, state) in gone {
                 if state == .failed {
                     logger.warning("WHEP session \(id) ended: the peer failed (ICE, DTLS or the pipeline)")

@@ -41,7 +41,9 @@ import Testing
             #expect(p.profile == "Main", "the live encoder's profile (the movie's own encoder writes High): \(p.profile)")
             #expect(p.frames >= 55 && p.frames == movie["frames"] as? Int, "\(p.frames) frames, the answer says \(movie["frames"] ?? "-")")
             #expect(p.keyframes >= 2, "a keyframe a second: \(p.keyframes) in \(p.frames) frames")
-            let decode = try LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
+            // Capture times as they are (-enc_time_base -1): a capture late under load shares a
+            // 1/30 s slot with the next, which the null muxer reports though nothing failed to decode.
+            let decode = try LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-enc_time_base", "-1", "-f", "null", "-"])
             #expect(decode.status == 0 && decode.err.isEmpty, "every frame decodes: \(decode.err)")
         }
     }

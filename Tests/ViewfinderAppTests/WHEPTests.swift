@@ -2,7 +2,8 @@
 // offer Chromium made (Fixtures/chromium-offer.sdp: recvonly video, H.264 among its codecs,
 // candidates on TEST-NET addresses nothing answers): the answer webrtcbin makes, and each
 // bad input refused with its status and nothing left behind. Chromium connecting and playing
-// is the browser test's (Tests/browser).
+// is the browser test's (Tests/browser). Nothing answers the offer's candidates, so each test
+// gives its peers longer to connect than it runs (they would be swept after 15 s otherwise).
 
 import Foundation
 import Testing
@@ -42,6 +43,7 @@ import Testing
     @Test func anOfferGetsAnAnswerWithH264AndALocationToDelete() async throws {
         #expect(!Self.offer.isEmpty)
         try await withServer { app, port in
+            app.whep.connectTimeout.withLock { $0 = 600 }
             _ = try await fetch(port, "POST", "/api/session/start")
             let c = try await Self.post(port, "/api/cameras/rear/whep", Self.offer)
             #expect(c.status == 201, "\(c.status) \(c.text)")
@@ -69,6 +71,7 @@ import Testing
 
     @Test func badOffersAreRefusedAndLeaveNothing() async throws {
         try await withServer { app, port in
+            app.whep.connectTimeout.withLock { $0 = 600 }
             _ = try await fetch(port, "POST", "/api/session/start")
             let json = try await Self.post(port, "/api/whep", #"{"sdp": "v=0"}"#, type: "application/json")
             #expect(json.status == 415 && Self.code(json) == "unsupported_media_type", "\(json.text)")
@@ -91,6 +94,7 @@ import Testing
 
     @Test func liveMaxClientsCountsEveryKindOfLiveClient() async throws {
         try await withServer({ $0.live.maxClients = 2 }) { app, port in
+            app.whep.connectTimeout.withLock { $0 = 600 }
             _ = try await fetch(port, "POST", "/api/session/start")
             #expect(try await Self.post(port, "/api/whep", Self.offer).status == 201)
             let mp4 = try TestConnection(port: port)
@@ -107,7 +111,8 @@ import Testing
 
     @Test func aViewerMayWatchButNeedsToSignIn() async throws {
         let accounts = try AuthLiveTests.accounts()
-        try await withServer({ $0.auth = accounts }) { _, port in
+        try await withServer({ $0.auth = accounts }) { app, port in
+            app.whep.connectTimeout.withLock { $0 = 600 }
             let anon = try await Self.post(port, "/api/whep", Self.offer)
             #expect(anon.status == 401)
             let viewer = ["Authorization": "Basic " + Data("vic:viewer pw".utf8).base64EncodedString()]
