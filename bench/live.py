@@ -99,11 +99,10 @@ def percentiles(ages):
 
 # ---------------------------------------------------------------- ffmpeg clients
 
-def ffmpeg_ages(url, size, extra=()):
-    """(ages of FRAMES frames after 30 skipped, ms to the first frame) of ffmpeg decoding `url`."""
+def pipe_ages(cmd, size):
+    """(ages of FRAMES frames after 30 skipped, ms to the first frame) of a client `cmd` that
+    writes each decoded frame to its standard output as raw gray as soon as it has it."""
     w, h = size
-    cmd = ["ffmpeg", "-v", "error", "-fflags", "nobuffer", "-flags", "low_delay", *extra, "-i", url,
-           "-f", "rawvideo", "-pix_fmt", "gray", "-"]
     t0 = time.time()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     ages, first, n = [], None, 0
@@ -124,34 +123,20 @@ def ffmpeg_ages(url, size, extra=()):
         p.kill()
         p.wait()
     return ages, first
+
+
+def ffmpeg_ages(url, size, extra=()):
+    """pipe_ages of ffmpeg decoding `url`."""
+    return pipe_ages(["ffmpeg", "-v", "error", "-fflags", "nobuffer", "-flags", "low_delay", *extra, "-i", url,
+                      "-f", "rawvideo", "-pix_fmt", "gray", "-"], size)
 
 
 def gst_ages(url, size):
-    """The same for GStreamer's rtspsrc (latency=0, UDP): rtph264depay hands a frame on at its
+    """pipe_ages of GStreamer's rtspsrc (latency=0, UDP): rtph264depay hands a frame on at its
     marker bit, with no wait for the next one; avdec_h264 on one thread; raw gray out of fdsink."""
-    w, h = size
-    cmd = ["gst-launch-1.0", "-q", "rtspsrc", f"location={url}", "latency=0", "protocols=udp", "!", "rtph264depay", "!",
-           "avdec_h264", "max-threads=1", "!", "videoconvert", "!", "video/x-raw,format=GRAY8", "!", "fdsink", "fd=1", "sync=false"]
-    t0 = time.time()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    ages, first, n = [], None, 0
-    try:
-        deadline = time.monotonic() + 30 + FRAMES / 10
-        while len(ages) < FRAMES and time.monotonic() < deadline:
-            frame = p.stdout.read(w * h)
-            if len(frame) < w * h:
-                break
-            now = time.time() * 1000
-            if first is None:
-                first = now - t0 * 1000
-            n += 1
-            ms = timecode_ms(frame, w, h)
-            if n > 30 and ms is not None:
-                ages.append(now - ms)
-    finally:
-        p.kill()
-        p.wait()
-    return ages, first
+    return pipe_ages(["gst-launch-1.0", "-q", "rtspsrc", f"location={url}", "latency=0", "protocols=udp", "!",
+                      "rtph264depay", "!", "avdec_h264", "max-threads=1", "!", "videoconvert", "!",
+                      "video/x-raw,format=GRAY8", "!", "fdsink", "fd=1", "sync=false"], size)
 
 
 # ---------------------------------------------------------------- Chromium clients

@@ -18,12 +18,22 @@ final class PictureConverter {
     init(width: Int, height: Int) throws(MovieError) {
         self.width = width
         self.height = height
-        guard let p = av_frame_alloc() else { throw .library(call: "av_frame_alloc", code: cff_averror(ENOMEM)) }
-        picture = p
-        p.pointee.format = AV_PIX_FMT_YUV420P.rawValue
-        p.pointee.width = Int32(width)
-        p.pointee.height = Int32(height)
-        try MovieError.check(av_frame_get_buffer(p, 0), "av_frame_get_buffer")
+        picture = try PictureConverter.yuv420Picture(width: width, height: height)
+    }
+
+    /// A YUV 4:2:0 picture of `width`×`height` with its buffers (freed with av_frame_free).
+    static func yuv420Picture(width: Int, height: Int) throws(MovieError) -> UnsafeMutablePointer<AVFrame> {
+        var p = av_frame_alloc()
+        guard let frame = p else { throw .library(call: "av_frame_alloc", code: cff_averror(ENOMEM)) }
+        frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        frame.pointee.width = Int32(width)
+        frame.pointee.height = Int32(height)
+        let rc = av_frame_get_buffer(frame, 0)
+        guard rc >= 0 else {
+            av_frame_free(&p)
+            throw .library(call: "av_frame_get_buffer", code: rc)
+        }
+        return frame
     }
 
     deinit {

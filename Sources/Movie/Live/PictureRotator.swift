@@ -14,12 +14,7 @@ final class PictureRotator {
     init(width: Int, height: Int) throws(MovieError) {
         self.width = width
         self.height = height
-        guard let p = av_frame_alloc() else { throw .library(call: "av_frame_alloc", code: cff_averror(ENOMEM)) }
-        picture = p
-        p.pointee.format = AV_PIX_FMT_YUV420P.rawValue
-        p.pointee.width = Int32(width)
-        p.pointee.height = Int32(height)
-        try MovieError.check(av_frame_get_buffer(p, 0), "av_frame_get_buffer")
+        picture = try PictureConverter.yuv420Picture(width: width, height: height)
     }
 
     deinit { av_frame_free(&picture) }
