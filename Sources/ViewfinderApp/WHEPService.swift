@@ -37,8 +37,10 @@ final class WHEPService: Sendable {
         a.set(after: 1, leeway: 0.1)
     }
 
-    /// The plugins and the DTLS certificate ready before the first viewer asks.
+    /// The plugins and the DTLS certificate ready before the first viewer asks (once a process:
+    /// what it loads stays loaded).
     func warmUp() {
+        guard Self.warmed.withLock({ w in defer { w = true }; return !w }) else { return }
         work.enter()
         Thread.detachNewThread { [work] in
             ThreadName.set("whep-warm-up")
@@ -48,6 +50,8 @@ final class WHEPService: Sendable {
     }
 
     var count: Int { sessions.withLock { $0.count } }
+
+    private static let warmed = Locked(false)
 
     /// Seconds without a packet from a connected peer before it is taken for gone.
     static let silenceLimit = 5.0
