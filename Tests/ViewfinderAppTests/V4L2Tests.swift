@@ -192,7 +192,9 @@ extension V4L2Tests {
         let fds = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).filter {
             ((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) ?? "").hasPrefix("/dev/video")
         }.count
-        let maps = ((try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? "")
+        // Read to the end: /proc files have no size, and with GStreamer's libraries loaded the
+        // map is long (String(contentsOfFile:) stopped short of the video buffers).
+        let maps = String(decoding: FileHandle(forReadingAtPath: "/proc/self/maps")?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
             .split(separator: "\n").filter { $0.contains("/dev/video") }.count
         return (fds, maps)
     }

@@ -33,7 +33,10 @@ extension V4L2Tests {
     /// Open handles of video nodes in this process and the bytes of them mapped: bytes, not
     /// lines of /proc/self/maps, since the kernel merges adjacent mappings of one node.
     func videoUse() -> (fds: Int, mapped: Int) {
-        let maps = ((try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? "").split(separator: "\n")
+        // Read to the end: /proc files have no size, and a process with GStreamer's libraries
+        // loaded has a long map (String(contentsOfFile:) stopped short of the video buffers).
+        let data = FileHandle(forReadingAtPath: "/proc/self/maps")?.readDataToEndOfFile() ?? Data()
+        let maps = String(decoding: data, as: UTF8.self).split(separator: "\n")
         let mapped = maps.filter { $0.contains("/dev/video") }.reduce(0) { sum, line in
             let range = line.prefix { $0 != " " }.split(separator: "-").compactMap { Int($0, radix: 16) }
             return sum + (range.count == 2 ? range[1] - range[0] : 0)

@@ -713,24 +713,6 @@ def mjpeg_passthrough():
     check("prepare C920 MJPG 1280x720 again -> 200", r.status == 200 and dig(r.json, "format", "width") == 1280, repr(r))
 
 
-def http_body(raw):
-    """The body of a raw HTTP response, its chunked transfer coding undone (a last partial chunk kept)."""
-    head, _, rest = raw.partition(b"\r\n\r\n")
-    if b"chunked" not in head.lower():
-        return rest
-    out = bytearray()
-    while rest:
-        line, sep, rest = rest.partition(b"\r\n")
-        if not sep:
-            break
-        n = int(line.split(b";")[0] or b"0", 16)
-        if n == 0:
-            break
-        out += rest[:n]
-        rest = rest[n + 2:]
-    return bytes(out)
-
-
 def live_h264(tmp):
     """Live H.264 from the C920's MJPEG (decoded by libavcodec, encoded once by libx264): RTSP
     over TCP and UDP and live.mp4 decode at the camera's size, and a WHEP offer is answered
@@ -754,7 +736,7 @@ def live_h264(tmp):
         poll(lambda: viewer.data().count(b"mdat") >= 20, 30)
         path = os.path.join(tmp, "live.mp4")
         with open(path, "wb") as f:
-            f.write(http_body(bytes(viewer.data())))
+            f.write(viewer.data())  # the body, its chunked coding undone
     finally:
         viewer.close()
     st = probe(path)
