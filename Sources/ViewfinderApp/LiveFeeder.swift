@@ -87,6 +87,4 @@ final class LiveFeeder: Sendable {
         alarm.withLock { $0?.cancel(); $0 = nil }
         onStop()
     }
-
-    var isStopped: Bool { state.withLock { $0.stopped } }
 }

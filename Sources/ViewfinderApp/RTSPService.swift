@@ -12,7 +12,7 @@ final class RTSPService: RTSPServerDelegate {
     private let cameras: MultiCamSession
     private let access: AccessControl
     private let nonces = NonceIssuer()
-    private let maxClients: @Sendable () -> Bool
+    private let isFull: @Sendable () -> Bool
     private let feeders = Locked<[ObjectIdentifier: LiveFeeder]>([:])
     private let logger: Logger
 
@@ -20,7 +20,7 @@ final class RTSPService: RTSPServerDelegate {
     init(cameras: MultiCamSession, access: AccessControl, full: @escaping @Sendable () -> Bool, logger: Logger) {
         self.cameras = cameras
         self.access = access
-        self.maxClients = full
+        self.isFull = full
         self.logger = logger
     }
 
@@ -34,7 +34,7 @@ final class RTSPService: RTSPServerDelegate {
     func refusal(describing path: String) -> Int? {
         guard let session = session(path) else { return 404 }
         guard session.isCapturing else { return 503 }  // not started: DESCRIBE would wait for a first frame
-        return maxClients() ? 503 : nil
+        return isFull() ? 503 : nil
     }
 
     func mediaStarted(path: String, feed: H264Feed) {
@@ -56,9 +56,6 @@ final class RTSPService: RTSPServerDelegate {
         feeder.start()
         logger.info("RTSP \(path): streaming")
     }
-
-    /// Media being fed now (each shared by its clients).
-    var mediaCount: Int { feeders.withLock { $0.count } }
 
     func stopAll() {
         for f in feeders.withLock({ f in defer { f.removeAll() }; return Array(f.values) }) { f.stop() }
