@@ -220,7 +220,9 @@ struct MHD_Daemon *cmhd_start(
     MHD_AcceptPolicyCallback accept, void *accept_cls,
     unsigned int connection_limit, unsigned int connection_timeout,
     struct cmhd_tls *tls, const char *priorities,
-    const void *digest_random, size_t digest_random_size) {
+    const void *digest_random, size_t digest_random_size, unsigned int threads) {
+    /* A pool of one is MHD's single polling thread: the option is left out then. */
+    const enum MHD_OPTION pool = threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END;
     if (!tls) {
         return MHD_start_daemon(flags, 0, accept, accept_cls, handler, handler_cls,
             MHD_OPTION_DIGEST_AUTH_RANDOM, digest_random_size, digest_random,
@@ -231,6 +233,7 @@ struct MHD_Daemon *cmhd_start(
             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout,
             MHD_OPTION_UNESCAPE_CALLBACK, cmhd_no_unescape, NULL,
+            pool, threads,
             MHD_OPTION_END);
     }
     return MHD_start_daemon(flags | MHD_USE_TLS, 0, accept, accept_cls, handler, handler_cls,
@@ -244,5 +247,6 @@ struct MHD_Daemon *cmhd_start(
         MHD_OPTION_UNESCAPE_CALLBACK, cmhd_no_unescape, NULL,
         MHD_OPTION_HTTPS_PRIORITIES, priorities,
         MHD_OPTION_HTTPS_CERT_CALLBACK, &retrieve,
+        pool, threads,
         MHD_OPTION_END);
 }

@@ -1,31 +1,118 @@
-// Open connections per client address, so that one client cannot take every slot.
+// Connections per client address, counted so that the limits stop attackers, not audiences.
 //
-// Counted in the connection-notify callback (started/closed). A request from an address
-// over its limit is answered 503 like the total limit; but a client that never finishes its
-// request (slowloris) would never be answered, so the accept policy also closes connections
-// at once beyond the limit plus `answeredBeyondLimit`: those are never set up at all.
+// The slowloris attack is connections that never finish their request: each holds a slot and
+// a timer while it trickles its head. A viewer is the opposite: its request is in, and it is
+// being served. So the per-address limit counts a connection only while it *waits for a
+// request* — from accept until its head is in, and again between requests on a kept-alive
+// connection — never while a request runs (a stream, a handler). A hundred viewers behind one
+// NAT address are a hundred running requests and count nothing; thirty-three connections
+// from it that never send a head are refused.
+//
+// Counted in MHD's callbacks: connection started/closed, the access handler's first call (the
+// head is in) and request completed. The accept policy closes at once a connection from an
+// address already waiting on `limit + answeredBeyondLimit` (never set up at all); between the
+// limit and that, the request is answered 503 when its head arrives. Fair sharing is decided
+// per request too (`verdict`): once the server is nearly full, an address holding more than
+// its share of the connections is answered 503, so the last slots stay for other addresses.
+// Connections from trusted proxies (a reverse proxy) are counted in the total only: the proxy
+// stands for many clients, and it buffers request heads itself.
 
 import SystemSupport
 
 final class AddressLimits: Sendable {
-    /// Connections beyond an address's limit still accepted, to be told 503.
+    /// Waiting connections beyond an address's limit still accepted, to be told 503.
     static let answeredBeyondLimit = 8
 
-    private let open = Locked<[UInt32: Int]>([:])
+    private struct PerAddress {
+        var open = 0
+        var waiting = 0
+    }
+    private struct Connection {
+        var address: UInt32
+        var waiting: Bool
+        var exempt: Bool
+    }
+    private struct State {
+        var addresses: [UInt32: PerAddress] = [:]
+        var connections: [UInt: Connection] = [:]
+        var open = 0
+    }
+    private let state = Locked(State())
+    private let isTrusted: @Sendable (UInt32) -> Bool
+
+    init(isTrusted: @escaping @Sendable (UInt32) -> Bool = { _ in false }) { self.isTrusted = isTrusted }
 
     /// The accept policy: false closes the connection before MHD sets it up.
     func admits(_ address: UInt32, limit: Int) -> Bool {
-        open.withLock { $0[address, default: 0] < limit + Self.answeredBeyondLimit }
+        if isTrusted(address) { return true }
+        return state.withLock { $0.addresses[address, default: PerAddress()].waiting < limit + Self.answeredBeyondLimit }
     }
 
-    func opened(_ address: UInt32) { open.withLock { $0[address, default: 0] += 1 } }
-
-    func closed(_ address: UInt32) {
-        open.withLock { open in
-            let n = open[address, default: 0] - 1
-            open[address] = n > 0 ? n : nil
+    func opened(_ connection: OpaquePointer, address: UInt32) {
+        let exempt = isTrusted(address)
+        state.withLock { s in
+            s.open += 1
+            s.connections[UInt(bitPattern: connection)] = Connection(address: address, waiting: true, exempt: exempt)
+            guard !exempt else { return }
+            s.addresses[address, default: PerAddress()].open += 1
+            s.addresses[address, default: PerAddress()].waiting += 1
         }
     }
 
-    func count(_ address: UInt32) -> Int { open.withLock { $0[address, default: 0] } }
+    func closed(_ connection: OpaquePointer) {
+        state.withLock { s in
+            guard let c = s.connections.removeValue(forKey: UInt(bitPattern: connection)) else { return }
+            s.open -= 1
+            guard !c.exempt, var a = s.addresses[c.address] else { return }
+            a.open -= 1
+            if c.waiting { a.waiting -= 1 }
+            s.addresses[c.address] = a.open > 0 ? a : nil
+        }
+    }
+
+    /// Why a request whose head just arrived may not be served, if it may not.
+    enum Refusal: Equatable {
+        /// The address has more connections waiting for a request than its limit (this one included).
+        case tooManyWaiting(limit: Int)
+        /// The server is nearly full and this address holds more than its share.
+        case overFairShare(holds: Int, share: Int)
+    }
+
+    /// The head of a request on `connection` is in: it no longer waits. Returns a refusal when
+    /// the address was over its waiting limit with this one, or holds more than its fair share
+    /// of a nearly full server (`capacity` connections; the last eighth is kept for addresses
+    /// under their share).
+    func requestArrived(_ connection: OpaquePointer, limit: Int, capacity: Int) -> Refusal? {
+        state.withLock { s -> Refusal? in
+            let key = UInt(bitPattern: connection)
+            guard var c = s.connections[key], !c.exempt else { return nil }
+            var a = s.addresses[c.address, default: PerAddress()]
+            let waitingWithThis = a.waiting
+            if c.waiting {
+                c.waiting = false
+                a.waiting -= 1
+                s.connections[key] = c
+                s.addresses[c.address] = a
+            }
+            if waitingWithThis > limit { return .tooManyWaiting(limit: limit) }
+            // Room for one more address than are here: a newcomer always finds its share free.
+            let share = capacity / (s.addresses.count + 1)
+            if s.open > capacity - capacity / 8, a.open > share { return .overFairShare(holds: a.open, share: share) }
+            return nil
+        }
+    }
+
+    /// The request on `connection` was answered: the connection waits for the next one (or closes).
+    func requestEnded(_ connection: OpaquePointer) {
+        state.withLock { s in
+            let key = UInt(bitPattern: connection)
+            guard var c = s.connections[key], !c.waiting else { return }
+            c.waiting = true
+            s.connections[key] = c
+            if !c.exempt { s.addresses[c.address, default: PerAddress()].waiting += 1 }
+        }
+    }
+
+    /// Connections from `address` waiting for a request (tests and diagnostics).
+    func waiting(_ address: UInt32) -> Int { state.withLock { $0.addresses[address]?.waiting ?? 0 } }
 }

@@ -27,6 +27,8 @@ final class ConnectionContext: @unchecked Sendable {
 
     // Guarded by the server's lock: the handler task completes on another thread.
     var pendingResponse: Response?
+    /// Whose forwarding headers name the client (`Request.remoteAddress`).
+    var trustedProxies = TrustedProxies.none
     var suspended = false
 
     init(connection: OpaquePointer, method: String, rawURL: String, version: String) {
@@ -85,7 +87,7 @@ final class ConnectionContext: @unchecked Sendable {
         var r = Request(method: method, path: decoded, query: query, headers: headers, body: body)
         var address = [CChar](repeating: 0, count: 64)
         cmhd_client_address(connection, &address, socklen_t(address.count))
-        r.remoteAddress = String(cString: address)
+        r.remoteAddress = trustedProxies.client(peer: String(cString: address), headers: headers)
         return r
     }
 }

@@ -1,6 +1,9 @@
-// The libmicrohttpd bridge: one internal polling thread with epoll, and suspend/resume for
-// everything that waits (async handlers, streams). On this machine that mode held 200
-// MJPEG viewers at 720p30 with 2–3 threads, where thread-per-connection needed one each.
+// The libmicrohttpd bridge: a pool of polling threads (one per core by default), each with
+// its own epoll set and its share of the connections, and suspend/resume for everything that
+// waits (async handlers, streams). A published frame wakes every viewer, and each pool thread
+// writes its own viewers' parts, so the parts of one frame go out in parallel (one polling
+// thread wrote them one after another: the 100th viewer waited for 99 sends). Every callback
+// below may run on any pool thread at once: what they share is behind locks.
 // This is the only file (with its helpers) that touches MHD.
 
 import CMicroHTTPD
@@ -32,10 +35,10 @@ public final class HTTPServer: @unchecked Sendable {
     struct Daemon: @unchecked Sendable { let raw: OpaquePointer }
     let shared = Locked(Shared())
     /// stop() waits on it for running handlers to answer (signalled when a request ends).
-    private let drained = NSCondition()
+    let drained = NSCondition()
     public private(set) var port: Int = 0
     // Limits and TLS (AddressLimits.swift, TLS.swift).
-    private let addressLimits = AddressLimits()
+    let addressLimits: AddressLimits
     /// Idle timeout of a connection streaming a response (the header timeout is the default).
     static let streamIdleTimeout: UInt32 = 60
     /// Oversized bodies up to this size are read and dropped before the 413 (see above).
@@ -46,6 +49,8 @@ public final class HTTPServer: @unchecked Sendable {
         self.router = router
         self.logger = logger
         staticFiles = configuration.staticFiles
+        let proxies = configuration.trustedProxies
+        addressLimits = AddressLimits(isTrusted: { proxies.contains(ipv4: $0) })
     }
 
     deinit { assert(shared.withLock { $0.daemon == nil }, "HTTPServer released while running: call stop()") }
@@ -86,7 +91,7 @@ public final class HTTPServer: @unchecked Sendable {
             cmhd_start(UInt32(flags), &addr, Self.accessHandler, me, Self.completedHandler, me,
                        Self.connectionHandler, me, Self.acceptPolicy, me, mhdLimit,
                        UInt32(configuration.headerTimeout), certificates?.raw, ServerConfiguration.tlsPriorities,
-                       key.baseAddress, key.count)
+                       key.baseAddress, key.count, UInt32(configuration.threads))
         }) else {
             let e = SystemError.last("MHD_start_daemon")
             shared.withLock { $0.certificates = nil }
@@ -147,54 +152,9 @@ public final class HTTPServer: @unchecked Sendable {
     /// SHA-256 fingerprint of the certificate new handshakes get ("" without TLS).
     public var certificateFingerprint: String { shared.withLock { $0.certificates }?.fingerprint ?? "" }
 
-    // MARK: - C callbacks (no await in here: they run on MHD's polling thread)
-
-    private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, version, upload, uploadSize, conCls in
-        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
-        return server.handle(connection: connection!, url: url, method: method, version: version,
-                             upload: upload, uploadSize: uploadSize!, conCls: conCls!)
-    }
-
-    private static let completedHandler: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
-        guard let conCls, let raw = conCls.pointee else { return }
-        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
-        Unmanaged<ConnectionContext>.fromOpaque(raw).release()
-        conCls.pointee = nil
-        server.requestEnded()
-    }
-
-    private static let connectionHandler: MHD_NotifyConnectionCallback = { cls, connection, socketContext, event in
-        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
-        let started = event == CMHD_CONNECTION_NOTIFY_STARTED
-        let certificates = server.shared.withLock { s in
-            s.openConnections += started ? 1 : -1
-            return s.certificates
-        }
-        // Per-address counts and the certificate a TLS connection may hold.
-        let address = cmhd_client_ipv4(connection)
-        if started { server.addressLimits.opened(address) } else { server.addressLimits.closed(address) }
-        if let tls = certificates, let socketContext {
-            if started { cmhd_tls_connection_started(tls.raw, socketContext) } else { cmhd_tls_connection_closed(tls.raw, socketContext) }
-        }
-    }
-
-    /// Before a connection is set up: an address far over its limit is closed at once.
-    private static let acceptPolicy: MHD_AcceptPolicyCallback = { cls, addr, len in
-        let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
-        return server.addressLimits.admits(cmhd_sockaddr_ipv4(addr, len), limit: server.configuration.maxConnectionsPerAddress)
-            ? .YES : .NO
-    }
-
-    private func requestEnded() {
-        drained.lock()
-        shared.withLock { $0.activeRequests -= 1 }
-        drained.broadcast()
-        drained.unlock()
-    }
-
     // MARK: - Request handling
 
-    private func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+    func handle(connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
                         version: UnsafePointer<CChar>?, upload: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
                         conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = conCls.pointee else {
@@ -209,13 +169,19 @@ public final class HTTPServer: @unchecked Sendable {
                 return s.openConnections > limit || s.stopping
             }
             ctx.collectValues()
+            ctx.trustedProxies = configuration.trustedProxies
             if overLimit {
                 return queue(answer(ServerRefusal.unavailable(
                     "Too many connections (limit \(configuration.maxConnections)); try again later.")), ctx)
             }
-            if addressLimits.count(cmhd_client_ipv4(connection)) > configuration.maxConnectionsPerAddress {
+            switch addressLimits.requestArrived(connection, limit: configuration.maxConnectionsPerAddress, capacity: limit) {
+            case .tooManyWaiting(let n)?:
                 return queue(answer(ServerRefusal.unavailable(
-                    "Too many connections from this address (limit \(configuration.maxConnectionsPerAddress)); close some and try again.")), ctx)
+                    "Too many connections from this address (limit \(n)) have not sent a request; close some and try again.")), ctx)
+            case .overFairShare(let holds, let share)?:
+                return queue(answer(ServerRefusal.unavailable(
+                    "The server is nearly full and this address holds \(holds) connections (its share: \(share)); try again later.")), ctx)
+            case nil: break
             }
             if ctx.conflictingContentLengths {
                 return queue(answer(ServerRefusal.badRequest("Content-Length is given more than once, with different values.")), ctx)

@@ -2,11 +2,14 @@
 // server knows no application: how an error is answered (its body and codes), the headers
 // CORS exposes and the static files are the application's to configure.
 
+import Foundation
+
 public struct ServerConfiguration: Sendable {
     public var host: String
     /// 0 picks a free port; `HTTPServer.port` tells which.
     public var port: Int
-    /// Requests beyond this many open connections are answered 503.
+    /// Requests beyond this many open connections are answered 503; past seven eighths of it,
+    /// so are those from an address holding more than its share (AddressLimits.swift).
     public var maxConnections: Int
     /// Larger request bodies are answered 413 without being read.
     public var maxBodyBytes: Int
@@ -25,12 +28,20 @@ public struct ServerConfiguration: Sendable {
 
     /// HTTPS with these PEM files when set; `HTTPServer.reloadCertificate()` reads them again.
     public var tls: TLSFiles?
-    /// Requests from an address with more open connections than this are answered 503; a
-    /// few more are accepted to be told so, beyond that they are closed at once.
+    /// Requests from an address with more connections waiting for a request (not yet sent
+    /// their head, or idle between requests) than this are answered 503; a few more are
+    /// accepted to be told so, beyond that they are closed at once. Running requests
+    /// (viewers, handlers) do not count: AddressLimits.swift.
     public var maxConnectionsPerAddress: Int
     /// Seconds a connection may stay silent before its request headers are complete (and
     /// between requests, and during the TLS handshake). Streams and waiting handlers are exempt.
     public var headerTimeout: Int
+    /// Polling threads (libmicrohttpd's thread pool): each owns its share of the connections,
+    /// so a frame's parts go out on every core at once. 1 is a single polling thread.
+    public var threads: Int
+    /// Reverse proxies whose `Forwarded`/`X-Forwarded-For` name the client (for the gate, the
+    /// lockout and logs); their connections count toward the total only, not per address.
+    public var trustedProxies: TrustedProxies
 
     public struct TLSFiles: Sendable, Equatable {
         public var certificate: String
@@ -48,7 +59,8 @@ public struct ServerConfiguration: Sendable {
                 maxBodyBytes: Int = 64 * 1024, allowOrigins: [String] = [], exposedHeaders: [String] = ["Location"],
                 staticFiles: StaticFiles? = nil, renderError: @escaping @Sendable (any ResponseError) -> Response = plainErrorResponse,
                 gate: RequestGate? = nil,
-                tls: TLSFiles? = nil, maxConnectionsPerAddress: Int = 32, headerTimeout: Int = 10) {
+                tls: TLSFiles? = nil, maxConnectionsPerAddress: Int = 32, headerTimeout: Int = 10,
+                threads: Int = ServerConfiguration.defaultThreads, trustedProxies: TrustedProxies = .none) {
         self.host = host
         self.port = port
         self.maxConnections = maxConnections
@@ -61,5 +73,10 @@ public struct ServerConfiguration: Sendable {
         self.tls = tls
         self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.headerTimeout = headerTimeout
+        self.threads = max(1, threads)
+        self.trustedProxies = trustedProxies
     }
+
+    /// One polling thread per core.
+    public static var defaultThreads: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 }

@@ -33,7 +33,7 @@ public final class MultiCamSession: Sendable {
         self.sessions = sessions
         self.events = events
         pointer = Locked(Pointer(main: main))
-        mainFeed = PreviewFeed(sessions[main].hub)
+        mainFeed = PreviewFeed(sessions[main].hub, follows: true)
     }
 
     public var main: CaptureSession { sessions[pointer.withLock { $0.main }] }

@@ -115,6 +115,10 @@ public final class Application: Sendable {
     public var port: Int { server?.port ?? 0 }
 
     public func start() async throws {
+        let files = OpenFileLimit.raise()
+        if files >= 0 && files < configuration.server.maxConnections + 64 {
+            logger.warning("open files limited to \(files): fewer than server.maxConnections (\(configuration.server.maxConnections)) can be served")
+        }
         let s = HTTPServer(configuration: serverConfiguration(host: configuration.server.host, port: configuration.server.port),
                            router: makeRouter(), logger: logger)
         running.withLock { $0 = [s] }
@@ -199,7 +203,10 @@ public final class Application: Sendable {
             gate: { [access] request, digest in access.gate(&request, digest) },
             tls: configuration.server.tls.map { .init(certificate: $0.certificate, key: $0.key) },
             maxConnectionsPerAddress: configuration.server.maxConnectionsPerAddress,
-            headerTimeout: configuration.server.headerTimeout)
+            headerTimeout: configuration.server.headerTimeout,
+            threads: configuration.server.threads ?? ServerConfiguration.defaultThreads,
+            // Checked when the configuration was read: every entry parses.
+            trustedProxies: (try? TrustedProxies(configuration.server.trustedProxies)) ?? .none)
     }
 
     /// SIGHUP: reads server.tls's files again. New connections get the new certificate,

@@ -9,21 +9,6 @@ import HTTPServer
 import JSON
 
 public struct Configuration: Sendable, Equatable {
-    public struct Server: Sendable, Equatable {
-        public var host = "127.0.0.1"
-        public var port = 8080
-        public var publicDirectory = "Public"
-        /// CORS origins: `["*"]`, a list, or none.
-        public var allowOrigins: [String] = []
-        public var maxConnections = 256
-        /// HTTPS from these PEM files; SIGHUP reads them again.
-        public var tls: TLS?
-        public var maxConnectionsPerAddress = 32
-        /// Seconds to finish the request headers (and the TLS handshake).
-        public var headerTimeout = 10
-        /// Extra ports, each serving one camera at `/?action=stream` (crowsnest's layout).
-        public var listen: [Listener] = []
-    }
 
     /// `server.listen[]`: a port of its own for one camera, for clients hard-wired to
     /// `http://host:PORT/?action=stream`.
@@ -77,7 +62,8 @@ public struct Configuration: Sendable, Equatable {
 
     public struct Stream: Sendable, Equatable {
         public var quality = 80
-        public var maxFps = 30
+        /// A cap on every viewer's frame rate; nil: the camera's own rate (as µStreamer streams).
+        public var maxFps: Int?
         /// The preview's chroma: "422" (as the source) or "420" (smaller frames).
         public var subsampling = ChromaSubsampling.s422
         /// Encode threads per running camera (µStreamer's `--workers`): one per core by default.
@@ -148,39 +134,7 @@ public struct Configuration: Sendable, Equatable {
     static func decode(_ value: JSONValue) throws(JSONFieldError) -> Configuration {
         var c = Configuration()
         let root = try JSONObjectReader(value)
-        if let s = try root.object("server") {
-            c.server.host = try s.string("host") ?? c.server.host
-            c.server.port = try s.int("port", in: 0...65535) ?? c.server.port
-            c.server.publicDirectory = try s.string("publicDirectory") ?? c.server.publicDirectory
-            c.server.allowOrigins = try origins(s.value("allowOrigin"))
-            c.server.maxConnections = try s.int("maxConnections", in: 1...100_000) ?? c.server.maxConnections
-            if let t = try s.object("tls") {
-                guard let certificate = try t.string("certificate"), !certificate.isEmpty else {
-                    throw JSONFieldError(path: "server.tls.certificate", problem: "required (a PEM file)")
-                }
-                guard let key = try t.string("key"), !key.isEmpty else {
-                    throw JSONFieldError(path: "server.tls.key", problem: "required (a PEM file)")
-                }
-                try t.finish()
-                c.server.tls = TLS(certificate: certificate, key: key)
-            }
-            c.server.maxConnectionsPerAddress = try s.int("maxConnectionsPerAddress", in: 1...100_000) ?? c.server.maxConnectionsPerAddress
-            c.server.headerTimeout = try s.int("headerTimeout", in: 1...3600) ?? c.server.headerTimeout
-            if let l = s.value("listen") {
-                guard case .array(let items) = l else { throw JSONFieldError(path: "server.listen", problem: "expected a list of {\"port\", \"camera\"}") }
-                for (i, item) in items.enumerated() {
-                    let r = try JSONObjectReader(item, path: "server.listen[\(i)]")
-                    guard let port = try r.int("port", in: 0...65535) else { throw JSONFieldError(path: "server.listen[\(i)].port", problem: "required") }
-                    guard let camera = try r.string("camera"), !camera.isEmpty else {
-                        throw JSONFieldError(path: "server.listen[\(i)].camera", problem: "required (a camera id)")
-                    }
-                    let host = try r.string("host")
-                    try r.finish()
-                    c.server.listen.append(Listener(port: port, camera: camera, host: host))
-                }
-            }
-            try s.finish()
-        }
+        try decodeServer(root, into: &c)
         if let cams = root.value("cameras") {
             c.cameras = try decodeCameras(cams)
         }
@@ -289,23 +243,6 @@ public struct Configuration: Sendable, Equatable {
         }
     }
 
-    static func origins(_ v: JSONValue?) throws(JSONFieldError) -> [String] {
-        switch v {
-        case nil, .null?: return []
-        case .string(let s)?: return [s]
-        case .array(let items)?:
-            var out: [String] = []
-            for (i, item) in items.enumerated() {
-                guard case .string(let s) = item, !s.isEmpty else {
-                    throw JSONFieldError(path: "server.allowOrigin[\(i)]", problem: "expected an origin such as \"https://octopi.local\"")
-                }
-                out.append(s)
-            }
-            return out
-        default:
-            throw JSONFieldError(path: "server.allowOrigin", problem: "expected an origin, a list of origins, or null")
-        }
-    }
 
     /// Cross-field checks, shared by the file and the command-line overrides.
     public func validate() throws(JSONFieldError) {

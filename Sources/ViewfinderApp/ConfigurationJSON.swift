@@ -65,14 +65,16 @@ extension Configuration {
                                     : "[" + server.allowOrigins.map { str($0) }.joined(separator: ", ") + "]"),
                                ("maxConnections", "\(server.maxConnections)"),
                                ("maxConnectionsPerAddress", "\(server.maxConnectionsPerAddress)"),
-                               ("headerTimeout", "\(server.headerTimeout)")]
+                               ("headerTimeout", "\(server.headerTimeout)"),
+                               ("trustedProxies", "[" + server.trustedProxies.map { str($0) }.joined(separator: ", ") + "]")]
+                              + (server.threads.map { [("threads", "\($0)")] } ?? [])
                               + (server.tls.map { [("tls", object([("certificate", str($0.certificate)), ("key", str($0.key))]))] } ?? [])
                               + listen)),
             ("cameras", cams),
             ("session", object([("camera", str(session.camera)), ("preset", str(session.preset)),
                                 ("fps", "\(session.fps)"), ("autostart", "\(session.autostart)")])),
-            ("stream", object([("quality", "\(stream.quality)"), ("maxFps", "\(stream.maxFps)"),
-                               ("subsampling", str(stream.subsampling.rawValue)), ("workers", "\(stream.workers)")])),
+            ("stream", object([("quality", "\(stream.quality)")] + (stream.maxFps.map { [("maxFps", "\($0)")] } ?? [])
+                              + [("subsampling", str(stream.subsampling.rawValue)), ("workers", "\(stream.workers)")])),
             ("capture", object([("quality", "\(capture.quality)"), ("directory", str(capture.directory))])),
             ("recording", object([("directory", str(recording.directory)), ("preset", str(recording.preset))])),
             ("metadata", object([("rate", "\(metadata.rate)")])),

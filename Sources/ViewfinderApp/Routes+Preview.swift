@@ -10,10 +10,12 @@ extension Application {
     /// to another camera (as AVCaptureVideoPreviewLayer follows its session).
     func stream(_ request: Request, _ lookup: SessionLookup, followsMain: Bool = false) throws -> Response {
         let session = try lookup(request)
-        let cap = Double(configuration.stream.maxFps)
+        // No stream.maxFps: the camera's own rate, as µStreamer and mjpg-streamer stream.
+        let cap = configuration.stream.maxFps.map(Double.init) ?? .infinity
         let asked = request.query["fps"].flatMap(Double.init).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
         let feed = followsMain ? cameras.mainFeed : PreviewFeed(session.hub)
-        let body = MJPEGStream(feed: feed, maxFps: min(asked ?? cap, cap))
+        let fps = min(asked ?? cap, cap)
+        let body = MJPEGStream(feed: feed, maxFps: fps.isFinite ? fps : 0)
         return Response(headers: [("Content-Type", Multipart.contentType)] + Response.noCache, body: .stream(body))
     }
 

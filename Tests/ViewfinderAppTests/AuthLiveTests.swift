@@ -119,6 +119,31 @@ import Testing
         }
     }
 
+    /// Behind a trusted reverse proxy the lockout is per client named by X-Forwarded-For or
+    /// Forwarded; from an untrusted address those headers are ignored.
+    @Test func aTrustedProxyNamesTheClient() async throws {
+        var a = try Self.accounts()
+        a.failuresPerMinute = 5
+        try await withServer({ $0.auth = a; $0.server.trustedProxies = ["127.0.0.3/32"] }) { _, port in
+            let proxy = ["--interface", "127.0.0.3"]
+            for _ in 0..<5 {
+                #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9", "--basic", "-u", "ann:guess"]) == 401)
+            }
+            #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9", "--basic", "-u", "ann:pass word"]) == 429)
+            #expect(status(port, "/api/session", proxy + ["-H", "Forwarded: for=\"10.9.9.9:4711\"", "--basic", "-u", "ann:pass word"]) == 429,
+                    "Forwarded names the same client")
+            #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.10", "--basic", "-u", "ann:pass word"]) == 200,
+                    "another client behind the same proxy is not locked out")
+            #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9, 10.9.9.11", "--basic", "-u", "ann:pass word"]) == 200,
+                    "the rightmost hop the proxy did not add is the client")
+            for _ in 0..<5 {
+                _ = status(port, "/api/session", ["--interface", "127.0.0.4", "-H", "X-Forwarded-For: 10.9.9.12", "--basic", "-u", "ann:guess"])
+            }
+            #expect(status(port, "/api/session", ["--interface", "127.0.0.4", "-H", "X-Forwarded-For: 10.9.9.13", "--basic", "-u", "ann:pass word"]) == 429,
+                    "an untrusted address is locked out as itself, whatever it forwards")
+        }
+    }
+
     @Test(arguments: ["Basic", "Basic !!!", "Basic Zm9v", "Digest", "Digest username=", "Digest username=\"ann\", response=\"x\"",
                       "Bearer", "NTLM abc", "Basic " + String(repeating: "A", count: 4000), "Digest username=\"ann\", algorithm=SHA-512",
                       "Digest username=\"nobody\", realm=\"Viewfinder\", nonce=\"00\", uri=\"/api/session\", response=\"0123456789abcdef0123456789abcdef\"",

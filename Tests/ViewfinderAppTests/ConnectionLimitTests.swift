@@ -120,4 +120,77 @@ import Session
                     "the idle event stream still delivers")
         }
     }
+
+    /// The per-address limit counts connections that have not sent a request, not viewers:
+    /// 100 viewers from one address (a school behind one NAT address) all get frames with the
+    /// default limit of 32, and an API call from that address is still answered.
+    @Test func viewersFromOneAddressAreNotLimited() async throws {
+        try await withServer { app, port in
+            #expect(app.configuration.server.maxConnectionsPerAddress == 32)
+            var viewers: [TestConnection] = []
+            for _ in 0..<100 {
+                let c = try TestConnection(port: port, from: "127.0.0.8")
+                try c.request("GET", "/stream")
+                viewers.append(c)
+            }
+            for c in viewers { try await c.read(timeout: 10) { Multipart.parse($0).parts.count >= 1 } }
+            #expect(viewers.allSatisfy { $0.status == 200 }, "\(viewers.map(\.status).filter { $0 != 200 })")
+            let api = try await offload { () -> TestConnection in
+                let c = try TestConnection(port: port, from: "127.0.0.8")
+                try c.request("GET", "/api/session", headers: ["Connection": "close"])
+                try c.readAllSync(timeout: 5)
+                return c
+            }
+            #expect(api.status == 200, "the operator's call from the viewers' address")
+            #expect(app.server!.connectionCount >= 100)
+            viewers.removeAll()
+            #expect(await eventually(timeout: 10) { app.server?.connectionCount == 0 })
+        }
+    }
+
+    /// A nearly full server keeps its last eighth for addresses under their share: one address
+    /// taking every slot it can is answered 503 from the 57th of 64, another is still served.
+    @Test func aNearlyFullServerKeepsRoomForOthers() async throws {
+        try await withServer({ $0.server.maxConnections = 64 }) { app, port in
+            var held: [TestConnection] = []
+            var refused: TestConnection?
+            for _ in 0..<64 {
+                let c = try TestConnection(port: port, from: "127.0.0.9")
+                try c.request("GET", "/api/events")
+                try await c.read(timeout: 5) { !$0.isEmpty }
+                if c.status != 200 { refused = c; break }
+                held.append(c)
+            }
+            #expect(held.count == 56, "served before the reserve: \(held.count)")
+            let error = (refused?.json as? [String: [String: String]])?["error"]
+            #expect(refused?.status == 503 && error?["message"]?.contains("its share") == true, "\(error ?? [:])")
+            let other = try await offload { () -> TestConnection in
+                let c = try TestConnection(port: port, from: "127.0.0.10")
+                try c.request("GET", "/healthz", headers: ["Connection": "close"])
+                try c.readAllSync(timeout: 5)
+                return c
+            }
+            #expect(other.status == 200, "another address is served from the reserve")
+            held.removeAll()
+            _ = app
+        }
+    }
+
+    /// A trusted reverse proxy stands for many clients: its idle connections are not limited
+    /// per address (the proxy buffers heads itself); an untrusted address still is.
+    @Test func aTrustedProxyIsNotLimitedPerAddress() async throws {
+        try await withServer({ $0.server.trustedProxies = ["127.0.0.11"] }) { app, port in
+            var held: [TestConnection] = []
+            for _ in 0..<40 { held.append(try TestConnection(port: port, from: "127.0.0.11")) }
+            #expect(await eventually { app.server?.connectionCount == 40 })
+            let through = try await offload { () -> TestConnection in
+                let c = try TestConnection(port: port, from: "127.0.0.11")
+                try c.request("GET", "/healthz", headers: ["Connection": "close"])
+                try c.readAllSync(timeout: 5)
+                return c
+            }
+            #expect(through.status == 200)
+            held.removeAll()
+        }
+    }
 }

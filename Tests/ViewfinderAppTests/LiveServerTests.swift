@@ -177,6 +177,30 @@ import Session
         }
     }
 
+    /// With no stream.maxFps a viewer gets the camera's own rate, as µStreamer's and
+    /// mjpg-streamer's streams do: from a session at 60 fps, parts captured 1/60 s apart
+    /// reach a viewer (a cap of 30 never lets two closer than 1/30 s through); `?fps=20`
+    /// still caps (over any run of parts, at most one interval of burst).
+    @Test func aSixtyFpsCameraStreamsSixty() async throws {
+        func times(_ c: TestConnection) -> [Double] {
+            Multipart.parse(c.body).parts.compactMap { $0.headers["x-timestamp"].flatMap(Double.init) }
+        }
+        try await withServer({ $0.session.fps = 60 }) { app, port in
+            #expect(app.configuration.stream.maxFps == nil)
+            let viewer = try TestConnection(port: port), capped = try TestConnection(port: port)
+            try viewer.request("GET", "/stream")
+            try capped.request("GET", "/stream?fps=20")
+            try await viewer.read(timeout: 10) { Multipart.parse($0).parts.count >= 60 }
+            let t = Array(times(viewer).dropFirst(10))  // past a cap's one interval of burst at the start
+            let gaps = zip(t.dropFirst(), t).map { $0 - $1 }
+            #expect(gaps.contains { $0 < 0.025 }, "consecutive frames of a 60 fps capture: smallest gap \(gaps.min() ?? 0)")
+            try await capped.read(timeout: 10) { Multipart.parse($0).parts.count >= 12 }
+            let c = Array(times(capped).dropFirst())  // the first part goes at once
+            #expect(c.count >= 10 && c.last! - c.first! >= Double(c.count - 2) / 20 - 0.005,
+                    "\(c.count) parts in \(c.last! - c.first!) s at ?fps=20")
+        }
+    }
+
     @Test func connectionLimitAnswers503() async throws {
         try await withServer({ $0.server.maxConnections = 2 }) { app, port in
             let a = try TestConnection(port: port), b = try TestConnection(port: port)

@@ -29,7 +29,9 @@ static size_t cmhd_no_unescape(void *cls, struct MHD_Connection *c, char *s) {
 /// MHD_start_daemon is variadic; this fixes the options Viewfinder uses. With `tls` set
 /// the daemon speaks HTTPS (MHD_USE_TLS) with `priorities`, and every handshake takes the
 /// store's current certificate through MHD_OPTION_HTTPS_CERT_CALLBACK. `accept` decides
-/// per client address before a connection is set up (NULL: accept all).
+/// per client address before a connection is set up (NULL: accept all). `threads` > 1 runs
+/// that many polling threads (MHD_OPTION_THREAD_POOL_SIZE), each with its own epoll set and
+/// its share of the connections; 1 is MHD's single internal polling thread.
 struct cmhd_tls;
 struct MHD_Daemon *cmhd_start(
     unsigned int flags, const struct sockaddr_in *addr,
@@ -39,7 +41,7 @@ struct MHD_Daemon *cmhd_start(
     MHD_AcceptPolicyCallback accept, void *accept_cls,
     unsigned int connection_limit, unsigned int connection_timeout,
     struct cmhd_tls *tls, const char *priorities,
-    const void *digest_random, size_t digest_random_size);
+    const void *digest_random, size_t digest_random_size, unsigned int threads);
 
 /// Sets one connection's idle timeout in seconds (MHD_set_connection_option is variadic).
 static inline void cmhd_set_connection_timeout(struct MHD_Connection *c, unsigned int seconds) {

@@ -9,21 +9,33 @@ import Foundation
 import SystemSupport
 
 public final class FrameHub: Sendable {
-    /// A parked viewer.
-    private struct Waiter {
+    /// One viewer (an MJPEG stream): its schedule, and whether and how it is parked. Viewers
+    /// live in an array, found by their slot: the per-part path is one lock and an index, no
+    /// dictionary, no key.
+    private struct Viewer {
+        /// The PreviewFeed it follows (nil: this hub for good); a move marks it `moved`.
+        var feed: ObjectIdentifier?
+        /// 1 / the viewer's fps cap; 0 for none.
+        var minInterval: Double
+        var wake: (@Sendable () -> Void)?
         var lastSequence: UInt64?
+        var lastSent = -Double.infinity
+        /// The next due time; sending is allowed from `due - minInterval` on.
+        var due = -Double.infinity
+        var parked = false
+        var moved = false
         /// Monotonic time before which a new frame must not wake it (fps cap).
-        var notBefore: Double
+        var notBefore = 0.0
         /// Monotonic time at which it is woken even without a new frame (keep-alive).
-        var resendAt: Double
-        var wake: @Sendable () -> Void
+        var resendAt = 0.0
     }
 
     private struct State {
         var latest: EncodedFrame?
         var nextSequence: UInt64 = 1
-        var waiters: [ObjectIdentifier: Waiter] = [:]
-        var viewers = 0
+        var viewers: [Viewer?] = []
+        var freeSlots: [Int] = []
+        var viewerCount = 0
         var frameWaiters: [UUID: (after: UInt64, continuation: CheckedContinuation<EncodedFrame?, Never>)] = [:]
         var ticker: Alarm?
         /// When the ticker fires next (infinity: not armed).
@@ -41,7 +53,7 @@ public final class FrameHub: Sendable {
     // MARK: - Producing
 
     /// True while someone will look at the next frame: encode only then.
-    public var hasDemand: Bool { state.withLock { s in s.viewers > 0 || !s.frameWaiters.isEmpty } }
+    public var hasDemand: Bool { state.withLock { s in s.viewerCount > 0 || !s.frameWaiters.isEmpty } }
 
     /// Takes the next session-wide sequence number (monotonic across camera switches).
     public func takeSequence() -> UInt64 {
@@ -53,47 +65,33 @@ public final class FrameHub: Sendable {
     @discardableResult
     public func publish(_ frame: EncodedFrame) -> Bool {
         let now = Clock.monotonic()
-        // Every parked viewer is taken out under the lock and sorted outside it: MHD's thread
-        // parks viewers on this lock while hundreds are woken.
-        let published = state.withLock { s -> ([ObjectIdentifier: Waiter], [CheckedContinuation<EncodedFrame?, Never>])? in
+        // Parked viewers this frame may go to are unparked under the lock and woken outside it;
+        // capped ones it came too early for stay parked, the ticker armed for the soonest.
+        let published = state.withLock { s -> ([@Sendable () -> Void], [CheckedContinuation<EncodedFrame?, Never>])? in
             if let latest = s.latest, latest.sequence >= frame.sequence { return nil }
             s.latest = frame
             s.encodedFrames += 1
             s.publishTimes.append(now)
             if s.publishTimes.count > 120 { s.publishTimes.removeFirst(s.publishTimes.count - 120) }
-            // The parked viewers leave with their storage, and the hub starts a new one: the
-            // two are never shared, so no copy-on-write decision hangs on whether this thread
-            // has dropped its copy yet (ThreadSanitizer saw such a hand-over, through the
-            // standard library's uninstrumented reference count, as a race).
-            var parked: [ObjectIdentifier: Waiter] = [:]
-            if !s.waiters.isEmpty {
-                swap(&parked, &s.waiters)
-                s.waiters.reserveCapacity(parked.count)
+            var wake: [@Sendable () -> Void] = []
+            var early = Double.infinity  // the soonest a held viewer may send this frame
+            for i in s.viewers.indices where s.viewers[i]?.parked == true {
+                if s.viewers[i]!.notBefore <= now {
+                    s.viewers[i]!.parked = false
+                    if let w = s.viewers[i]!.wake { wake.append(w) }
+                } else {
+                    early = min(early, s.viewers[i]!.notBefore)
+                }
             }
+            if early < .infinity { arm(&s, at: early) }
             var ready: [CheckedContinuation<EncodedFrame?, Never>] = []
             for (token, entry) in s.frameWaiters where frame.sequence > entry.after {
                 ready.append(entry.continuation)
                 s.frameWaiters[token] = nil
             }
-            return (parked, ready)
+            return (wake, ready)
         }
-        guard let (parked, continuations) = published else { return false }
-        var wake: [@Sendable () -> Void] = []
-        wake.reserveCapacity(parked.count)
-        var held: [(ObjectIdentifier, Waiter)] = []  // capped viewers this frame came too early for
-        for (id, w) in parked {
-            if w.notBefore <= now { wake.append(w.wake) } else { held.append((id, w)) }
-        }
-        if !held.isEmpty {
-            state.withLock { s in
-                var early = Double.infinity  // the soonest one of them may send this frame
-                for (id, w) in held where s.waiters[id] == nil {
-                    s.waiters[id] = w
-                    early = min(early, w.notBefore)
-                }
-                if early < .infinity { arm(&s, at: early) }
-            }
-        }
+        guard let (wake, continuations) = published else { return false }
         for w in wake { w() }
         for c in continuations { c.resume(returning: frame) }
         return true
@@ -109,30 +107,92 @@ public final class FrameHub: Sendable {
         return state.withLock { s in Double(s.publishTimes.filter { now - $0 <= 1.0 }.count) }
     }
 
-    public var viewerCount: Int { state.withLock { s in s.viewers } }
+    public var viewerCount: Int { state.withLock { s in s.viewerCount } }
 
-    /// A viewer (stream client) arrives or leaves; s.viewers create demand for encoding.
-    public func addViewer() { state.withLock { s in s.viewers += 1 } }
-    public func removeViewer(_ id: ObjectIdentifier) {
-        state.withLock { s in
-            s.viewers -= 1
-            s.waiters[id] = nil
+    /// What a viewer does next.
+    public enum Pull: Sendable {
+        /// Send this frame (its finished part).
+        case send(EncodedFrame)
+        /// Nothing to send yet: parked, its waker is called when there is.
+        case wait
+        /// The feed it followed moved to another hub: leave this one and join that one.
+        case moved
+        /// Not a viewer here (removed), or no waker to park with.
+        case end
+    }
+
+    /// A viewer arrives (viewers create demand for encoding); returns its slot. `maxFps` caps
+    /// its rate (0: none); `feed` is the PreviewFeed it follows, if any.
+    public func addViewer(maxFps: Double, feed: ObjectIdentifier? = nil) -> Int {
+        let v = Viewer(feed: feed, minInterval: maxFps > 0 ? 1 / maxFps : 0)
+        return state.withLock { s in
+            s.viewerCount += 1
+            if let slot = s.freeSlots.popLast() { s.viewers[slot] = v; return slot }
+            s.viewers.append(v)
+            return s.viewers.count - 1
         }
     }
 
-    /// Parks viewer `id` until a frame newer than `lastSequence` may be sent (not before
-    /// `notBefore`), or until `resendAt` passes. If one is already there, wakes at once.
-    public func park(_ id: ObjectIdentifier, lastSequence: UInt64?, notBefore: Double, resendAt: Double,
-                     wake: @escaping @Sendable () -> Void) {
-        let now = Clock.monotonic()
-        let immediate = state.withLock { s -> Bool in
-            if let latest = s.latest, latest.sequence != lastSequence, notBefore <= now { return true }
-            let w = Waiter(lastSequence: lastSequence, notBefore: notBefore, resendAt: resendAt, wake: wake)
-            s.waiters[id] = w
-            arm(&s, at: Self.deadline(w, newest: s.latest?.sequence))
-            return false
+    /// How the viewer in `slot` is woken when parked.
+    public func setWaker(_ slot: Int, _ wake: @escaping @Sendable () -> Void) {
+        state.withLock { s in if s.viewers[slot] != nil { s.viewers[slot]!.wake = wake } }
+    }
+
+    public func removeViewer(_ slot: Int) {
+        state.withLock { s in
+            guard s.viewers.indices.contains(slot), s.viewers[slot] != nil else { return }
+            s.viewers[slot] = nil
+            s.freeSlots.append(slot)
+            s.viewerCount -= 1
         }
-        if immediate { wake() }
+    }
+
+    /// The viewer in `slot` asks for its next part: the newest frame if it has not sent it and
+    /// its cap allows, or the same frame again once a second passed without one (proxies and
+    /// Home Assistant drop silent streams); else it is parked until a publish or the ticker
+    /// wakes it. The cap is a schedule (GCRA): a part may go out up to one interval ahead of
+    /// it, so a cap equal to the camera's rate never holds a frame back whatever the phase,
+    /// while the long-run rate never exceeds it. One lock, held briefly.
+    public func next(_ slot: Int) -> Pull {
+        let now = Clock.monotonic()
+        return state.withLock { s -> Pull in
+            guard s.viewers.indices.contains(slot), var v = s.viewers[slot] else { return .end }
+            if v.moved { return .moved }
+            let allowedFrom = v.due - v.minInterval
+            if let frame = s.latest, (frame.sequence != v.lastSequence && now >= allowedFrom) || now - v.lastSent >= 1.0 {
+                v.lastSequence = frame.sequence
+                v.lastSent = now
+                // On a grid: a part sent a little late keeps the next one's slot, so the
+                // capture's jitter never adds up to a skipped frame when the cap is the
+                // camera's own rate; after a pause the grid starts again from now.
+                v.due = now - v.due < v.minInterval ? v.due + v.minInterval : now + v.minInterval
+                v.parked = false
+                s.viewers[slot] = v
+                return .send(frame)
+            }
+            guard v.wake != nil else { return .end }
+            v.parked = true
+            v.notBefore = allowedFrom
+            v.resendAt = v.lastSent + 1.0
+            s.viewers[slot] = v
+            arm(&s, at: Self.deadline(v, newest: s.latest?.sequence))
+            return .wait
+        }
+    }
+
+    /// The viewers following `feed` leave: each is told `.moved` at its next pull (parked ones
+    /// are woken for it).
+    func detach(feed: ObjectIdentifier) {
+        let wake = state.withLock { s -> [@Sendable () -> Void] in
+            var wake: [@Sendable () -> Void] = []
+            for i in s.viewers.indices where s.viewers[i]?.feed == feed {
+                s.viewers[i]!.moved = true
+                if s.viewers[i]!.parked, let w = s.viewers[i]!.wake { wake.append(w) }
+                s.viewers[i]!.parked = false
+            }
+            return wake
+        }
+        for w in wake { w() }
     }
 
     /// The first frame published with a sequence greater than `sequence`, or nil after
@@ -163,7 +223,7 @@ public final class FrameHub: Sendable {
     /// has not sent is there, else at its resend time.
     private static let slot = 0.005
 
-    private static func deadline(_ w: Waiter, newest: UInt64?) -> Double {
+    private static func deadline(_ w: Viewer, newest: UInt64?) -> Double {
         newest != nil && newest != w.lastSequence ? min(w.notBefore, w.resendAt) : w.resendAt
     }
 
@@ -185,11 +245,11 @@ public final class FrameHub: Sendable {
             var wake: [@Sendable () -> Void] = []
             var next = Double.infinity
             let newest = s.latest?.sequence
-            for (id, w) in s.waiters {
-                let d = Self.deadline(w, newest: newest)
+            for i in s.viewers.indices where s.viewers[i]?.parked == true {
+                let d = Self.deadline(s.viewers[i]!, newest: newest)
                 if d <= now {
-                    wake.append(w.wake)
-                    s.waiters[id] = nil
+                    s.viewers[i]!.parked = false
+                    if let w = s.viewers[i]!.wake { wake.append(w) }
                 } else {
                     next = min(next, d)
                 }
@@ -203,8 +263,12 @@ public final class FrameHub: Sendable {
     /// Wakes every parked viewer (used when the session stops or the server shuts down).
     public func wakeAll() {
         let all = state.withLock { s -> [@Sendable () -> Void] in
-            defer { s.waiters.removeAll() }
-            return s.waiters.values.map(\.wake)
+            var wake: [@Sendable () -> Void] = []
+            for i in s.viewers.indices where s.viewers[i]?.parked == true {
+                s.viewers[i]!.parked = false
+                if let w = s.viewers[i]!.wake { wake.append(w) }
+            }
+            return wake
         }
         for w in all { w() }
     }
