@@ -29,7 +29,7 @@ Where the latency goes (context, from the same windows): the synthetic camera st
 with the wall clock *before* it renders it, so timestamp → encode start is the render (the
 capture thread's CPU per frame with no viewer); the capture thread's CPU per frame with
 viewers is render + the copy handed to an encode worker; the encode workers' CPU per frame
-(threads named CAMERA-encode-N) is encode + publish; what is left of the latency is publish →
+(the shared encode threads, named encode-N) is encode + publish; what is left of the latency is publish →
 last byte at the client (MHD's polling thread waking the streams and writing, loopback, the
 client's read) plus the threads' waits for a CPU.
 
@@ -103,11 +103,11 @@ def schedstat(pid):
 
 
 def encode_threads(pid):
-    """The tids of the encode workers (threads named CAMERA-encode-N, `stream.workers`)."""
+    """The tids of the encode workers (the shared pool's threads, named encode-N: one per core)."""
     tids = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            if "-encode-" in (task / "comm").read_text():
+            if (task / "comm").read_text().startswith("encode-"):
                 tids.add(int(task.name))
         except OSError:
             pass
@@ -264,7 +264,7 @@ def markdown(rows, started, load, took):
         "Render: the capture thread's CPU per frame with no viewer (`/proc/PID/task/TID/schedstat`; the thread "
         "that ran most in that window). Capture thread with viewers: its CPU per encoded frame (render + the copy "
         "handed to an encode worker) and its wait for a CPU per frame. Encode: the encode workers' CPU per "
-        "encoded frame (threads named `CAMERA-encode-N`, `stream.workers`; encode + publish) and their wait for "
+        "encoded frame (the shared pool's threads, named `encode-N`, one per core; encode + publish) and their wait for "
         "a CPU. Rest: p50 − both CPUs − both waits ≈ the hand-over to a worker and publish → last byte at the "
         "client (MHD's one polling thread waking the streams and writing every viewer's part in 32 KB blocks, "
         "loopback, the client's read).",

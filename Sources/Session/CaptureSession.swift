@@ -107,13 +107,19 @@ public actor CaptureSession {
             whiteBalance: s.whiteBalance, torch: s.torch, orientation: s.orientation,
             stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
                           quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue,
-                          workers: configuration.streamWorkers),
+                          workers: min(configuration.streamWorkers, EncodePool.shared.threads)),
             frames: .init(sequence: latest?.sequence ?? 0,
                           dropped: pipeline?.output(PreviewOutput.self).map { $0.dropped + camera.rejectedFrames } ?? 0),
             error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state)
     }
 
     public var isRunning: Bool { runState == .running }
+
+    /// Frames the preview's encode took since the camera started: by copying them, and on the
+    /// camera's lent buffer (V4L2: zero copies before the encode).
+    public var previewHandoffs: (copied: UInt64, lent: UInt64) {
+        pipeline?.output(PreviewOutput.self).map { ($0.copied, $0.lent) } ?? (0, 0)
+    }
 
     // MARK: - Running
 

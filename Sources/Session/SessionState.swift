@@ -13,7 +13,8 @@ public struct SessionState: Sendable, Equatable, Codable {
         public var clients: Int, fps: Double, quality: Int
         /// "422" (as the source) or "420" (`stream.subsampling`).
         public var subsampling: String
-        /// Encode threads while running (`stream.workers`).
+        /// Frames this camera may have in encode at once on the shared encode threads
+        /// (`stream.workers`, at most one per core).
         public var workers: Int
     }
     public struct FrameInfo: Sendable, Equatable, Codable {

@@ -6,12 +6,15 @@ import Session
 
 extension Application {
     func metrics() async -> Response {
-        var up = "", encoded = "", clients = "", fps = "", recording = "", metadata = ""
+        var up = "", encoded = "", copies = "", clients = "", fps = "", recording = "", metadata = ""
         for s in cameras.sessions {
             let state = await s.state()
             let label = "{camera=\"\(Self.labelValue(s.id))\"}"
             up += "viewfinder_up\(label) \(state.state == .running ? 1 : 0)\n"
             encoded += "viewfinder_frames_encoded_total\(label) \(s.hub.encodedFrames)\n"
+            let handoffs = await s.previewHandoffs
+            copies += "viewfinder_preview_frames_copied_total\(label) \(handoffs.copied)\n"
+                + "viewfinder_preview_frames_lent_total\(label) \(handoffs.lent)\n"
             clients += "viewfinder_stream_clients\(label) \(state.stream.clients)\n"
             fps += "viewfinder_stream_fps\(label) \(state.stream.fps)\n"
             let r = state.recording
@@ -27,7 +30,10 @@ extension Application {
         # TYPE viewfinder_up gauge
         \(up)# HELP viewfinder_frames_encoded_total Frames encoded and published to viewers.
         # TYPE viewfinder_frames_encoded_total counter
-        \(encoded)# HELP viewfinder_stream_clients MJPEG viewers connected.
+        \(encoded)# HELP viewfinder_preview_frames_copied_total Frames the preview encode took by copying them since the camera started; viewfinder_preview_frames_lent_total: on the camera's lent buffer, without a copy (V4L2).
+        # TYPE viewfinder_preview_frames_copied_total counter
+        # TYPE viewfinder_preview_frames_lent_total counter
+        \(copies)# HELP viewfinder_stream_clients MJPEG viewers connected.
         # TYPE viewfinder_stream_clients gauge
         \(clients)# HELP viewfinder_stream_fps Frames published over the last second.
         # TYPE viewfinder_stream_fps gauge

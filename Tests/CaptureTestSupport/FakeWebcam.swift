@@ -34,6 +34,9 @@ public final class FakeWebcam: Sendable {
         var open = 0
         /// STREAMON answers this errno (ENOSPC: a USB 2 bus without bandwidth left).
         var streamOnError: Int32?
+        /// Buffers: asked for at the last STREAMON, lent out now, the most ever out at once,
+        /// and exposures lost because every buffer was out.
+        var buffers = 0, lent = 0, mostLent = 0, starved = 0
     }
     private let state: Locked<State>
 
@@ -95,6 +98,20 @@ public final class FakeWebcam: Sendable {
             if c.kind != .button { s.values[id] = v }
         }
     }
+
+    /// Buffers asked for at the last STREAMON (REQBUFS).
+    public var buffers: Int { state.withLock { $0.buffers } }
+    /// The most buffers lent out at once, and exposures lost for want of a queued buffer.
+    public var mostLent: Int { state.withLock { $0.mostLent } }
+    public var starved: Int { state.withLock { $0.starved } }
+    func buffersRequested(_ n: Int) { state.withLock { $0.buffers = n } }
+    func lent(_ delta: Int) {
+        state.withLock { s in
+            s.lent += delta
+            s.mostLent = max(s.mostLent, s.lent)
+        }
+    }
+    func frameStarved() { state.withLock { $0.starved += 1 } }
 
     func streamOn() {
         guard model.resetAtStreamOn else { return }
@@ -185,6 +202,9 @@ public final class FakeWebcam: Sendable {
 
 /// One open handle on a FakeWebcam. Its frames are YUYV vertical bars, `barWidth` pixels
 /// wide at zoom_absolute's minimum, widened by the optical zoom around the centre.
+/// Its buffers behave like a driver's: REQBUFS's count of them, each either queued (the
+/// sensor may fill it) or lent out with a frame until its lease ends; with none queued the
+/// sensor has nowhere to write, and the frame is lost (counted in `FakeWebcam.starved`).
 final class FakePort: V4L2Port, @unchecked Sendable {  // one owner at a time, like a real fd
     static let barWidth = 6
     let camera: FakeWebcam
@@ -192,7 +212,10 @@ final class FakePort: V4L2Port, @unchecked Sendable {  // one owner at a time, l
     private(set) var bytesPerLine = 0
     private var format: VideoFormat?
     private var streaming = false
-    private var frame: [UInt8] = []
+    private var buffers: [UnsafeMutableRawBufferPointer] = []
+    private var queued: [Int] = []
+    /// Buffers whose lease ended, to queue again (a lease may end on any thread).
+    private let returned = Locked<[Int]>([])
     private var sequence: UInt64 = 0
 
     init(camera: FakeWebcam, path: String) { self.camera = camera; self.path = path }
@@ -209,35 +232,63 @@ final class FakePort: V4L2Port, @unchecked Sendable {  // one owner at a time, l
         return f
     }
 
-    func startStreaming() throws(CameraError) {
-        guard format != nil else { throw .system(call: "VIDIOC_STREAMON", errno: EINVAL) }
+    func startStreaming(bufferCount: Int) throws(CameraError) {
+        guard let f = format else { throw .system(call: "VIDIOC_STREAMON", errno: EINVAL) }
         if let e = camera.streamOnError { throw .system(call: "VIDIOC_STREAMON", errno: e) }
+        freeBuffers()
+        buffers = (0..<max(2, bufferCount)).map { _ in
+            let b = UnsafeMutableRawBufferPointer.allocate(byteCount: f.width * f.height * 2, alignment: 64)
+            b.initializeMemory(as: UInt8.self, repeating: 128)
+            return b
+        }
+        queued = Array(buffers.indices)
+        camera.buffersRequested(buffers.count)
         streaming = true
         camera.streamOn()
     }
 
-    func withNextFrame(timeoutMs: Int32, _ body: (UnsafeRawBufferPointer, UInt64, Double) -> Void) throws(CameraError) -> Bool {
+    func withNextFrame(timeoutMs: Int32, _ body: (UnsafeRawBufferPointer, UInt64, Double, FrameLease?) -> Void) throws(CameraError) -> Bool {
         guard streaming, let f = format else { throw .system(call: "VIDIOC_DQBUF", errno: EINVAL) }
+        queued += returned.withLock { r in defer { r = [] }; return r }
         usleep(UInt32(min(Int(timeoutMs), 33) * 1000))  // the sensor's frame interval
+        guard !queued.isEmpty else {  // every buffer is lent out: this exposure has nowhere to go
+            camera.frameStarved()
+            return false
+        }
+        let index = queued.removeFirst()
         // Exposed now, with the lens where it is now: the timestamp comes before the zoom is
         // read, so a frame stamped after a zoom call always shows it.
         let exposed = Clock.now()
         camera.frameExposed()
-        render(f, zoom: camera.zoomFactor)
+        render(f, zoom: camera.zoomFactor, into: buffers[index])
         sequence += 1
-        frame.withUnsafeBytes { body($0, sequence, exposed) }
+        do {
+            let returned = self.returned, camera = self.camera
+            camera.lent(+1)
+            let lease = FrameLease { returned.withLock { $0.append(index) }; camera.lent(-1) }
+            body(UnsafeRawBufferPointer(buffers[index]), sequence, exposed, lease)
+        }
+        queued += returned.withLock { r in defer { r = [] }; return r }
         return true
     }
 
-    private func render(_ f: VideoFormat, zoom: Double) {
-        if frame.count != f.width * f.height * 2 { frame = [UInt8](repeating: 128, count: f.width * f.height * 2) }
+    private func freeBuffers() {
+        for b in buffers { b.deallocate() }
+        buffers = []
+        queued = []
+    }
+
+    deinit { freeBuffers() }
+
+    private func render(_ f: VideoFormat, zoom: Double, into frame: UnsafeMutableRawBufferPointer) {
         let cx = Double(f.width) / 2
         var row = [UInt8](repeating: 0, count: f.width)
         for x in 0..<f.width {
             let sx = cx + (Double(x) + 0.5 - cx) / zoom
             row[x] = Int((sx / Double(Self.barWidth)).rounded(.down)) % 2 == 0 ? 235 : 16
         }
-        frame.withUnsafeMutableBufferPointer { p in
+        do {
+            let p = frame.bindMemory(to: UInt8.self)
             for y in 0..<f.height {
                 let base = y * f.width * 2
                 for x in 0..<f.width { p[base + 2 * x] = row[x]; p[base + 2 * x + 1] = 128 }

@@ -37,6 +37,32 @@ import Testing
         return runs.isEmpty ? Double(image.width / 2) : Double(runs.reduce(0, +)) / Double(runs.count)
     }
 
+    /// The preview's encode reads the camera's own buffer (lent, not copied) and gives it back
+    /// after: with the buffers the camera asks for, the driver always has one to fill, so no
+    /// exposure is lost, and the pictures are whole (the bars of the model, 6 px wide).
+    @Test func theEncodeReadsTheCamerasBufferAndCaptureNeverStarves() async throws {
+        let fake = FakeWebcam.c920()
+        let s = try await session(fake)
+        let viewer = s.hub.addViewer(maxFps: 0)  // someone watches: every frame is encoded
+        var last: UInt64 = 0, frames: [EncodedFrame] = []
+        while frames.count < 60, let f = await s.hub.nextFrame(after: last, timeout: 5) {
+            frames.append(f)
+            last = f.sequence
+        }
+        s.hub.removeViewer(viewer)
+        let handoffs = await s.previewHandoffs
+        #expect(frames.count == 60)
+        #expect(handoffs.copied == 0 && handoffs.lent >= 60, "\(handoffs)")
+        #expect(fake.buffers == EncodePool.shared.threads + 4, "REQBUFS: the pool's threads + 1 waiting + 3 for the driver")
+        #expect(fake.starved == 0, "exposures lost for want of a queued buffer")
+        #expect(fake.mostLent <= EncodePool.shared.threads + 2, "at most one per encode thread, one waiting, one in the callback")
+        let image = try JPEGDecoder.decodeRGB(frames.last!.jpeg)
+        var edges = 0
+        for x in 1..<image.width where (image.pixel(x: x, y: 240).g > 128) != (image.pixel(x: x - 1, y: 240).g > 128) { edges += 1 }
+        #expect((100...110).contains(edges), "whole 6 px bars: \(edges) edges across 640 px")
+        await s.stop()
+    }
+
     @Test func twoTimesMovesTheLensAndCropsNothing() async throws {
         let fake = FakeWebcam.c920()
         let s = try await session(fake)

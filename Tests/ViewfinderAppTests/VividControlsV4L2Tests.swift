@@ -30,8 +30,8 @@ extension V4L2Tests {
             trace.writes.withLock { $0.append((names[id] ?? "\(id)", value)) }
         }
         func setFormat(_ want: VideoFormat) throws(CameraError) -> VideoFormat { try inner.setFormat(want) }
-        func startStreaming() throws(CameraError) { try inner.startStreaming() }
-        func withNextFrame(timeoutMs: Int32, _ body: (UnsafeRawBufferPointer, UInt64, Double) -> Void) throws(CameraError) -> Bool {
+        func startStreaming(bufferCount: Int) throws(CameraError) { try inner.startStreaming(bufferCount: bufferCount) }
+        func withNextFrame(timeoutMs: Int32, _ body: (UnsafeRawBufferPointer, UInt64, Double, FrameLease?) -> Void) throws(CameraError) -> Bool {
             try inner.withNextFrame(timeoutMs: timeoutMs, body)
         }
         func close() { inner.close() }

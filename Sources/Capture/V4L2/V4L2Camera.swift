@@ -157,7 +157,9 @@ public final class V4L2Camera: CaptureDevice, Sendable {
                   applied.pixelFormat == format.pixelFormat else {
                 throw .unsupportedFormat("\(path) gave \(applied.width)x\(applied.height) \(applied.pixelFormat.rawValue) for \(format.width)x\(format.height) \(format.pixelFormat.rawValue)")
             }
-            try device.startStreaming()
+            // The preview may hold one frame per shared encode thread and one waiting (lent,
+            // not copied): those buffers come on top of what the driver needs to keep filling.
+            try device.startStreaming(bufferCount: V4L2Device.bufferCount(lending: EncodePool.shared.threads + 1))
         } catch {
             device.close()
             throw error
@@ -212,11 +214,12 @@ enum V4L2Stream {
         return CaptureLoop(name: "v4l2-\(device.path)", step: {
             do throws(CameraError) {
                 var delivered = false
-                let got = try device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp in
+                let got = try device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp, lease in
                     if let expected, bytes.count < expected { return }
                     if format.pixelFormat == .mjpeg && !looksLikeJPEG(bytes) { return }
                     delivered = true
-                    handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp))
+                    handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp,
+                                     lease: lease))
                 }
                 if got && !delivered { rejected() }
                 let now = Clock.monotonic()

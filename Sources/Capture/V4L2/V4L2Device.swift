@@ -3,6 +3,7 @@
 // thread at a time: the session configures it, then the capture thread reads frames.
 
 import CV4L2
+import Foundation
 import CameraCore
 import Glibc
 import SystemSupport
@@ -11,6 +12,8 @@ public final class V4L2Device {
     public let path: String
     private(set) var fd: Int32
     private var buffers: [(start: UnsafeMutableRawPointer, length: Int)] = []
+    /// Buffers lent past the frame callback (FrameLease), and those given back, to requeue.
+    private let lent = LentBuffers()
     private(set) var streaming = false
     public private(set) var bytesPerLine = 0
     private(set) var sizeImage = 0
@@ -70,7 +73,7 @@ public final class V4L2Device {
 
     // MARK: - Streaming
 
-    func startStreaming(bufferCount: Int) throws(CameraError) {
+    public func startStreaming(bufferCount: Int) throws(CameraError) {
         var req = v4l2_requestbuffers()
         req.count = UInt32(bufferCount)
         req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -104,6 +107,11 @@ public final class V4L2Device {
             try? V4L2Call.ioctl(fd, CV4L2_VIDIOC_STREAMOFF, "VIDIOC_STREAMOFF", &type)
             streaming = false
         }
+        // A lent buffer is still being read (an encode in hand): unmapping it under the reader
+        // would crash it. The outputs give theirs back when they are detached, before a stop;
+        // a camera lost on its own closes while they may still hold some, so wait for them,
+        // and should one never come back, leave the mappings rather than pull them away.
+        if !lent.waitUntilAllReturned(timeout: 5) { buffers.removeAll() }
         releaseBuffers()
     }
 
@@ -117,10 +125,13 @@ public final class V4L2Device {
         try? V4L2Call.ioctl(fd, CV4L2_VIDIOC_REQBUFS, "VIDIOC_REQBUFS", &req)
     }
 
-    /// Waits up to `timeoutMs` for a filled buffer and lends its bytes to `body`, then gives
-    /// the buffer back to the driver. Returns false on timeout.
+    /// Waits up to `timeoutMs` for a filled buffer and lends its bytes to `body` with a lease:
+    /// the buffer goes back to the driver once the lease's last holder lets go (at once when
+    /// `body` kept none; else when an encode worker is done with it, requeued here, on this
+    /// thread, at the next call). Returns false on timeout.
     public func withNextFrame(timeoutMs: Int32,
-                       _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double) -> Void) throws(CameraError) -> Bool {
+                       _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double, _ lease: FrameLease?) -> Void) throws(CameraError) -> Bool {
+        try requeueReturned()
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let n = poll(&p, 1, timeoutMs)
         if n < 0 {
@@ -139,15 +150,33 @@ public final class V4L2Device {
             if case .system(let e) = error, e.errno == EAGAIN { return false }
             throw error
         }
-        let b = buffers[Int(buf.index)]
+        let index = Int(buf.index)
+        let b = buffers[index]
         let used = min(Int(buf.bytesused), b.length)
         let corrupted = buf.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0
-        if !corrupted {
-            body(UnsafeRawBufferPointer(start: b.start, count: used), UInt64(buf.sequence), Self.wallClock(buf.timestamp))
+        if corrupted {
+            try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QBUF, "VIDIOC_QBUF", &buf)
+            return true
         }
-        try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QBUF, "VIDIOC_QBUF", &buf)
+        do {
+            let lease = lent.lend(index)
+            body(UnsafeRawBufferPointer(start: b.start, count: used), UInt64(buf.sequence), Self.wallClock(buf.timestamp), lease)
+        }  // the lease is dropped here: unless an output kept it, the buffer is back already
+        try requeueReturned()
         return true
     }
+
+    /// QBUF for every lent buffer given back since the last call.
+    private func requeueReturned() throws(CameraError) {
+        for index in lent.takeReturned() {
+            var buf = Self.buffer(index: index)
+            try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QBUF, "VIDIOC_QBUF", &buf)
+        }
+    }
+
+    /// How many buffers to ask for when `held` of them may be lent at once: three more stay
+    /// with the driver (one filling, one ready, one spare), so capture never waits for an encode.
+    public static func bufferCount(lending held: Int) -> Int { min(32, max(4, held + 3)) }
 
     /// Undoes `init` and `startStreaming` in reverse. Idempotent.
     public func close() {
@@ -170,5 +199,49 @@ public final class V4L2Device {
         let mono = Double(tv.tv_sec) + Double(tv.tv_usec) / 1e6
         guard mono > 0 else { return Clock.now() }
         return Clock.now() - (Clock.monotonic() - mono)
+    }
+}
+
+/// The device's lent buffers: which are out, and which came back (to requeue on the capture
+/// thread: the device is used by one thread, and a lease may end on any).
+final class LentBuffers: Sendable {
+    private struct State {
+        var out = 0
+        var returned: [Int] = []
+    }
+    private let state = Locked(State())
+    private let condition = NSCondition()
+
+    func lend(_ index: Int) -> FrameLease {
+        state.withLock { $0.out += 1 }
+        return FrameLease { [self] in
+            condition.lock()
+            state.withLock { s in
+                s.out -= 1
+                s.returned.append(index)
+            }
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    func takeReturned() -> [Int] {
+        state.withLock { s in
+            guard !s.returned.isEmpty else { return [] }
+            defer { s.returned = [] }
+            return s.returned
+        }
+    }
+
+    /// True once no buffer is out; false when `timeout` seconds passed first.
+    func waitUntilAllReturned(timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while state.withLock({ $0.out }) > 0 {
+            if !condition.wait(until: deadline) { return state.withLock { $0.out } == 0 }
+        }
+        state.withLock { $0.returned = [] }
+        return true
     }
 }

@@ -11,12 +11,13 @@ public protocol V4L2Port: ControlIO, Sendable {
     var bytesPerLine: Int { get }
     /// VIDIOC_S_FMT + VIDIOC_S_PARM; the driver may adjust, so the applied format is returned.
     func setFormat(_ want: VideoFormat) throws(CameraError) -> VideoFormat
-    /// REQBUFS, QUERYBUF + mmap, QBUF, STREAMON.
-    func startStreaming() throws(CameraError)
-    /// poll + DQBUF, lends the bytes to `body`, QBUF; false on timeout. A buffer the driver
-    /// flagged V4L2_BUF_FLAG_ERROR is queued again without calling `body` (true: one was dequeued).
+    /// REQBUFS (`bufferCount` buffers asked for), QUERYBUF + mmap, QBUF, STREAMON.
+    func startStreaming(bufferCount: Int) throws(CameraError)
+    /// poll + DQBUF, lends the bytes to `body` with a lease, QBUF once the lease is let go
+    /// (at once, or at a later call); false on timeout. A buffer the driver flagged
+    /// V4L2_BUF_FLAG_ERROR is queued again without calling `body` (true: one was dequeued).
     func withNextFrame(timeoutMs: Int32,
-                       _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double) -> Void) throws(CameraError) -> Bool
+                       _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double, _ lease: FrameLease?) -> Void) throws(CameraError) -> Bool
     /// Undoes everything in reverse. Idempotent.
     func close()
 }
@@ -30,5 +31,4 @@ extension V4L2Device: @unchecked Sendable, V4L2Port {
     public func controls() -> [DeviceControl] { FileControlIO(fd: fd).controls() }
     public func get(_ id: UInt32) throws(CameraError) -> Int { try FileControlIO(fd: fd).get(id) }
     public func set(_ id: UInt32, _ value: Int) throws(CameraError) { try FileControlIO(fd: fd).set(id, value) }
-    public func startStreaming() throws(CameraError) { try startStreaming(bufferCount: 4) }
 }

@@ -5,7 +5,8 @@
 // session's sequence, and the hub only moves forward, so a worker that finishes after a
 // newer frame was published drops its own: viewers see frames in capture order.
 //
-// One per running pipeline: its workers start with the camera and end with it.
+// One per running pipeline: its lane of the shared encode pool opens with the camera and
+// closes with it.
 
 import CameraCore
 import JPEG
@@ -29,8 +30,10 @@ final class PreviewOutput: CaptureOutput {
         self.hub = hub
         self.settings = settings
         let failures = self.failures
-        // Threads `CAMERA-encode-N`, as bench/latency.py and the soak look for them.
-        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, numbered: true, policy: .newestWins) { [hub] in
+        // A lane of the process's shared encode threads (`encode-N`), lent the camera's
+        // buffer where it lends one (V4L2: no copy before the encode).
+        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, numbered: true, policy: .newestWins,
+                               lends: true, pool: .shared) { [hub] in
             let encoder = FrameEncoder()  // this thread's libjpeg-turbo handles
             return { frame, job in
                 let timestamp = EncodedFrame.format(frame.timestamp)
@@ -50,6 +53,10 @@ final class PreviewOutput: CaptureOutput {
     /// Frames someone was waiting for that did not reach them: a newer one replaced them
     /// while every worker was busy, or the encode failed.
     var dropped: UInt64 { handoff.dropped + failures.withLock { $0 } }
+
+    /// Frames handed to the encoder by copying them, and on the camera's own (lent) buffer.
+    var copied: UInt64 { handoff.copied }
+    var lent: UInt64 { handoff.lent }
 
     func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { hub.hasDemand }
 
