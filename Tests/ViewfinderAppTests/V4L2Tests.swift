@@ -100,6 +100,14 @@ struct V4L2Tests {
             try viewer.request("GET", "/stream")
             try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= 3 }
             #expect(Multipart.parse(viewer.body).parts.count >= 3)
+            // The encode read vivid's own mmap buffers: lent, never copied, and given back
+            // (the stream goes on; a buffer never returned would starve the driver in 6 frames).
+            let metrics = try await fetch(port, "/metrics").text
+            let lent = Self.labelled(metrics, "viewfinder_preview_frames_lent_total").value
+            #expect(lent >= 3 && Self.labelled(metrics, "viewfinder_preview_frames_copied_total").value == 0, "\(metrics)")
+            let parts = Multipart.parse(viewer.body).parts.count
+            try await viewer.read(timeout: 60) { Multipart.parse($0).parts.count >= parts + 20 }
+            #expect(Multipart.parse(viewer.body).parts.count >= parts + 20)
 
             let photo = try await fetch(port, "POST", "/api/session/capture")
             #expect(photo.status == 200 && photo.body.prefix(2) == [0xFF, 0xD8])
@@ -115,6 +123,15 @@ struct V4L2Tests {
             #expect(try JPEGDecoder.size(of: last.body).width == 1280)
             _ = app
         }
+    }
+
+    /// The value of the main camera's series `name` in a /metrics text (its first camera's).
+    static func labelled(_ metrics: String, _ name: String) -> (series: String, value: Int) {
+        for line in metrics.split(separator: "\n") where line.hasPrefix(name + "{") {
+            let parts = line.split(separator: " ")
+            return (String(parts[0]), Int(parts.last ?? "") ?? -1)
+        }
+        return ("", -1)
     }
 
     @Test func switchBetweenTwoVividDevicesKeepsTheViewer() async throws {
