@@ -3,7 +3,9 @@
 // response to every client, at FPS parts a second: what Viewfinder's HTTP layer has to do at
 // the least, with nothing captured, encoded, routed or counted.
 //
-//   floor JPEG FPS [PORT]   (PORT 0 or absent: a free one; binds 127.0.0.1 only)
+//   floor JPEG FPS [PORT] [THREADS]   (PORT 0 or absent: a free one; binds 127.0.0.1 only;
+//                                      THREADS > 1: libmicrohttpd's thread pool of that size,
+//                                      as Viewfinder's server.threads)
 //
 // Prints "floor listening on http://127.0.0.1:PORT/" as its first line (bench/server.py reads
 // Viewfinder's "Viewfinder listening on http://127.0.0.1:PORT/" the same way); stops on
@@ -161,6 +163,7 @@ int main(int argc, char **argv) {
     if (argc < 3) { fprintf(stderr, "usage: floor JPEG FPS [PORT]\n"); return 2; }
     double fps = atof(argv[2]);
     int port = argc > 3 ? atoi(argv[3]) : 0;
+    unsigned int threads = argc > 4 ? (unsigned int)atoi(argv[4]) : 1;
     if (fps <= 0 || port < 0 || port > 65535) { fprintf(stderr, "floor: bad FPS or PORT\n"); return 2; }
     size_t jpeg_length;
     unsigned char *jpeg = read_file(argv[1], &jpeg_length);
@@ -194,7 +197,8 @@ int main(int argc, char **argv) {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
-        handler, NULL, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_END);
+        handler, NULL, MHD_OPTION_SOCK_ADDR, &addr, MHD_OPTION_CONNECTION_LIMIT, 2048u,
+        threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, MHD_OPTION_END);
     if (!d) { perror("floor: MHD_start_daemon"); return 1; }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     printf("floor listening on http://127.0.0.1:%u/\n", info ? (unsigned)info->port : (unsigned)port);

@@ -40,7 +40,8 @@ extension HTTPServer {
     /// Before a connection is set up: an address far over its limit is closed at once.
     static let acceptPolicy: MHD_AcceptPolicyCallback = { cls, addr, len in
         let server = Unmanaged<HTTPServer>.fromOpaque(cls!).takeUnretainedValue()
-        return server.addressLimits.admits(cmhd_sockaddr_ipv4(addr, len), limit: server.configuration.maxConnectionsPerAddress)
+        return server.addressLimits.admits(cmhd_sockaddr_ipv4(addr, len), limit: server.configuration.maxConnectionsPerAddress,
+                                           capacity: server.configuration.maxConnections)
             ? .YES : .NO
     }
 

@@ -177,7 +177,7 @@ public final class HTTPServer: @unchecked Sendable {
             switch addressLimits.requestArrived(connection, limit: configuration.maxConnectionsPerAddress, capacity: limit) {
             case .tooManyWaiting(let n)?:
                 return queue(answer(ServerRefusal.unavailable(
-                    "Too many connections from this address (limit \(n)) have not sent a request; close some and try again.")), ctx)
+                    "Too many connections from this address (limit \(n)) stalled before their request; close some and try again.")), ctx)
             case .overFairShare(let holds, let share)?:
                 return queue(answer(ServerRefusal.unavailable(
                     "The server is nearly full and this address holds \(holds) connections (its share: \(share)); try again later.")), ctx)

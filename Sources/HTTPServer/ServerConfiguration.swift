@@ -28,10 +28,10 @@ public struct ServerConfiguration: Sendable {
 
     /// HTTPS with these PEM files when set; `HTTPServer.reloadCertificate()` reads them again.
     public var tls: TLSFiles?
-    /// Requests from an address with more connections waiting for a request (not yet sent
-    /// their head, or idle between requests) than this are answered 503; a few more are
-    /// accepted to be told so, beyond that they are closed at once. Running requests
-    /// (viewers, handlers) do not count: AddressLimits.swift.
+    /// Requests from an address with this many connections stalled before a request (no head
+    /// after a second, or idle between requests) are answered 503; with a few more, its new
+    /// connections are closed at once. Running requests (viewers, handlers) and fresh
+    /// connections do not count: AddressLimits.swift.
     public var maxConnectionsPerAddress: Int
     /// Seconds a connection may stay silent before its request headers are complete (and
     /// between requests, and during the TLS handshake). Streams and waiting handlers are exempt.

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+@testable import HTTPServer
 import Testing
 @testable import ViewfinderApp
 import Session
@@ -7,20 +7,31 @@ import Session
 /// One client cannot starve the others: the per-address limit and the header timeout,
 /// with clients on loopback aliases (127.0.0.0/8 is all loopback on Linux).
 @Suite struct ConnectionLimitTests {
-    /// 300 half-open connections (a partial request line, never finished) from 127.0.0.3
-    /// do not delay a snapshot from 127.0.0.4, and the server closes every one of them
-    /// within the header timeout (plus slack).
+    /// Half-open connections (a partial request line, never finished) from 127.0.0.3: the
+    /// first 100 are fresh and accepted, as a burst of viewers would be; once they have stalled
+    /// past a second, every further one from that address is closed at accept. A snapshot
+    /// from 127.0.0.4 is not delayed, and the server closes every half-open connection within
+    /// the header timeout (plus slack).
     @Test func slowlorisDoesNotStarveOthers() async throws {
-        let headerTimeout = 2
+        let headerTimeout = 3
         try await withServer({ $0.server.headerTimeout = headerTimeout }) { app, port in
             #expect(try await fetch(port, "/snapshot").status == 200)  // warm: a frame is there
             var idle: [TestConnection] = []
-            for _ in 0..<300 {
+            let opened = Date()
+            for _ in 0..<100 {
                 let c = try TestConnection(port: port, from: "127.0.0.3")
-                try? c.send("GET /snapshot HT")  // may fail: beyond the limit the server closes at once
+                try c.send("GET /snapshot HT")
                 idle.append(c)
             }
-            let opened = Date()
+            #expect(await eventually { app.server?.connectionCount == 100 }, "fresh connections are let in")
+            // The property under test is their age: past `stallAfter` they count against the address.
+            try await Task.sleep(nanoseconds: UInt64((AddressLimits.stallAfter + 0.3) * 1e9))
+            var late: [TestConnection] = []
+            for _ in 0..<200 {
+                let c = try TestConnection(port: port, from: "127.0.0.3")
+                try? c.send("GET /snapshot HT")  // may fail: the server closes at once
+                late.append(c)
+            }
             let start = Date()
             let snap = try await offload { () -> TestConnection in
                 let c = try TestConnection(port: port, from: "127.0.0.4")
@@ -31,7 +42,8 @@ import Session
             let elapsed = Date().timeIntervalSince(start)
             #expect(snap.status == 200 && snap.headers["content-type"] == "image/jpeg")
             #expect(elapsed < 1, "snapshot took \(elapsed) s")
-            #expect(app.server!.connectionCount <= 32 + 8 + 1, "at most the limit plus the answered few held")
+            let refused = try await offload { late.filter { (try? $0.closedByPeerSync(timeout: 2)) == true && $0.status == 0 }.count }
+            #expect(refused == 200, "\(refused) of 200 closed at accept once the address had 100 stalled")
 
             // Every half-open connection is closed by the server, none later than the timeout + slack.
             let all = idle
@@ -41,7 +53,7 @@ import Session
                 for c in all where try c.closedByPeerSync(timeout: max(0, deadline.timeIntervalSinceNow)) { n += 1 }
                 return n
             }
-            #expect(closed == 300, "\(closed) of 300 closed by the server")
+            #expect(closed == 100, "\(closed) of 100 closed by the server")
             #expect(Date().timeIntervalSince(opened) < Double(headerTimeout) + 3)
             #expect(await eventually(timeout: 5) { app.server?.connectionCount == 0 })
         }
@@ -67,6 +79,9 @@ import Session
             var held: [TestConnection] = []
             for _ in 0..<32 { held.append(try TestConnection(port: port, from: "127.0.0.5")) }
             #expect(await eventually { app.server?.connectionCount == 32 })
+            // Fresh connections do not count yet (a burst of viewers): these have stalled once
+            // `stallAfter` has passed without a request.
+            try await Task.sleep(nanoseconds: UInt64((AddressLimits.stallAfter + 0.3) * 1e9))
 
             let over = try await offload { () -> TestConnection in
                 let c = try TestConnection(port: port, from: "127.0.0.5")
@@ -91,6 +106,7 @@ import Session
             // 32 held + 8 answered; the next from the same address is closed at accept.
             for _ in 0..<8 { held.append(try TestConnection(port: port, from: "127.0.0.5")) }
             #expect(await eventually { app.server?.connectionCount == 40 })
+            try await Task.sleep(nanoseconds: UInt64((AddressLimits.stallAfter + 0.3) * 1e9))
             let refused = try TestConnection(port: port, from: "127.0.0.5")
             try? refused.request("GET", "/healthz")
             #expect(try await refused.closedByPeer(timeout: 5) && refused.status == 0, "closed without an answer")
@@ -121,14 +137,15 @@ import Session
         }
     }
 
-    /// The per-address limit counts connections that have not sent a request, not viewers:
-    /// 100 viewers from one address (a school behind one NAT address) all get frames with the
-    /// default limit of 32, and an API call from that address is still answered.
+    /// The per-address limit counts connections stalled before their request, not viewers:
+    /// 500 viewers opening /stream at once from one address (a school behind one NAT address)
+    /// all get frames with the default limit of 32, and an API call from that address is
+    /// still answered.
     @Test func viewersFromOneAddressAreNotLimited() async throws {
         try await withServer { app, port in
             #expect(app.configuration.server.maxConnectionsPerAddress == 32)
             var viewers: [TestConnection] = []
-            for _ in 0..<100 {
+            for _ in 0..<500 {
                 let c = try TestConnection(port: port, from: "127.0.0.8")
                 try c.request("GET", "/stream")
                 viewers.append(c)
@@ -142,7 +159,7 @@ import Session
                 return c
             }
             #expect(api.status == 200, "the operator's call from the viewers' address")
-            #expect(app.server!.connectionCount >= 100)
+            #expect(app.server!.connectionCount >= 500)
             viewers.removeAll()
             #expect(await eventually(timeout: 10) { app.server?.connectionCount == 0 })
         }
@@ -156,14 +173,17 @@ import Session
             var refused: TestConnection?
             for _ in 0..<64 {
                 let c = try TestConnection(port: port, from: "127.0.0.9")
-                try c.request("GET", "/api/events")
-                try await c.read(timeout: 5) { !$0.isEmpty }
+                try? c.request("GET", "/api/events")
+                try? await c.read(timeout: 5) { !$0.isEmpty }
                 if c.status != 200 { refused = c; break }
                 held.append(c)
             }
             #expect(held.count == 56, "served before the reserve: \(held.count)")
+            // Closed at accept (the address is over its share of a nearly full server), or, had
+            // it slipped in before the count moved, answered 503 naming its share.
             let error = (refused?.json as? [String: [String: String]])?["error"]
-            #expect(refused?.status == 503 && error?["message"]?.contains("its share") == true, "\(error ?? [:])")
+            #expect(refused?.status == 0 || (refused?.status == 503 && error?["message"]?.contains("its share") == true),
+                    "\(refused?.status ?? -1) \(error ?? [:])")
             let other = try await offload { () -> TestConnection in
                 let c = try TestConnection(port: port, from: "127.0.0.10")
                 try c.request("GET", "/healthz", headers: ["Connection": "close"])
