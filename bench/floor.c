@@ -20,9 +20,12 @@
 // sent the current frame is suspended from inside the content reader; a ticker thread takes
 // the next frame number at every tick and resumes every parked connection (one
 // MHD_resume_connection each, as FrameHub.publish wakes each viewer). The part is built once
-// and shared read-only by every connection (as PartCache does); its X-Timestamp is fixed (the
-// start time, in Viewfinder's SECONDS.MICROS form), so each part has the bytes of a
-// Viewfinder part of the same JPEG.
+// and shared by every connection (as the hub's frame is); its X-Timestamp (Viewfinder's
+// SECONDS.MICROS form, fixed width) is rewritten in place at every tick with the tick's wall
+// clock, before the parked viewers are resumed, so bench/out/latency measures the floor's
+// publish → last byte (a viewer still sending the previous part at a tick may see mixed
+// digits: only a viewer a whole frame behind, which the latency client counts as an outlier).
+// Each part has the bytes of a Viewfinder part of the same JPEG.
 #include <microhttpd.h>
 #include <errno.h>
 #include <pthread.h>
@@ -49,6 +52,17 @@ struct stream {
 
 static unsigned char *part;
 static size_t part_length;
+/// Where the X-Timestamp value sits in `part` (17 characters: 10 digits, a dot, 6 digits).
+static size_t stamp_offset;
+
+/// Writes the wall clock into the part's X-Timestamp (the lock held).
+static void stamp(void) {
+    struct timeval now;
+    gettimeofday(&now, NULL);
+    char digits[32];
+    snprintf(digits, sizeof digits, "%010ld.%06ld", (long)now.tv_sec, (long)now.tv_usec);
+    memcpy(part + stamp_offset, digits, 17);
+}
 
 /// The frame number, the parked viewers (a stack) and the stop flag, under one lock.
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -137,6 +151,7 @@ static void *ticker(void *arg) {
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR) {}
         pthread_mutex_lock(&lock);
         if (stopping) { pthread_mutex_unlock(&lock); return NULL; }
+        stamp();
         sequence++;
         struct stream *wake = take_parked();
         pthread_mutex_unlock(&lock);
@@ -176,8 +191,9 @@ int main(int argc, char **argv) {
     gettimeofday(&now, NULL);
     char head[256];
     int head_length = snprintf(head, sizeof head,
-        "--" BOUNDARY "\r\nContent-Type: image/jpeg\r\nContent-Length: %zu\r\nX-Timestamp: %ld.%06ld\r\n\r\n",
+        "--" BOUNDARY "\r\nContent-Type: image/jpeg\r\nContent-Length: %zu\r\nX-Timestamp: %010ld.%06ld\r\n\r\n",
         jpeg_length, (long)now.tv_sec, (long)now.tv_usec);
+    stamp_offset = (size_t)(strstr(head, "X-Timestamp: ") - head) + strlen("X-Timestamp: ");
     part_length = (size_t)head_length + jpeg_length + 2;
     part = malloc(part_length);
     if (!part) return 1;

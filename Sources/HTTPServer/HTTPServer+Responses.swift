@@ -49,7 +49,7 @@ extension HTTPServer {
             shared.withLock { $0.streams[ObjectIdentifier(stream)] = stream }
             mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 32 * 1024, Self.streamReader,
                                                             Unmanaged.passRetained(stream).toOpaque(), Self.streamFree)
-            streamBody.attach { [weak stream] in stream?.wake() }
+            streamBody.attach(waker: stream.waker)
             headers.append(("Connection", "close"))
             cmhd_set_connection_timeout(ctx.connection, Self.streamIdleTimeout)  // not the header timeout
         }

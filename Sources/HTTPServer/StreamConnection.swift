@@ -63,13 +63,25 @@ final class StreamConnection: @unchecked Sendable {
     }
 
     /// Called by the body (any thread) when there may be more to send.
-    func wake() {
-        let connection = connection
+    func wake() { Self.wake(flags, Connection(raw: connection)) }
+
+    /// The body's waker: what `wake()` does, holding the flags and the connection rather than
+    /// this object. A weak reference here (the waker may outlive the response) gave every
+    /// StreamConnection a side table, and every retain and release of it on the frame path
+    /// took the slow path; the flags' `closed` already guards the connection.
+    var waker: @Sendable () -> Void {
+        let flags = flags, connection = Connection(raw: connection)
+        return { Self.wake(flags, connection) }
+    }
+
+    private struct Connection: @unchecked Sendable { let raw: OpaquePointer }
+
+    private static func wake(_ flags: Locked<Flags>, _ connection: Connection) {
         flags.withLock { f in
             guard !f.closed else { return }
             if f.suspended {
                 f.suspended = false
-                MHD_resume_connection(connection)
+                MHD_resume_connection(connection.raw)
             } else {
                 f.wakePending = true
             }
