@@ -246,8 +246,12 @@ import Session
                          ("orientation", #"{"rotation": 180}"#)]
             for (i, (call, body)) in calls.enumerated() {
                 #expect(try await fetch(port, "POST", "/api/session/\(call)", body: body).status == 200)
-                // Events are read in order: wait for exactly one more state event per call.
-                try await events.read { String(decoding: $0, as: UTF8.self).components(separatedBy: "event: state").count >= i + 3 }
+                // Events are read in order: wait for exactly one more state event per call, whole
+                // (its blank line read too: a read may end inside an event's data).
+                try await events.read {
+                    let text = String(decoding: $0, as: UTF8.self)
+                    return text.components(separatedBy: "event: state").count >= i + 3 && text.hasSuffix("\n\n")
+                }
             }
             let states = events.text.components(separatedBy: "event: state\ndata: ").dropFirst()
             #expect(states.count == calls.count + 1)

@@ -228,9 +228,9 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
             guard var e = takeLocked() else { break }  // closed, and nothing left to do
             condition.unlock()
             Self.work(e, work)
+            e.lease = nil  // the camera's buffer goes back before the frame counts as done
             condition.lock()
             _ = doneLocked(e)
-            e.lease = nil
         }
         fields.alive -= 1
         let then = fields.alive == 0 ? fields.then : nil
@@ -243,6 +243,9 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
     // MARK: On a pool
 
     private final class WorkBox { let work: FrameHandoff<Job>.Work; init(_ w: @escaping FrameHandoff<Job>.Work) { work = w } }
+    /// A taken frame, held by its work closure until done (then emptied, so nothing of it,
+    /// the camera's buffer above all, outlives the moment it counts as done).
+    private final class Taken: @unchecked Sendable { var entry: Entry?; init(_ e: Entry) { entry = e } }
 
     func joinPool(_ pool: EncodePool, _ makeWork: @escaping @Sendable () -> FrameHandoff<Job>.Work) {
         self.pool = pool
@@ -255,11 +258,14 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         let taken = takeLocked()
         condition.unlock()
         guard let e = taken, let id = lane?.id else { return nil }
+        let held = Taken(e)
         return { [self] thread in
             let box = thread.kept(id) { WorkBox(makeWork()) }
-            Self.work(e, box.work)
+            Self.work(held.entry!, box.work)
+            held.entry!.lease = nil  // the camera's buffer goes back before the frame counts as done
             condition.lock()
-            let finished = doneLocked(e)
+            let finished = doneLocked(held.entry!)
+            held.entry = nil
             let then = finished ? fields.then : nil
             if finished { fields.then = nil }
             condition.broadcast()
@@ -278,12 +284,15 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
     private var laneIdleLocked: Bool { fields.queue.isEmpty && fields.busy == 0 }
 
     func close() {
+        // Asked before this lane's lock is taken: a pool thread holds the pool's lock while it
+        // takes a lane's (the order is pool, then lane, everywhere).
+        let onPoolThread = pool?.isPoolThread ?? false
         condition.lock()
         fields.open = false
         condition.broadcast()
         if lane != nil {
             let idle = laneIdleLocked
-            if !idle && !(pool?.isPoolThread ?? false) {
+            if !idle && !onPoolThread {
                 while !laneIdleLocked { condition.wait() }
             }
             let finished = laneIdleLocked
