@@ -58,38 +58,34 @@ def config(work):
     return path
 
 
-def latency_window(p, port, n):
-    client = subprocess.Popen([str(LATENCY), str(port), str(n), f"{SECONDS:g}"], stdout=subprocess.PIPE, text=True)
-    try:
-        time.sleep(1.05)
-        c0, t0 = cpu_seconds(p.pid), time.monotonic()
-        time.sleep(SECONDS - 0.3)
-        c1, t1 = cpu_seconds(p.pid), time.monotonic()
-        r = json.loads(client.communicate(timeout=SECONDS + 60)[0])
-    finally:
-        if client.poll() is None:
-            client.kill()
-            client.wait(10)
-    time.sleep(0.5)
-    parts_in_window = r["count"] * (t1 - t0) / SECONDS
-    return dict(r, cpu=(c1 - c0) / (t1 - t0) * 100, cpuPerPartUs=(c1 - c0) / max(1, parts_in_window) * 1e6)
-
-
-def viewers_window(pid, port, n):
-    """(server CPU seconds a second, parts a second) with bench/out/viewers."""
-    client = subprocess.Popen([str(VIEWERS), str(port), str(n), f"{SECONDS:g}"], stdout=subprocess.PIPE, text=True)
+def window(client_binary, pid, port, n):
+    """N viewers (`client_binary PORT N SECONDS`) after its 1 s warm-up: (its JSON, the server's
+    CPU seconds over almost the same window, that window's length)."""
+    client = subprocess.Popen([str(client_binary), str(port), str(n), f"{SECONDS:g}"], stdout=subprocess.PIPE, text=True)
     try:
         time.sleep(1.05)
         c0, t0 = cpu_seconds(pid), time.monotonic()
-        time.sleep(SECONDS - 0.3)
+        time.sleep(SECONDS - 0.3)  # inside the client's window, which ends at 1 s + SECONDS
         c1, t1 = cpu_seconds(pid), time.monotonic()
         r = json.loads(client.communicate(timeout=SECONDS + 60)[0])
     finally:
         if client.poll() is None:
             client.kill()
             client.wait(10)
-    time.sleep(0.5)
-    return (c1 - c0) / (t1 - t0), r["fpsMedian"] * r["open"], r
+    time.sleep(0.5)  # let the closed viewers drain
+    return r, c1 - c0, t1 - t0
+
+
+def latency_window(p, port, n):
+    r, cpu, seconds = window(LATENCY, p.pid, port, n)
+    parts_in_window = r["count"] * seconds / SECONDS
+    return dict(r, cpu=cpu / seconds * 100, cpuPerPartUs=cpu / max(1, parts_in_window) * 1e6)
+
+
+def viewers_window(pid, port, n):
+    """(server CPU seconds a second, parts a second, the client's JSON) with bench/out/viewers."""
+    r, cpu, seconds = window(VIEWERS, pid, port, n)
+    return cpu / seconds, r["fpsMedian"] * r["open"], r
 
 
 def start_floor(jpeg, work):

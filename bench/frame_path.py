@@ -17,6 +17,7 @@ encoded (viewfinder_frames_encoded_total) — capture, encode, publish and every
 `python3 bench/frame_path.py` runs it and writes its section of bench/RESULTS.md;
 BEFORE=REV, RUNS=N, BENCH_LATENCY_SECONDS=S change it.
 """
+import json
 import os
 import shutil
 import statistics
@@ -85,6 +86,11 @@ def bench_frame_path():
     rev, before = before_binary()
     work = Path(tempfile.mkdtemp(prefix="vf-bench-frame-path-"))
     cfg = latency.config(work)
+    # The synthetic sensor's noise came after issue 26 (and is on by default): the tree before
+    # has none, so the tree after runs without it, on the same picture.
+    after_cfg = work / "after.json"
+    after_cfg.write_text(json.dumps(dict(json.loads(cfg.read_text()), synthetic={"noise": False})))
+    configs = {"before": cfg, "after": after_cfg}
     runs = {"before": [], "after": []}
     try:
         for i in range(RUNS):
@@ -92,7 +98,7 @@ def bench_frame_path():
             if i % 2:
                 order.reverse()
             for name, binary in order:
-                r = measure(binary, work, cfg)
+                r = measure(binary, work, configs[name])
                 runs[name].append(r)
                 print(f"  run {i + 1}/{RUNS} {name}: " + "; ".join(
                     f"{n} viewers p50 {r[n]['p50']} p99 {r[n]['p99']} ms, {r[n]['cpuPerFrame']:.2f} ms CPU/frame"
@@ -109,7 +115,7 @@ def section(rev, runs, started, load, took):
     lines = [HEADING, "",
              server.written_by("frame_path.py", started, load, took), "",
              f"Before: the release build of `{rev}` (the tree before issue 26). After: this tree's release build "
-             f"(`{after_rev}`). Both on the synthetic camera at 1280x720, 30 fps, quality 80, in the same run: "
+             f"(`{after_rev}`; with `synthetic.noise` false: the sensor noise came later, and the tree before has none). Both on the synthetic camera at 1280x720, 30 fps, quality 80, in the same run: "
              f"{RUNS} runs, each starting both servers one after the other (alternating which goes first); "
              f"each figure is the median of the runs, measured as bench/latency.py measures it "
              f"({latency.SECONDS:g} s windows after a 1 s warm-up, its C client). CPU per frame: the server's "

@@ -12,6 +12,7 @@ vCPU: µStreamer's default, and Viewfinder's); we record the frames each viewer 
 second (the median viewer) and the server's CPU (user + system, % of one core). Medians of
 RUNS runs. Writes bench/RESULTS-v4l2.md.
 """
+import contextlib
 import json
 import os
 import re
@@ -21,6 +22,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from server import stop_server  # noqa: E402  (bench/server.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".build/release/viewfinder"
@@ -57,11 +61,22 @@ def wait_port(port, timeout=60):
     raise RuntimeError(f"nothing listens on {port}")
 
 
-def measure(cmd, port, boundary, clients):
+@contextlib.contextmanager
+def serving(cmd, port, settle):
+    """The server `cmd` listening on `port`, `settle` s after it first answers; stopped after,
+    and the device given a second to be released."""
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port)
-        time.sleep(2)  # the first frames under emulation
+        time.sleep(settle)  # the first frames under emulation
+        yield p
+    finally:
+        stop_server(p)
+        time.sleep(1)
+
+
+def measure(cmd, port, boundary, clients):
+    with serving(cmd, port, 2) as p:
         client = subprocess.Popen([str(VIEWERS), str(port), str(clients), str(SECONDS), "/stream", boundary],
                                   stdout=subprocess.PIPE, text=True)
         time.sleep(1)  # the client's warm-up second
@@ -72,13 +87,6 @@ def measure(cmd, port, boundary, clients):
         if r.get("open", clients) < clients:
             raise RuntimeError(f"{cmd[0]}: only {r.get('open')} of {clients} viewers stayed connected")
         return r["fpsMedian"], (c1 - c0) / (t1 - t0) * 100
-    finally:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-        time.sleep(1)  # let the device be released
 
 
 def metric(port, name):
@@ -96,23 +104,13 @@ def copies_2160():
     port = free_port()
     cmd = [str(BIN), "--port", str(port), "--preset", "3840x2160", "--fps", "60", "--quality", "80",
            "--workers", str(WORKERS), "--log-level", "error"]
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_port(port)
-        time.sleep(3)
+    with serving(cmd, port, 3):
         client = subprocess.Popen([str(VIEWERS), str(port), "1", str(SECONDS), "/stream", "viewfinderframe"],
                                   stdout=subprocess.PIPE, text=True)
         r = json.loads(client.communicate(timeout=SECONDS + 120)[0])
         lent = metric(port, "viewfinder_preview_frames_lent_total")
         copied = metric(port, "viewfinder_preview_frames_copied_total")
         return lent, copied, r["fpsMedian"]
-    finally:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-        time.sleep(1)
 
 
 def main():

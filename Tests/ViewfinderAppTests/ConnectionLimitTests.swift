@@ -33,12 +33,7 @@ import Session
                 late.append(c)
             }
             let start = Date()
-            let snap = try await offload { () -> TestConnection in
-                let c = try TestConnection(port: port, from: "127.0.0.4")
-                try c.request("GET", "/snapshot", headers: ["Connection": "close"])
-                try c.readAllSync(timeout: 5)
-                return c
-            }
+            let snap = try await get(port, "/snapshot", from: "127.0.0.4")
             let elapsed = Date().timeIntervalSince(start)
             #expect(snap.status == 200 && snap.headers["content-type"] == "image/jpeg")
             #expect(elapsed < 1, "snapshot took \(elapsed) s")
@@ -152,12 +147,7 @@ import Session
             }
             for c in viewers { try await c.read(timeout: 10) { Multipart.parse($0).parts.count >= 1 } }
             #expect(viewers.allSatisfy { $0.status == 200 }, "\(viewers.map(\.status).filter { $0 != 200 })")
-            let api = try await offload { () -> TestConnection in
-                let c = try TestConnection(port: port, from: "127.0.0.8")
-                try c.request("GET", "/api/session", headers: ["Connection": "close"])
-                try c.readAllSync(timeout: 5)
-                return c
-            }
+            let api = try await get(port, "/api/session", from: "127.0.0.8")
             #expect(api.status == 200, "the operator's call from the viewers' address")
             #expect(app.server!.connectionCount >= 500)
             viewers.removeAll()
@@ -184,12 +174,7 @@ import Session
             let error = (refused?.json as? [String: [String: String]])?["error"]
             #expect(refused?.status == 0 || (refused?.status == 503 && error?["message"]?.contains("its share") == true),
                     "\(refused?.status ?? -1) \(error ?? [:])")
-            let other = try await offload { () -> TestConnection in
-                let c = try TestConnection(port: port, from: "127.0.0.10")
-                try c.request("GET", "/healthz", headers: ["Connection": "close"])
-                try c.readAllSync(timeout: 5)
-                return c
-            }
+            let other = try await get(port, "/healthz", from: "127.0.0.10")
             #expect(other.status == 200, "another address is served from the reserve")
             held.removeAll()
             _ = app
@@ -203,14 +188,19 @@ import Session
             var held: [TestConnection] = []
             for _ in 0..<40 { held.append(try TestConnection(port: port, from: "127.0.0.11")) }
             #expect(await eventually { app.server?.connectionCount == 40 })
-            let through = try await offload { () -> TestConnection in
-                let c = try TestConnection(port: port, from: "127.0.0.11")
-                try c.request("GET", "/healthz", headers: ["Connection": "close"])
-                try c.readAllSync(timeout: 5)
-                return c
-            }
+            let through = try await get(port, "/healthz", from: "127.0.0.11")
             #expect(through.status == 200)
             held.removeAll()
+        }
+    }
+
+    /// GET `path` from the loopback alias `address`, the connection closed after the answer.
+    private func get(_ port: Int, _ path: String, from address: String) async throws -> TestConnection {
+        try await offload { () -> TestConnection in
+            let c = try TestConnection(port: port, from: address)
+            try c.request("GET", path, headers: ["Connection": "close"])
+            try c.readAllSync(timeout: 5)
+            return c
         }
     }
 }
