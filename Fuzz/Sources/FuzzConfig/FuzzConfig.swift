@@ -25,7 +25,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     do { try c.validate() } catch { preconditionFailure("parsed but invalid: \(error)") }
     precondition((0...65535).contains(c.server.port) && c.server.maxConnections >= 1 && c.server.maxConnectionsPerAddress >= 1)
     precondition((1...100).contains(c.stream.quality) && (1...100).contains(c.capture.quality))
-    precondition((1...120).contains(c.stream.maxFps) && (1...120).contains(c.session.fps))
+    precondition(c.stream.maxFps.map { (1...120).contains($0) } ?? true && (1...120).contains(c.session.fps))
+    precondition(c.server.threads.map { (1...64).contains($0) } ?? true && c.server.maxConnections >= 1)
     precondition(Configuration.Stream.workersRange.contains(c.stream.workers))
     precondition(c.metadata.rate.isFinite && (0.1...60).contains(c.metadata.rate))
     if case .list(let entries) = c.cameras {
