@@ -200,7 +200,7 @@ public final class FrameHub: Sendable {
     public func nextFrame(after sequence: UInt64, timeout: Double) async -> EncodedFrame? {
         if let f = latestFrame, f.sequence > sequence { return f }
         let token = UUID()
-        return await withCheckedContinuation { (c: CheckedContinuation<EncodedFrame?, Never>) in
+        let frame = await withCheckedContinuation { (c: CheckedContinuation<EncodedFrame?, Never>) in
             // Checked again under the lock: a frame published since the look above would not wake us.
             let ready = state.withLock { s -> EncodedFrame? in
                 if let f = s.latest, f.sequence > sequence { return f }
@@ -210,6 +210,12 @@ public final class FrameHub: Sendable {
             if let ready { c.resume(returning: ready); return }
             Alarm.after(timeout) { [weak self] in self?.expire(token) }
         }
+        // The publisher stored the frame under this lock before it resumed us: taking it once
+        // orders the frame's contents before our reads in a way ThreadSanitizer sees too (it
+        // does not see a continuation's resume as ordering them, and reported the test that
+        // read a frame this way).
+        state.withLock { _ in }
+        return frame
     }
 
     private func expire(_ token: UUID) {
