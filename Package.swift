@@ -71,6 +71,10 @@ let package = Package(
         // -O0 would not add it to a 1080p frame within a frame's time).
         .target(name: "CSensorNoise", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CPixels", "CameraCore"]),
+        // The motion detector's per-cell work (a C kernel, -O2 in every build: a debug build
+        // keeps up with the camera too), and the detector, masks and events around it.
+        .target(name: "CMotion", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "Motion", dependencies: ["CMotion", "CameraCore"]),
         // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
         .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore", "SystemSupport"]),
         .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "CSensorNoise", "Barcodes", "SystemSupport"]),
@@ -79,7 +83,7 @@ let package = Package(
         // The movie output: fragmented MP4 files, H.264 or MJPEG, repaired after a crash.
         .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG", "SystemSupport"]),
         .target(name: "Session", dependencies: [
-            "CameraCore", "JPEG", "Movie", "Metadata", "SystemSupport",
+            "CameraCore", "JPEG", "Movie", "Metadata", "Motion", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The live H.264 transports: an RTSP server and WebRTC peers, fed access units.
@@ -110,6 +114,7 @@ let package = Package(
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
         .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore", "SystemSupport"]),
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
+        .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "CameraCore", "SystemSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "SystemSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

@@ -89,16 +89,19 @@ final class SceneRenderer: @unchecked Sendable {
     /// Draws frame `sequence`: the moving things and `codes` over the background, then the
     /// lens and exposure `optics(sceneLuma)` decides from the scene's mean luma before them.
     /// `wholeFrame` draws and tones every pixel (the reference the fast path must equal).
-    func render(sequence: UInt64, codes: [PlacedCode], wholeFrame: Bool = false,
+    /// `walker`, when one is in view, is drawn after the codes (it walks in front of them).
+    func render(sequence: UInt64, codes: [PlacedCode], walker: WalkerFigure? = nil, wholeFrame: Bool = false,
                 optics: (_ sceneLuma: Double) -> Optics) {
         let w = scene.width, h = scene.height
         var box = scene.movingBounds(sequence: sequence)
         for c in codes { box = box.union(c.bounds(width: w, height: h)) }
+        if let walker { box = box.union(walker.bounds(width: w, height: h)) }
         if wholeFrame { box = .full(w, h) }
         // 1. The box as the scene has it before the lens: background, moving things, codes.
         scene.withBackground { bg in copy(bg, box) }
         scene.drawMoving(into: canvas, sequence: sequence)
         for code in codes { code.draw(into: canvas) }
+        walker?.draw(into: canvas)
         // 2. The mean luma of the whole scene: the background's, with the box's part replaced.
         let outside = scene.withBackground { bg in YUYVCanvas.lumaGrid(bg, width: w, in: box) }
         let inside = YUYVCanvas.lumaGrid(UnsafeRawBufferPointer(start: canvas.base, count: w * h * 2), width: w, in: box)

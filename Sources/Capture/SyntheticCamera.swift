@@ -14,6 +14,8 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
     private let sensor: SensorModel
     /// Codes shown in the scene (QR, EAN-13, Code 128), drawn into every frame.
     private let codes = CodeBoard()
+    /// What is staged in the scene: the scene's own motion on or off, a walker (SceneStaging).
+    public let staging = SceneStaging()
     /// Whether the top rows carry the machine-readable timecode (Timecode.swift).
     private let timecodeShown = Locked(false)
 
@@ -79,39 +81,84 @@ public final class SyntheticCamera: CaptureDevice, Sendable {
             throw .unsupportedFormat("\(format.width)x\(format.height)@\(format.fps) \(format.pixelFormat.rawValue)")
         }
         stop()
+        let source = frameSource(format: format)
+        let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
+            source.frame(sequence: seq, timestamp: ts, handler)
+        }
+        running.withLock { $0 = (t, source.buffers) }
+    }
+
+    /// This camera's frames made on demand, for a caller that paces them itself (a test, a
+    /// benchmark: an hour of frames in minutes). Shares the camera's sensor, codes and staging;
+    /// not for use while the camera runs.
+    public func frameSource(format: VideoFormat) -> SyntheticFrameSource {
         let label = descriptor.position == .unspecified ? descriptor.id.uppercased()
                                                          : descriptor.position.rawValue.uppercased()
-        let scene = SyntheticScene(kind: self.scene, label: label, width: format.width, height: format.height)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: format.width * format.height * 2,
-                                                            alignment: 16)
-        let canvas = YUYVCanvas(buffer, width: format.width, height: format.height)
-        let box = BufferBox(buffer)
-        let sensor = self.sensor
-        let renderer = SceneRenderer(scene: scene, canvas: canvas)
-        let codes = self.codes, timecode = self.timecodeShown
-        let noise = SensorNoise(seed: descriptor.position == .front ? 2 : 1), noiseOn = self.noiseOn
-        let t = PacedCaptureThread(name: "synthetic-\(descriptor.id)", fps: format.fps) { seq, ts in
-            // The codes are drawn before the lens: focus matters.
-            var iso = 100.0
-            renderer.render(sequence: seq, codes: codes.current) {
-                let optics = sensor.step(sceneLuma: $0, width: format.width)
-                iso = optics.iso
-                return optics
-            }
-            if noiseOn.withLock({ $0 }) { noise.apply(to: box.buffer.baseAddress!, bytes: box.buffer.count, sequence: seq, iso: iso) }
-            scene.drawCaption(canvas, sequence: seq, timestamp: ts)
-            if timecode.withLock({ $0 }) {  // after the sensor: clean levels, whatever the exposure
-                Timecode.draw(on: canvas, milliseconds: UInt64(max(0, (ts * 1000).rounded(.down))), sequence: seq)
-            }
-            handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(box.buffer),
-                             stride: format.width * 2, sequence: seq, timestamp: ts))
-        }
-        running.withLock { $0 = (t, box) }
+        return SyntheticFrameSource(kind: scene, label: label, format: format, sensor: sensor, codes: codes,
+                                    staging: staging, timecode: timecodeShown, noiseOn: noiseOn,
+                                    seed: descriptor.position == .front ? 2 : 1)
     }
 
     public func stop() {
         let r = running.withLock { r -> (thread: PacedCaptureThread, buffers: BufferBox)? in defer { r = nil }; return r }
         r?.thread.stop()  // the buffers are freed after the thread's last frame
+    }
+}
+
+/// Draws a synthetic camera's frames: the scene (its own motion, the staged walker, the codes)
+/// through the simulated lens and exposure, the sensor's noise, then the caption and timecode.
+/// Used by one thread at a time (the camera's capture thread, or a test's).
+public final class SyntheticFrameSource: @unchecked Sendable {
+    let buffers: BufferBox
+    private let format: VideoFormat
+    private let scene: SyntheticScene
+    private let canvas: YUYVCanvas
+    private let renderer: SceneRenderer
+    private let sensor: SensorModel
+    private let codes: CodeBoard
+    private let staging: SceneStaging
+    private let timecode: Locked<Bool>, noiseOn: Locked<Bool>
+    private let noise: SensorNoise
+    /// The scene's own clock: it advances with the frames while the scene moves, and holds
+    /// while it is still (so a still scene resumes where it stopped).
+    private var sceneSequence: UInt64 = 0
+
+    init(kind: SyntheticSceneKind, label: String, format: VideoFormat, sensor: SensorModel, codes: CodeBoard,
+         staging: SceneStaging, timecode: Locked<Bool>, noiseOn: Locked<Bool>, seed: UInt64) {
+        self.format = format
+        scene = SyntheticScene(kind: kind, label: label, width: format.width, height: format.height)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: format.width * format.height * 2, alignment: 16)
+        buffers = BufferBox(buffer)
+        canvas = YUYVCanvas(buffer, width: format.width, height: format.height)
+        renderer = SceneRenderer(scene: scene, canvas: canvas)
+        self.sensor = sensor
+        self.codes = codes
+        self.staging = staging
+        self.timecode = timecode
+        self.noiseOn = noiseOn
+        noise = SensorNoise(seed: seed)
+    }
+
+    /// Draws frame `sequence`, exposed at `timestamp` (Unix seconds), and hands it to `body`
+    /// (valid during the call: the next frame is drawn into the same buffer).
+    public func frame(sequence seq: UInt64, timestamp ts: Double, _ body: (borrowing RawFrame) -> Void) {
+        var iso = 100.0
+        let staged = staging.current()
+        let walker = staged.walker?.figure(at: ts, width: format.width, height: format.height)
+        // The codes and the walker are drawn before the lens: focus matters.
+        renderer.render(sequence: sceneSequence, codes: codes.current, walker: walker) {
+            let optics = sensor.step(sceneLuma: $0, width: format.width)
+            iso = optics.iso
+            return optics
+        }
+        if staged.moving { sceneSequence += 1 }
+        let buffer = buffers.buffer
+        if noiseOn.withLock({ $0 }) { noise.apply(to: buffer.baseAddress!, bytes: buffer.count, sequence: seq, iso: iso) }
+        scene.drawCaption(canvas, sequence: seq, timestamp: ts)
+        if timecode.withLock({ $0 }) {  // after the sensor: clean levels, whatever the exposure
+            Timecode.draw(on: canvas, milliseconds: UInt64(max(0, (ts * 1000).rounded(.down))), sequence: seq)
+        }
+        body(RawFrame(format: format, bytes: UnsafeRawBufferPointer(buffer), stride: format.width * 2, sequence: seq, timestamp: ts))
     }
 }
 
