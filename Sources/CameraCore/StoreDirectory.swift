@@ -55,3 +55,22 @@ extension StoredName {
         return (micros, camera)
     }
 }
+
+/// A stored movie or photo as retention sees it: when it was taken, what it takes on disk,
+/// and whether the user keeps it.
+public struct StoredEntry: Sendable, Equatable {
+    public var id: String
+    public var camera: String?
+    /// Unix seconds (from the id).
+    public var time: Double
+    public var bytes: Int64
+    public var keep: Bool
+
+    public init(id: String, camera: String?, time: Double, bytes: Int64, keep: Bool) {
+        self.id = id
+        self.camera = camera
+        self.time = time
+        self.bytes = bytes
+        self.keep = keep
+    }
+}

@@ -27,9 +27,17 @@ public final class MovieRecorder: CaptureOutput {
         /// H.264 encoded already (the live stream, shared): the recorder then takes access
         /// units (`submit(unit:)`), not frames, and encodes nothing.
         public var encoded: EncodedStream?
+        /// What started it (a motion event's movie says so in its record).
+        public var trigger: MovieTrigger
+        /// The movie's first frame's capture time, when it is in the past (a motion event's
+        /// pre-roll); nil: now.
+        public var startedAt: Double?
 
         public init(id: String, camera: String?, format: VideoFormat, orientation: FrameTransform,
-                    options: RecordingOptions, preset: String, jpegQuality: Int, encoded: EncodedStream? = nil) {
+                    options: RecordingOptions, preset: String, jpegQuality: Int, encoded: EncodedStream? = nil,
+                    trigger: MovieTrigger = .manual, startedAt: Double? = nil) {
+            self.trigger = trigger
+            self.startedAt = startedAt
             self.id = id
             self.camera = camera
             self.format = format
@@ -83,6 +91,9 @@ public final class MovieRecorder: CaptureOutput {
         var bytes: Int64 = 0
         var duration = 0.0
         var outcome: RecordingOutcome?
+        /// A motion movie's event, and whether its snapshot was stored beside it.
+        var event: MovieEvent?
+        var snapshot = false
         var waiters: [CheckedContinuation<RecordingOutcome, Never>] = []
     }
 
@@ -93,7 +104,7 @@ public final class MovieRecorder: CaptureOutput {
         self.setup = setup
         self.store = store
         self.onEnd = onEnd
-        startedAt = Clock.now()
+        startedAt = setup.startedAt ?? Clock.now()
         try store.ensureDirectory()
         let work = try RecorderWork(setup, path: store.partialPath(setup.id))
         let shared = self.shared, stoppedItself = self.stoppedItself
@@ -189,6 +200,15 @@ public final class MovieRecorder: CaptureOutput {
 
     // MARK: - The session's side
 
+    /// A motion movie's event (its times so far) and whether its snapshot is stored
+    /// (`MovieStore.writeSnapshot`): written into the movie's record when it ends.
+    public func annotate(event: MovieEvent, snapshot: Bool) {
+        shared.withLock { s in
+            s.event = event
+            s.snapshot = s.snapshot || snapshot
+        }
+    }
+
     /// A frame on demand (`timelapse.trigger` `api`): the next one captured is added.
     public func requestFrame() { shared.withLock { $0.requested += 1 } }
 
@@ -234,6 +254,7 @@ public final class MovieRecorder: CaptureOutput {
         var reason = ending.reason, message = ending.message
         var movie: MovieInfo?
         let writer = work.writer
+        let (event, snapshot) = shared.withLock { ($0.event, $0.snapshot) }
         do throws(MovieError) {
             if writer.frames == 0 {
                 writer.abandon()
@@ -246,7 +267,8 @@ public final class MovieRecorder: CaptureOutput {
                     frames: writer.frames,
                     duration: MovieInfo.seconds(Double(writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)),
                     bytes: Self.size(of: writer.path), startedAt: StoredName.iso8601(startedAt), reason: reason,
-                    timelapse: setup.options.timelapse != nil)
+                    timelapse: setup.options.timelapse != nil, trigger: setup.trigger, event: event,
+                    snapshot: snapshot ? MovieStore.snapshotURL(setup.id) : nil)
                 try store.publish(info)
                 movie = info
             }
@@ -256,7 +278,8 @@ public final class MovieRecorder: CaptureOutput {
             if error.isStorageFull { reason = .diskFull } else if reason != .diskFull { reason = .failed }
             message = message ?? error.description
             movie = try? store.finalize(id: setup.id, camera: setup.camera, startedAt: startedAt, reason: reason,
-                                        timelapse: setup.options.timelapse != nil)
+                                        timelapse: setup.options.timelapse != nil, trigger: setup.trigger, event: event,
+                                        snapshot: snapshot)
         }
         // A movie neither published nor removed is still `.ID.mp4.part`: the next start
         // repairs and lists it, so nothing written is lost to a failed rename.

@@ -33,8 +33,10 @@ public final class MovieStore: Sendable {
     public func path(_ id: String) -> String { files.file(id + ".mp4") }
     func partialPath(_ id: String) -> String { files.file("." + id + ".mp4.part") }
     private func recordPath(_ id: String) -> String { files.file(id + ".json") }
+    func snapshotPath(_ id: String) -> String { files.file(id + ".jpg") }
 
     public static func url(_ id: String) -> String { "/api/movies/" + id }
+    public static func snapshotURL(_ id: String) -> String { "/api/movies/" + id + "/snapshot" }
 
     // MARK: - Writing
 
@@ -52,6 +54,22 @@ public final class MovieStore: Sendable {
             }
             AtomicFile.syncDirectory(of: path(info.id))
         }
+    }
+
+    /// Stores a motion movie's snapshot beside it (whole or absent, as photos are).
+    public func writeSnapshot(_ id: String, jpeg: [UInt8]) -> Bool {
+        guard Self.isValid(id: id) else { return false }
+        return files.withTurn {
+            (try? AtomicFile.write(jpeg, to: snapshotPath(id), temporary: files.file(".tmp-" + id + ".jpg"), mode: 0o644)) != nil
+        }
+    }
+
+    /// Marks a movie kept (retention never deletes it) or not; its record, as it now reads.
+    public func setKeep(_ id: String, _ keep: Bool) -> MovieInfo? {
+        guard var info = info(id) else { return nil }
+        info.keep = keep
+        files.withTurn { writeRecord(info) }
+        return info
     }
 
     /// The record is a convenience (the file can be probed again): a full disk loses it, not the movie.
@@ -97,13 +115,51 @@ public final class MovieStore: Sendable {
         return (fd, Int64(st.st_size))
     }
 
+    /// An open descriptor on a motion movie's snapshot and its size; the caller owns the fd.
+    public func openSnapshot(_ id: String) -> (fd: Int32, size: Int64)? {
+        guard Self.isValid(id: id) else { return nil }
+        let fd = Glibc.open(snapshotPath(id), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { close(fd); return nil }
+        return (fd, Int64(st.st_size))
+    }
+
     public func delete(_ id: String) -> Bool {
         guard Self.isValid(id: id) else { return false }
         return files.withTurn {
             let gone = unlink(path(id)) == 0
-            if gone { unlink(recordPath(id)) }
+            if gone {
+                unlink(recordPath(id))
+                unlink(snapshotPath(id))
+            }
             return gone
         }
+    }
+
+    // MARK: - Retention
+
+    /// Every finished movie, cheaply (no probe): its time, size (with its snapshot and
+    /// record) and whether it is kept; and the bytes of recordings being written.
+    public func retentionEntries() -> (movies: [StoredEntry], writing: Int64) {
+        var out: [StoredEntry] = [], writing: Int64 = 0
+        for name in files.names() {
+            var st = stat()
+            guard stat(files.file(name), &st) == 0 else { continue }
+            if name.hasPrefix(".") && name.hasSuffix(".mp4.part") { writing += Int64(st.st_size); continue }
+            guard name.hasSuffix(".mp4") else { continue }
+            let id = String(name.dropLast(4))
+            guard let parsed = Self.parse(id) else { continue }
+            var bytes = Int64(st.st_size), keep = false
+            if stat(snapshotPath(id), &st) == 0 { bytes += Int64(st.st_size) }
+            if stat(recordPath(id), &st) == 0 {
+                bytes += Int64(st.st_size)
+                if let data = FileManager.default.contents(atPath: recordPath(id)),
+                   let info = try? JSONDecoder().decode(MovieInfo.self, from: data) { keep = info.keep ?? false }
+            }
+            out.append(StoredEntry(id: id, camera: parsed.camera, time: Double(parsed.micros) / 1e6, bytes: bytes, keep: keep))
+        }
+        return (out, writing)
     }
 
     // MARK: - Start-up
@@ -127,8 +183,8 @@ public final class MovieStore: Sendable {
 
     /// Cuts a partial file back to its whole fragments, reads what it holds and publishes
     /// it as `reason`; nil (and the file removed) when nothing in it plays.
-    func finalize(id: String, camera: String?, startedAt: Double, reason: RecordingEndReason,
-                  timelapse: Bool) throws(MovieError) -> MovieInfo? {
+    func finalize(id: String, camera: String?, startedAt: Double, reason: RecordingEndReason, timelapse: Bool,
+                  trigger: MovieTrigger = .manual, event: MovieEvent? = nil, snapshot: Bool = false) throws(MovieError) -> MovieInfo? {
         let partial = partialPath(id)
         let fragments = try MP4Repair.repair(partial)
         guard fragments > 0, let facts = try? MovieProbe.probe(partial), facts.frames > 0 else {
@@ -140,7 +196,8 @@ public final class MovieStore: Sendable {
         let info = MovieInfo(id: id, url: Self.url(id), camera: camera, codec: facts.codec, width: facts.width,
                              height: facts.height, rotation: facts.rotation, frames: facts.frames,
                              duration: MovieInfo.seconds(facts.duration), bytes: Int64(st.st_size), startedAt: StoredName.iso8601(startedAt),
-                             reason: reason, timelapse: timelapse)
+                             reason: reason, timelapse: timelapse, trigger: trigger, event: event,
+                             snapshot: snapshot ? Self.snapshotURL(id) : nil)
         try publish(info)
         return info
     }

@@ -49,8 +49,26 @@ public struct RecordingOptions: Sendable, Equatable {
 /// Why a recording ended.
 public enum RecordingEndReason: String, Sendable, Codable {
     case stopped, maxDuration, maxBytes, diskFull, cameraLost, formatChanged, failed
+    /// A motion event's movie reached its post-roll.
+    case eventEnded
     /// Found unfinished at start-up (the server was killed or the power went) and repaired.
     case recovered
+}
+
+/// What started a recording: a call (`POST …/recording/start`), or motion (issue 28).
+public enum MovieTrigger: String, Sendable, Codable { case manual, motion }
+
+/// A motion movie's event, Unix seconds: its first moving frame, its highest score, its last
+/// moving frame (events merged into one movie: the first's start, the highest peak, the last's end).
+public struct MovieEvent: Sendable, Codable, Equatable {
+    public var start: Double
+    public var peak: Double
+    public var end: Double
+    public init(start: Double, peak: Double, end: Double) {
+        self.start = start
+        self.peak = peak
+        self.end = end
+    }
 }
 
 /// A finished movie, as `GET /api/movies` lists it (and `{id}.json` beside it keeps it).
@@ -69,6 +87,57 @@ public struct MovieInfo: Sendable, Codable, Equatable {
     public var startedAt: String
     public var reason: RecordingEndReason
     public var timelapse: Bool
+    /// nil in records written before issue 28: a call started them.
+    public var trigger: MovieTrigger?
+    public var event: MovieEvent?
+    /// The URL of the frame of the event's highest score, when one was kept.
+    public var snapshot: String?
+    /// Kept by the user: retention never deletes it.
+    public var keep: Bool?
+
+    public init(id: String, url: String, camera: String?, codec: MovieCodec, width: Int, height: Int, rotation: Int,
+                frames: Int, duration: Double, bytes: Int64, startedAt: String, reason: RecordingEndReason, timelapse: Bool,
+                trigger: MovieTrigger = .manual, event: MovieEvent? = nil, snapshot: String? = nil, keep: Bool = false) {
+        self.id = id
+        self.url = url
+        self.camera = camera
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.rotation = rotation
+        self.frames = frames
+        self.duration = duration
+        self.bytes = bytes
+        self.startedAt = startedAt
+        self.reason = reason
+        self.timelapse = timelapse
+        self.trigger = trigger
+        self.event = event
+        self.snapshot = snapshot
+        self.keep = keep
+    }
+
+    /// Every field spelled out (`event` and `snapshot` null, `trigger` and `keep` their defaults).
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(url, forKey: .url)
+        try c.encode(camera, forKey: .camera)
+        try c.encode(codec, forKey: .codec)
+        try c.encode(width, forKey: .width)
+        try c.encode(height, forKey: .height)
+        try c.encode(rotation, forKey: .rotation)
+        try c.encode(frames, forKey: .frames)
+        try c.encode(duration, forKey: .duration)
+        try c.encode(bytes, forKey: .bytes)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(timelapse, forKey: .timelapse)
+        try c.encode(trigger ?? .manual, forKey: .trigger)
+        try c.encode(event, forKey: .event)
+        try c.encode(snapshot, forKey: .snapshot)
+        try c.encode(keep ?? false, forKey: .keep)
+    }
 
     /// Seconds to the millisecond: what a client can use, not float noise.
     static func seconds(_ s: Double) -> Double { (s * 1000).rounded() / 1000 }

@@ -11,6 +11,7 @@ import Foundation
 import JPEG
 import Logging
 import Metadata
+import Motion
 import Movie
 import SystemSupport
 
@@ -56,6 +57,12 @@ public actor CaptureSession {
     var recorder: MovieRecorder?
     /// The live stream's client feeding `recorder`, when the recording shares the live encode.
     var liveRecording: LiveRecording?
+    /// The motion settings: kept across starts, stops and switches (CaptureSession+Motion).
+    var motionSettings: MotionSettings
+    nonisolated let motionFigures = Locked(MotionFigures())
+    /// The pre-roll ring, while motion recording is on and the camera runs; the event movie being written.
+    var motionRecording: MotionRecording?
+    var eventMovie: EventMovie?
 
     public init(cameras: [any CaptureDevice], configuration: SessionConfiguration, events: EventHub = EventHub(),
                 logger: Logger = Logger(label: "session")) throws(SessionError) {
@@ -76,6 +83,7 @@ public actor CaptureSession {
             chosen = cameras.first { $0.descriptor.position == .rear } ?? cameras[0]
         }
         camera = chosen
+        motionSettings = configuration.motion
         metadata = MetadataOutput(camera: chosen.descriptor.id, rate: configuration.metadataRate) { [events] in
             events.publish(.metadata($0))
         }
@@ -110,7 +118,7 @@ public actor CaptureSession {
                           workers: min(configuration.streamWorkers, EncodePool.shared.threads)),
             frames: .init(sequence: latest?.sequence ?? 0,
                           dropped: pipeline?.output(PreviewOutput.self).map { $0.dropped + camera.rejectedFrames } ?? 0),
-            error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state)
+            error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state, motion: motionState)
     }
 
     public var isRunning: Bool { runState == .running }
@@ -132,6 +140,7 @@ public actor CaptureSession {
                 pipeline = try launch(camera, format)
                 runState = .running
                 lastError = nil
+                updateMotionRecording()
             } catch {
                 runState = .failed
                 lastError = error.description
@@ -276,6 +285,7 @@ public actor CaptureSession {
             PhotoOutput(name: name),
             PreviewOutput(hub: hub, settings: pipelineSettings, workers: configuration.streamWorkers, name: name, logger: logger),
             LiveOutput(hub: live, settings: configuration.live, name: name, logger: logger),
+            makeMotionOutput(camera: name),
         ]
         let p = FramePipeline(outputs: outputs, settings: pipelineSettings, nextSequence: { [hub] in hub.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
@@ -314,6 +324,10 @@ public actor CaptureSession {
     }
 
     func halt() {
+        if let ring = motionRecording {  // the event movie ends with the stream it records
+            motionRecording = nil
+            if let recorder = ring.stop() { eventMovieDone(recorder, .stopped) }
+        }
         pipeline?.deactivate()
         camera.stop()
         pipeline = nil

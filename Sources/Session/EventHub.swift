@@ -40,11 +40,32 @@ public struct RecordingEvent: Sendable, Equatable, Codable {
     }
 }
 
+/// Retention deleted a stored movie or photo (issue 28): which, and which limit made it go.
+public struct DeletionEvent: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable { case movie, photo }
+    public enum Reason: String, Sendable, Codable { case maxBytes, maxAge, minFreeBytes }
+    public var kind: Kind
+    public var id: String
+    public var camera: String?
+    public var reason: Reason
+    public var bytes: Int64
+
+    public init(kind: Kind, id: String, camera: String?, reason: Reason, bytes: Int64) {
+        self.kind = kind
+        self.id = id
+        self.camera = camera
+        self.reason = reason
+        self.bytes = bytes
+    }
+}
+
 public enum SessionEvent: Sendable, Equatable {
     case state(SessionState)
     case photo(PhotoInfo)
     case recording(RecordingEvent)
     case metadata(MetadataEvent)
+    case motion(MotionEvent)
+    case deleted(DeletionEvent)
 
     /// The camera the event is about.
     public var camera: String? {
@@ -53,6 +74,8 @@ public enum SessionEvent: Sendable, Equatable {
         case .photo(let p): p.camera
         case .recording(let r): r.camera
         case .metadata(let m): m.camera
+        case .motion(let m): m.camera
+        case .deleted(let d): d.camera
         }
     }
 

@@ -2,6 +2,7 @@
 // often devices are read back, and the placeholder frame the application draws.
 
 import CameraCore
+import Motion
 import Movie
 
 /// Renders the raw YUYV frame shown while nothing is captured ("NO SIGNAL", "STOPPED").
@@ -28,13 +29,17 @@ public struct SessionConfiguration: Sendable {
     public var metadataRate: Double
     /// The live H.264 encoder's keyframe interval, rate control and preset.
     public var live: LiveEncoderSettings
+    /// The motion output's settings at start (`motion`, or `cameras[].motion`).
+    public var motion: MotionSettings
 
     public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
                 placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) },
                 movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast",
                 metadataRate: Double = 10, streamSubsampling: ChromaSubsampling = .s422,
-                streamWorkers: Int = 1, live: LiveEncoderSettings = LiveEncoderSettings()) {
+                streamWorkers: Int = 1, live: LiveEncoderSettings = LiveEncoderSettings(),
+                motion: MotionSettings = MotionSettings()) {
+        self.motion = motion
         self.camera = camera
         self.preset = preset
         self.fps = fps

@@ -1,6 +1,7 @@
 // SessionState: what `GET /api/session` answers and every `state` event carries.
 
 import CameraCore
+import Motion
 import Movie
 
 public struct SessionState: Sendable, Equatable, Codable {
@@ -39,6 +40,8 @@ public struct SessionState: Sendable, Equatable, Codable {
     public var recording: RecordingStatus = .inactive
     /// The metadata output: what it looks for and the codes in view.
     public var metadata = MetadataState(types: [], rectOfInterest: nil, objects: [])
+    /// The motion output: its settings and what it sees now.
+    public var motion = MotionState.off(MotionSettings())
     /// This camera's session is the main one (the one /api/session, /stream and /snapshot
     /// address); set by the multi-camera session, false for a session on its own.
     public var main = false
@@ -62,6 +65,7 @@ public struct SessionState: Sendable, Equatable, Codable {
         try c.encode(error, forKey: .error)
         try c.encode(recording, forKey: .recording)
         try c.encode(metadata, forKey: .metadata)
+        try c.encode(motion, forKey: .motion)
         try c.encode(main, forKey: .main)
     }
 }

@@ -46,19 +46,22 @@ struct Me: Encodable {
 struct PhotoJSON: Encodable {
     var id: String, url: String, bytes: Int, width: Int, height: Int, capturedAt: String
     var camera: String?
+    var keep: Bool
 
     init(_ p: PhotoInfo) {
         id = p.id; url = "/api/photos/\(p.id)"; bytes = p.bytes; width = p.width; height = p.height; capturedAt = p.capturedAt
         camera = p.camera
+        keep = p.keep
     }
 
     func encode(to encoder: Encoder) throws {
-        enum K: String, CodingKey { case id, url, bytes, width, height, capturedAt, camera }
+        enum K: String, CodingKey { case id, url, bytes, width, height, capturedAt, camera, keep }
         var c = encoder.container(keyedBy: K.self)
         try c.encode(id, forKey: .id); try c.encode(url, forKey: .url); try c.encode(bytes, forKey: .bytes)
         try c.encode(width, forKey: .width); try c.encode(height, forKey: .height)
         try c.encode(capturedAt, forKey: .capturedAt)
         try c.encode(camera, forKey: .camera)  // null for a photo from before cameras were recorded
+        try c.encode(keep, forKey: .keep)
     }
 }
 

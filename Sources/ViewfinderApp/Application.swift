@@ -22,6 +22,8 @@ public final class Application: Sendable {
     let staticFiles: StaticFiles
     let photos: PhotoStore
     let movies: MovieStore
+    /// Deletes the oldest movies and photos past `storage`'s limits (nil: no limits).
+    let retention: StorageRetention?
     let access: AccessControl
     private let running = Locked<[HTTPServer]>([])
     /// The main listener (server.host:server.port).
@@ -78,7 +80,8 @@ public final class Application: Sendable {
                                                         streamSubsampling: configuration.stream.subsampling,
                                                         streamWorkers: configuration.stream.workers,
                                                         live: LiveEncoderSettings(keyframeInterval: configuration.live.keyframeInterval,
-                                                                                  bitrate: configuration.live.bitrate)),
+                                                                                  bitrate: configuration.live.bitrate),
+                                                        motion: entry?.motion?.applied(to: configuration.motion) ?? configuration.motion),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")
@@ -109,6 +112,8 @@ public final class Application: Sendable {
         if !unfinished.isEmpty {
             logger.warning("removed \(unfinished.count) unfinished photo file(s) left by a crash (never answered, never listed)")
         }
+        retention = configuration.storage.isLimited
+            ? StorageRetention(settings: configuration.storage, movies: movies, photos: photos, events: events, logger: logger) : nil
     }
 
     /// The bound port (the configured one, or the one picked for port 0).
@@ -122,6 +127,7 @@ public final class Application: Sendable {
         let s = HTTPServer(configuration: serverConfiguration(host: configuration.server.host, port: configuration.server.port),
                            router: makeRouter(), logger: logger)
         running.withLock { $0 = [s] }
+        retention?.start()
         try startListening(s)
         for l in configuration.server.listen {
             let extra = HTTPServer(configuration: serverConfiguration(host: l.host ?? configuration.server.host, port: l.port),
@@ -246,6 +252,7 @@ public final class Application: Sendable {
         // stopped servers ends that cycle, so an application that stopped can be freed (the
         // tests start dozens; LeakSanitizer found every one alive at exit).
         for server in running.withLock({ s in defer { s.removeAll() }; return s }) { server.stop() }
+        retention?.stop()
         whep.closeAll()
         if let r = rtsp.withLock({ r in defer { r = nil }; return r }) {
             r.server.stop()
@@ -254,6 +261,7 @@ public final class Application: Sendable {
         // A movie being recorded is finished (trailer written, published) before the exit.
         for s in cameras.sessions {
             if let recorder = try? await s.stopRecording() { _ = await recorder.outcome() }
+            if let recorder = await s.endEventMovie() { _ = await recorder.outcome() }
             await s.stop()
         }
     }

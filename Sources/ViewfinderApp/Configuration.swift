@@ -7,6 +7,8 @@ import Capture
 import Foundation
 import HTTPServer
 import JSON
+import Motion
+import Session
 
 public struct Configuration: Sendable, Equatable {
 
@@ -43,6 +45,8 @@ public struct Configuration: Sendable, Equatable {
         public var timecode: Bool? = nil
         /// A synthetic camera's sensor noise (nil: `synthetic.noise`).
         public var noise: Bool? = nil
+        /// This camera's motion settings over the top-level `motion`'s.
+        public var motion: MotionChange? = nil
     }
 
     public enum Cameras: Sendable, Equatable {
@@ -96,6 +100,10 @@ public struct Configuration: Sendable, Equatable {
     public var rtsp = RTSPSettings()
     public var webrtc = WebRTCSettings()
     public var synthetic = SyntheticSettings()
+    /// The motion output's settings for every camera (`cameras[].motion` overrides them).
+    public var motion = MotionSettings()
+    /// Retention of movies and photos.
+    public var storage = StorageSettings()
 
     /// The metadata output.
     public struct MetadataSettings: Sendable, Equatable {
@@ -168,6 +176,7 @@ public struct Configuration: Sendable, Equatable {
         }
         try decodeLive(root, into: &c)
         try decodeSynthetic(root, into: &c)
+        try decodeMotion(root, into: &c)
         if let s = try root.object("recording") {
             c.recording.directory = try s.string("directory") ?? c.recording.directory
             if let p = try s.string("preset") {
@@ -209,7 +218,8 @@ public struct Configuration: Sendable, Equatable {
                                         codes: try r.value("codes").map { v throws(JSONFieldError) in
                                             try sceneCodes(v, path: "cameras[\(i)].codes")
                                         } ?? [],
-                                        timecode: try r.bool("timecode"), noise: try r.bool("noise"))
+                                        timecode: try r.bool("timecode"), noise: try r.bool("noise"),
+                                        motion: try r.object("motion").map { o throws(JSONFieldError) in try motionChange(o) })
                 if !entry.codes.isEmpty && entry.source != .synthetic {
                     throw JSONFieldError(path: "cameras[\(i)].codes", problem: "only a synthetic camera's scene shows codes")
                 }

@@ -90,6 +90,8 @@ extension SessionEvent {
         case .photo: "photo"
         case .recording: "recording"
         case .metadata: "metadata"
+        case .motion: "motion"
+        case .deleted: "deleted"
         }
     }
 
@@ -101,6 +103,8 @@ extension SessionEvent {
         case .photo(let p): try? encoder.encode(PhotoJSON(p))
         case .recording(let r): try? encoder.encode(r)
         case .metadata(let m): try? encoder.encode(m)
+        case .motion(let m): try? encoder.encode(m)
+        case .deleted(let d): try? encoder.encode(d)
         }
         return data.map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }

@@ -6,7 +6,7 @@ import Session
 
 extension Application {
     func metrics() async -> Response {
-        var up = "", encoded = "", copies = "", clients = "", fps = "", recording = "", metadata = ""
+        var up = "", encoded = "", copies = "", clients = "", fps = "", recording = "", metadata = "", motion = ""
         for s in cameras.sessions {
             let state = await s.state()
             let label = "{camera=\"\(Self.labelValue(s.id))\"}"
@@ -24,6 +24,7 @@ extension Application {
                 + "viewfinder_recording_bytes\(label) \(r.bytes)\n"
             metadata += "viewfinder_metadata_scans_total\(label) \(s.metadataScans)\n"
                 + "viewfinder_metadata_objects\(label) \(state.metadata.objects.count)\n"
+            motion += Self.motionSeries(s.motionTotals, active: state.motion.active, camera: Self.labelValue(s.id))
         }
         let text = """
         # HELP viewfinder_up 1 while the camera's session is running.
@@ -45,7 +46,16 @@ extension Application {
         \(recording)# HELP viewfinder_metadata_scans_total Frames the metadata output scanned; viewfinder_metadata_objects: codes in view.
         # TYPE viewfinder_metadata_scans_total counter
         # TYPE viewfinder_metadata_objects gauge
-        \(metadata)# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
+        \(metadata)# HELP viewfinder_motion_events_total Motion events detected; viewfinder_motion_seconds_total: seconds in motion (events ended); viewfinder_motion_detect_seconds_total: CPU seconds the detector took; viewfinder_motion_score: frames judged by score (percent of the unmasked picture changed).
+        # TYPE viewfinder_motion_events_total counter
+        # TYPE viewfinder_motion_seconds_total counter
+        # TYPE viewfinder_motion_detect_seconds_total counter
+        # TYPE viewfinder_motion_active gauge
+        # TYPE viewfinder_motion_score histogram
+        \(motion)# HELP viewfinder_storage_deleted_total Movies and photos retention deleted, by kind and the limit that made them go; viewfinder_storage_deleted_bytes_total: their bytes.
+        # TYPE viewfinder_storage_deleted_total counter
+        # TYPE viewfinder_storage_deleted_bytes_total counter
+        \(retention?.metrics ?? "")# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
         # TYPE viewfinder_main_camera gauge
         viewfinder_main_camera{camera="\(Self.labelValue(cameras.mainID))"} 1
         # HELP viewfinder_http_connections Open HTTP connections.
@@ -59,6 +69,21 @@ extension Application {
 
         """
         return Response(status: 200, contentType: "text/plain; version=0.0.4", bytes: Array(text.utf8))
+    }
+
+    static func motionSeries(_ f: MotionFigures, active: Bool, camera: String) -> String {
+        let label = "{camera=\"\(camera)\"}"
+        var text = "viewfinder_motion_events_total\(label) \(f.events)\n"
+            + "viewfinder_motion_seconds_total\(label) \((f.secondsInMotion * 1000).rounded() / 1000)\n"
+            + "viewfinder_motion_detect_seconds_total\(label) \((f.cpuSeconds * 1e6).rounded() / 1e6)\n"
+            + "viewfinder_motion_active\(label) \(active ? 1 : 0)\n"
+        for (bound, count) in zip(MotionFigures.buckets, f.scoreBuckets) {
+            text += "viewfinder_motion_score_bucket{camera=\"\(camera)\",le=\"\(bound)\"} \(count)\n"
+        }
+        text += "viewfinder_motion_score_bucket{camera=\"\(camera)\",le=\"+Inf\"} \(f.frames)\n"
+            + "viewfinder_motion_score_sum\(label) \((f.scoreSum * 100).rounded() / 100)\n"
+            + "viewfinder_motion_score_count\(label) \(f.frames)\n"
+        return text
     }
 
     /// A Prometheus label value: backslash, quote and newline escaped.

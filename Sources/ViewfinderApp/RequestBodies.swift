@@ -139,11 +139,29 @@ struct MetadataBody: RequestBody {
     }
 }
 
-/// `{"codes": [{type, value, x?, y?, size?}]}`: what the synthetic camera's scene shows.
+/// `{"codes"?: [{type, value, x?, y?, size?}], "moving"?: bool, "walker"?: {after, duration, size?} | null}`:
+/// what the synthetic camera's scene shows, and what is staged in it (each field that is
+/// given replaces what was; a walker's `after` counts from the call).
 struct SceneBody: RequestBody {
-    var codes: [SceneCode]
+    var codes: [SceneCode]?
+    var moving: Bool?
+    /// .some(nil): the walker is called off.
+    var walker: (after: Double, duration: Double, size: Double)??
+
     init(reading body: JSONObjectReader) throws(JSONFieldError) {
-        codes = try sceneCodes(body.value("codes"), path: "codes")
+        codes = try body.value("codes").map { v throws(JSONFieldError) in try sceneCodes(v, path: "codes") }
+        moving = try body.bool("moving")
+        if body.value("walker") != nil {
+            walker = .some(try body.nullableObject("walker").map { w throws(JSONFieldError) in
+                guard let duration = try w.double("duration", in: 0.1...3600) else {
+                    throw JSONFieldError(path: "walker.duration", problem: "required: seconds to cross the picture (0.1…3600)")
+                }
+                let walker = (after: try w.double("after", in: 0...3600) ?? 0, duration: duration,
+                              size: try w.double("size", in: 0.05...1) ?? 0.5)
+                try w.finish()
+                return walker
+            })
+        }
         try body.finish()
     }
 }

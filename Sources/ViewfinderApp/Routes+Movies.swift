@@ -24,7 +24,28 @@ extension Application {
     }
 
     func addMovieRoutes(_ r: inout Router) {
-        r.get("/api/movies") { [movies] _ in json(["movies": movies.list()]) }
+        r.get("/api/movies") { [movies] request in
+            // `?trigger=motion` (or `manual`): only the movies so started.
+            guard let t = request.query["trigger"] else { return json(["movies": movies.list()]) }
+            guard let trigger = MovieTrigger(rawValue: t) else {
+                throw HTTPError(400, "invalid_value", "trigger: '\(t)' is not one of manual, motion")
+            }
+            return json(["movies": movies.list().filter { ($0.trigger ?? .manual) == trigger }])
+        }
+        r.get("/api/movies/:id/snapshot") { [movies] request in
+            let id = request.parameters["id"] ?? ""
+            guard let file = movies.openSnapshot(id) else {
+                throw HTTPError(404, "unknown_snapshot", "Movie '\(id)' has no snapshot; motion movies keep one (their `snapshot` field).")
+            }
+            return Response(status: 200, headers: [("Content-Type", "image/jpeg"), ("Cache-Control", "private, max-age=31536000, immutable")],
+                            body: .file(FileBody(fd: file.fd, offset: 0, length: file.size)))
+        }
+        r.post("/api/movies/:id/keep") { [movies] request in
+            let id = request.parameters["id"] ?? ""
+            let body = try KeepBody(reading: try bodyObject(request))
+            guard let info = movies.setKeep(id, body.keep) else { throw Self.unknownMovie(id) }
+            return json(info)
+        }
         r.get("/api/movies/:id") { [movies] request in
             let id = request.parameters["id"] ?? ""
             guard movies.info(id) != nil, let file = movies.openFile(id) else { throw Self.unknownMovie(id) }

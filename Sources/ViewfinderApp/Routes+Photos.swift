@@ -15,6 +15,12 @@ extension Application {
             return Response(status: 200, contentType: "image/jpeg", bytes: bytes,
                             headers: [("Cache-Control", "private, max-age=31536000, immutable")])
         }
+        r.post("/api/photos/:id/keep") { [self] request in
+            let id = request.parameters["id"] ?? ""
+            let body = try KeepBody(reading: try bodyObject(request))
+            guard let info = photos.setKeep(id, body.keep) else { throw Self.unknownPhoto(id) }
+            return json(PhotoJSON(info))
+        }
         r.delete("/api/photos/:id") { [self] request in
             let id = request.parameters["id"] ?? ""
             guard photos.delete(id) else { throw Self.unknownPhoto(id) }

@@ -23,6 +23,7 @@ extension Application {
         route(&r, prefix + "/torch", lookup) { (s, t: TorchRequest) in try await s.torch(t) }
         route(&r, prefix + "/orientation", lookup) { (s, o: OrientationRequest) in try await s.orientation(o) }
         route(&r, prefix + "/metadata", lookup) { (s, m: MetadataBody) in try await s.setMetadata(types: m.types, rectOfInterest: m.rect) }
+        route(&r, prefix + "/motion", lookup) { (s, m: MotionBody) in try await s.setMotion(m.change) }
         route(&r, prefix + "/recording/start", lookup) { (s, o: RecordingOptions) in try await s.startRecording(o) }
         route(&r, prefix + "/recording/frame", lookup) { (s, _: NoOptions) in try await s.addRecordingFrame() }
         r.post(prefix + "/recording/stop") { [self] request in try await stopRecording(request, lookup) }

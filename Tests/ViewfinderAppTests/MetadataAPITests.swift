@@ -24,8 +24,11 @@ import Testing
         }
 
         /// The next `metadata` event's JSON (bounded by `timeout`).
-        func nextMetadata(timeout: Double = 15) async throws -> [String: Any] {
-            let marker = "event: metadata\ndata: "
+        func nextMetadata(timeout: Double = 15) async throws -> [String: Any] { try await next("metadata", timeout: timeout) }
+
+        /// The next event named `name`'s JSON (bounded by `timeout`).
+        func next(_ name: String, timeout: Double = 15) async throws -> [String: Any] {
+            let marker = "event: \(name)\ndata: "
             let start = seen
             try await connection.read(timeout: timeout) { bytes in
                 let text = String(decoding: bytes, as: UTF8.self)

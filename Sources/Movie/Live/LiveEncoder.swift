@@ -14,6 +14,8 @@ public struct AccessUnit: Sendable {
     public let bytes: [UInt8]
     public let pts: Int64
     public let keyframe: Bool
+    /// The frame's capture time, Unix seconds (what a motion event's pre-roll is measured in).
+    public let time: Double
 }
 
 public struct LiveEncoderSettings: Sendable, Equatable {
@@ -140,7 +142,8 @@ public final class LiveEncoder {
             try MovieError.check(rc, "avcodec_receive_packet")
             let p = packet.pointee
             units.append(AccessUnit(bytes: Array(UnsafeBufferPointer(start: p.data, count: Int(p.size))), pts: p.pts,
-                                    keyframe: p.flags & AV_PKT_FLAG_KEY != 0))
+                                    keyframe: p.flags & AV_PKT_FLAG_KEY != 0,
+                                    time: first + Double(p.pts) / Double(Self.ticksPerSecond)))
             av_packet_unref(packet)
         }
         return units

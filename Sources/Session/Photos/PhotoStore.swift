@@ -16,6 +16,8 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
     public var capturedAt: String
     /// The camera that took it (nil for photos stored before cameras were recorded).
     public var camera: String?
+    /// Kept by the user: retention never deletes it.
+    public var keep = false
 }
 
 
@@ -80,16 +82,50 @@ public final class PhotoStore: Sendable {
 
     public func delete(_ id: String) -> Bool {
         guard Self.isValid(id: id) else { return false }
-        return files.withTurn { unlink(path(id)) == 0 }
+        return files.withTurn {
+            let gone = unlink(path(id)) == 0
+            if gone { unlink(keepPath(id)) }
+            return gone
+        }
+    }
+
+    /// Marks a photo kept (an empty `ID.keep` beside it: retention never deletes it) or not.
+    public func setKeep(_ id: String, _ keep: Bool) -> PhotoInfo? {
+        guard Self.isValid(id: id), access(path(id), F_OK) == 0 else { return nil }
+        files.withTurn {
+            if keep {
+                let fd = open(keepPath(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+                if fd >= 0 { close(fd) }
+            } else {
+                unlink(keepPath(id))
+            }
+        }
+        return info(id)
+    }
+
+    /// Every photo, cheaply (no decode): its time, size and whether it is kept.
+    public func retentionEntries() -> [StoredEntry] {
+        let names = Set(files.names())
+        return names.compactMap { name -> StoredEntry? in
+            guard name.hasSuffix(".jpg") else { return nil }
+            let id = String(name.dropLast(4))
+            guard let parsed = Self.parse(id) else { return nil }
+            var st = stat()
+            guard stat(files.file(name), &st) == 0 else { return nil }
+            return StoredEntry(id: id, camera: parsed.camera, time: Double(parsed.micros) / 1e6, bytes: Int64(st.st_size),
+                               keep: names.contains(id + ".keep"))
+        }
     }
 
     private func info(_ id: String) -> PhotoInfo? {
         guard let bytes = read(id), let size = try? JPEGDecoder.size(of: bytes), let parsed = Self.parse(id) else { return nil }
         return PhotoInfo(id: id, bytes: bytes.count, width: size.width,
-                         height: size.height, capturedAt: Self.iso(Double(parsed.micros) / 1_000_000), camera: parsed.camera)
+                         height: size.height, capturedAt: Self.iso(Double(parsed.micros) / 1_000_000), camera: parsed.camera,
+                         keep: access(keepPath(id), F_OK) == 0)
     }
 
     private func path(_ id: String) -> String { files.file(id + ".jpg") }
+    private func keepPath(_ id: String) -> String { files.file(id + ".keep") }
 
     static func iso(_ t: Double) -> String { StoredName.iso8601(t) }
 }

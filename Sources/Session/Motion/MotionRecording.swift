@@ -1,0 +1,147 @@
+// A motion event's movie, pre-roll included (issue 28). While motion recording is on, this is
+// a client of the camera's live H.264 stream (so the one live encode also feeds it) and keeps
+// the last seconds as a ring of whole GOPs: from a keyframe at least `preRoll` (plus a margin
+// for the detector's own delay) before the newest frame, dropping a GOP only once the next
+// keyframe is that old. It asks for a keyframe whenever the last is `preRoll` old, so the ring
+// never holds much more than twice the pre-roll. An event's movie starts at the last keyframe
+// at or before its first moving frame − preRoll, and goes on with the live units until the
+// session says when to stop (the last moving frame + postRoll); an event starting before
+// that extends the same movie.
+
+import Foundation
+import Movie
+import SystemSupport
+
+final class MotionRecording: Sendable {
+    /// Seconds kept beyond the pre-roll: the detector needs a few frames before it calls an
+    /// event, and the session hears of it a moment later.
+    static let margin = 1.0
+
+    private let hub: LiveHub
+    /// Called (on the encoder's thread) when the movie reached its stop time, or its stream ended.
+    private let onDone: @Sendable (MovieRecorder, RecordingEndReason) -> Void
+
+    private struct Movie {
+        var recorder: MovieRecorder
+        var stopAt: Double?
+        var needKeyframe = false
+    }
+    private struct State {
+        var preRoll: Double
+        var ring: [AccessUnit] = []
+        var generation: Int?
+        var lastKeyframe: Double?
+        var movie: Movie?
+        var stopped = false
+    }
+    private let state: Locked<State>
+
+    init(hub: LiveHub, preRoll: Double, onDone: @escaping @Sendable (MovieRecorder, RecordingEndReason) -> Void) {
+        self.hub = hub
+        self.onDone = onDone
+        state = Locked(State(preRoll: preRoll))
+    }
+
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    func start() {
+        hub.subscribe(id) { [weak self] in self?.drain() }
+        drain()
+    }
+
+    /// No more units; the movie being written, if any, is the caller's to finish.
+    func stop() -> MovieRecorder? {
+        hub.unsubscribe(id)
+        return state.withLock { s in
+            s.stopped = true
+            s.ring = []
+            defer { s.movie = nil }
+            return s.movie?.recorder
+        }
+    }
+
+    func setPreRoll(_ seconds: Double) { state.withLock { $0.preRoll = seconds } }
+
+    /// The stream and the first unit's time for an event whose first moving frame is `start`:
+    /// the last keyframe at or before start − preRoll, or the ring's first when it is younger.
+    func firstFrame(for start: Double) -> (time: Double, info: LiveStreamInfo)? {
+        state.withLock { s in
+            guard let info = hub.info, s.generation == hub.generation else { return nil }
+            let keys = s.ring.filter(\.keyframe)
+            guard let first = keys.last(where: { $0.time <= start - s.preRoll }) ?? keys.first else { return nil }
+            return (first.time, info)
+        }
+    }
+
+    /// Writes the ring from the keyframe at `from` into `recorder`, then every live unit until `finish(at:)`'s time.
+    func record(into recorder: MovieRecorder, from time: Double) {
+        state.withLock { s in
+            s.movie = Movie(recorder: recorder)
+            for u in s.ring where u.time >= time { submit(u, &s.movie!) }
+        }
+    }
+
+    /// The movie ends with the first unit after `time`; nil: it goes on (another event began).
+    func finish(at time: Double?) { state.withLock { $0.movie?.stopAt = time } }
+
+    var isRecording: Bool { state.withLock { $0.movie != nil } }
+
+    private func submit(_ u: AccessUnit, _ m: inout Movie) {
+        if m.needKeyframe && !u.keyframe { return }
+        m.needKeyframe = false
+        if !m.recorder.submit(unit: u.bytes, pts: u.pts, keyframe: u.keyframe) {
+            m.needKeyframe = true  // no room: the next GOP, whole
+            hub.requestKeyframe()
+        }
+    }
+
+    private func drain() {
+        var done: [(MovieRecorder, RecordingEndReason)] = []
+        state.withLock { s in
+            guard !s.stopped else { return }
+            while true {
+                switch hub.next(id) {
+                case .initSegment:
+                    // A new stream (a new format, a turn by 90°): the ring's units are another
+                    // stream's, and a movie of them cannot go on.
+                    s.ring = []
+                    s.lastKeyframe = nil
+                    s.generation = hub.generation
+                    if let m = s.movie { done.append((m.recorder, .formatChanged)); s.movie = nil }
+                case .fragment(let f):
+                    let u = f.unit
+                    s.ring.append(u)
+                    if u.keyframe {
+                        s.lastKeyframe = u.time
+                    } else if let k = s.lastKeyframe, u.time - k >= max(0.5, s.preRoll) {
+                        hub.requestKeyframe()
+                    }
+                    // Drop the oldest GOP once the next one alone reaches back far enough.
+                    let keep = u.time - s.preRoll - Self.margin
+                    while let next = s.ring.dropFirst().firstIndex(where: \.keyframe), s.ring[next].time <= keep {
+                        s.ring.removeFirst(next)
+                    }
+                    if s.movie != nil {
+                        if let stop = s.movie!.stopAt, u.time > stop {
+                            done.append((s.movie!.recorder, .eventEnded))
+                            s.movie = nil
+                        } else {
+                            submit(u, &s.movie!)
+                        }
+                    }
+                case .end:
+                    // The stream this client joined ended (a new encoder): join the new one.
+                    s.ring = []
+                    s.lastKeyframe = nil
+                    s.generation = nil
+                    if let m = s.movie { done.append((m.recorder, .formatChanged)); s.movie = nil }
+                    hub.unsubscribe(id)
+                    hub.subscribe(id) { [weak self] in self?.drain() }
+                case .wait:
+                    return
+                }
+            }
+        }
+        for (recorder, reason) in done { onDone(recorder, reason) }
+    }
+}

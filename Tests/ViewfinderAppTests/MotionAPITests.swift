@@ -1,0 +1,128 @@
+// Motion detection over HTTP (issue 28): the settings call and its refusals, events staged with
+// the synthetic scene's walker and their movies read back with ffprobe (the pre-roll and the
+// post-roll honoured every time), the snapshot, the movies filter, and retention keeping the
+// directories under `storage.maxBytes` while a recording is written.
+
+import Foundation
+import Testing
+@testable import ViewfinderApp
+
+@Suite struct MotionAPITests {
+    func motion(_ r: TestConnection) -> [String: Any]? { (r.json as? [String: Any])?["motion"] as? [String: Any] }
+    func errorField(_ r: TestConnection) -> String? {
+        ((r.json as? [String: [String: Any]])?["error"]?["message"] as? String)
+    }
+
+    @Test func theMotionCallChangesTheSettingsOrNothing() async throws {
+        try await withServer { _, port in
+            let set = try await fetch(port, "POST", "/api/session/motion",
+                                      body: #"{"enabled": true, "threshold": 2.5, "masks": [[[0, 0], [1, 0], [1, 0.2]]], "preRoll": 2, "postRoll": 4, "record": false}"#)
+            #expect(set.status == 200)
+            let m = try #require(motion(set))
+            #expect(m["enabled"] as? Bool == true && m["threshold"] as? Double == 2.5 && m["record"] as? Bool == false)
+            #expect(m["preRoll"] as? Double == 2 && m["postRoll"] as? Double == 4)
+            #expect((m["masks"] as? [[[Double]]])?.first?.count == 3)
+            #expect(m.keys.contains("box") && m.keys.contains("since") && m["active"] as? Bool == false)
+            // Each refusal names its field and changes nothing.
+            for (body, field) in [(#"{"threshold": "high"}"#, "threshold"), (#"{"threshold": 0}"#, "threshold"),
+                                  (#"{"preRoll": 31}"#, "preRoll"), (#"{"postRoll": -1}"#, "postRoll"),
+                                  (#"{"masks": [[[0, 0], [1, 0]]]}"#, "masks[0]"), (#"{"masks": [[[0, 0], [1, 2], [0, 1]]]}"#, "masks[0]"),
+                                  (#"{"masks": [[[0, 0], [1], [0, 1]]]}"#, "masks[0][1]"), (#"{"masks": {}}"#, "masks"),
+                                  (#"{"enabled": 1}"#, "enabled"), (#"{"sensitivity": 5}"#, "sensitivity"), ("[]", "object")] {
+                let r = try await fetch(port, "POST", "/api/session/motion", body: body)
+                #expect(r.status == 400, "\(body): \(r.status)")
+                #expect(errorField(r)?.contains(field) == true, "\(body): \(errorField(r) ?? "no message")")
+            }
+            let after = try #require(motion(try await fetch(port, "/api/session")))
+            #expect(after["threshold"] as? Double == 2.5 && after["preRoll"] as? Double == 2 && (after["masks"] as? [Any])?.count == 1)
+            // Each camera has its own; an unknown camera is 404.
+            let front = try await fetch(port, "POST", "/api/cameras/front/session/motion", body: #"{"enabled": true}"#)
+            #expect(front.status == 200 && motion(front)?["threshold"] as? Double == 1)
+            #expect(try await fetch(port, "POST", "/api/cameras/nope/session/motion", body: #"{"enabled": true}"#).status == 404)
+        }
+    }
+
+    /// Ten walkers, one after another: ten events, each a movie that starts at least `preRoll`
+    /// before the event's first moving frame and ends at least `postRoll` after its last.
+    @Test func everyEventIsAMovieWithItsPreRollAndPostRoll() async throws {
+        let preRoll = 2.0, postRoll = 1.0
+        try await withServer({ c in
+            c.motion = .init(enabled: true, preRoll: preRoll, postRoll: postRoll)
+            c.session.preset = "640x480"
+        }) { app, port in
+            _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"moving": false}"#)
+            let events = try await MetadataAPITests.Events(port, camera: "rear")
+            // The ring holds the pre-roll once it has run that long.
+            try await Task.sleep(nanoseconds: UInt64((preRoll + 1.5) * 1e9))
+            var walkers: [Double] = []
+            for _ in 0..<10 {
+                let scene = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 0.2, "duration": 1.2, "size": 0.6}}"#)
+                let walker = try #require((scene.json as? [String: Any])?["walker"] as? [String: Double])
+                walkers.append(try #require(walker["startsAt"]))
+                let started = try await events.next("motion")
+                #expect(started["event"] as? String == "started")
+                let start = try #require(started["start"] as? Double)
+                #expect(start >= walkers.last! && start - walkers.last! <= 0.5, "detected \(start - walkers.last!) s after the walker entered")
+                let ended = try await events.next("motion")
+                #expect(ended["event"] as? String == "ended")
+                // The movie ends a post-roll later; the next walker comes after it (no merge).
+                let finished = try await events.next("recording")
+                if finished["event"] as? String == "started" { _ = try await events.next("recording") }
+            }
+            let listed = try await fetch(port, "/api/movies?trigger=motion")
+            let movies = try #require((listed.json as? [String: Any])?["movies"] as? [[String: Any]])
+            #expect(movies.count == 10)
+            let iso = ISO8601DateFormatter()
+            iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            for m in movies {
+                let id = try #require(m["id"] as? String)
+                #expect(m["trigger"] as? String == "motion" && m["reason"] as? String == "eventEnded")
+                let event = try #require(m["event"] as? [String: Double])
+                let startedAt = try #require(iso.date(from: m["startedAt"] as? String ?? "")).timeIntervalSince1970
+                let probe = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration",
+                                                                      "-of", "csv=p=0", app.movies.path(id)])
+                let duration = try #require(Double(probe.out.trimmingCharacters(in: .whitespacesAndNewlines)))
+                #expect(event["start"]! - startedAt >= preRoll - 0.001, "\(id): \(event["start"]! - startedAt) s before the event")
+                #expect(startedAt + duration - event["end"]! >= postRoll - 0.04, "\(id): \(startedAt + duration - event["end"]!) s after it")
+                #expect(event["peak"]! >= event["start"]! && event["peak"]! <= event["end"]!)
+                let snapshot = try await fetch(port, "/api/movies/\(id)/snapshot")
+                #expect(snapshot.status == 200 && snapshot.headers["content-type"] == "image/jpeg" && snapshot.body.count > 1000)
+            }
+            let manual = try await fetch(port, "/api/movies?trigger=manual")
+            #expect(((manual.json as? [String: Any])?["movies"] as? [Any])?.count == 0)
+            #expect(try await fetch(port, "/api/movies?trigger=sometimes").status == 400)
+            let metrics = try await fetch(port, "/metrics").text
+            #expect(metrics.contains(#"viewfinder_motion_events_total{camera="rear"} 10"#))
+        }
+    }
+
+    /// Fifty photos while a movie is being written, under a limit that holds a fraction of them:
+    /// the oldest go (each a `deleted` event), the kept one and the recording stay.
+    @Test func retentionKeepsTheDirectoriesUnderMaxBytes() async throws {
+        let limit: Int64 = 600_000
+        try await withServer({ c in c.storage.maxBytes = limit }) { app, port in
+            let events = try await MetadataAPITests.Events(port)
+            let first = try await fetch(port, "POST", "/api/session/capture?store=true")
+            let kept = try #require((first.json as? [String: Any])?["id"] as? String)
+            #expect(try await fetch(port, "POST", "/api/photos/\(kept)/keep", body: #"{"keep": true}"#).status == 200)
+            #expect(try await fetch(port, "POST", "/api/session/recording/start", body: "{}").status == 200)
+            for _ in 0..<50 { #expect(try await fetch(port, "POST", "/api/session/capture?store=true").status == 201) }
+            let deleted = try await events.next("deleted")
+            #expect(deleted["kind"] as? String == "photo" && deleted["reason"] as? String == "maxBytes")
+            func used() -> Int64 {
+                [app.photos.directory, app.movies.directory].reduce(0) { total, dir in
+                    total + ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).reduce(0) { t, name in
+                        t + (((try? FileManager.default.attributesOfItem(atPath: dir + "/" + name))?[.size] as? Int64) ?? 0)
+                    }
+                }
+            }
+            #expect(await eventually { used() <= limit }, "\(used()) bytes")
+            let photos = try #require((try await fetch(port, "/api/photos").json as? [String: Any])?["photos"] as? [[String: Any]])
+            #expect(photos.contains { $0["id"] as? String == kept && $0["keep"] as? Bool == true })
+            #expect(photos.count < 50)
+            let stop = try await fetch(port, "POST", "/api/session/recording/stop", body: "{}")
+            #expect(stop.status == 201, "the movie being written is never deleted")
+            #expect(try await fetch(port, "/metrics").text.contains(#"viewfinder_storage_deleted_total{kind="photo",reason="maxBytes"}"#))
+        }
+    }
+}
