@@ -106,6 +106,7 @@ public final class MovieRecorder: CaptureOutput {
         self.onEnd = onEnd
         startedAt = setup.startedAt ?? Clock.now()
         try store.ensureDirectory()
+        if setup.trigger == .motion { store.markMotion(setup.id) }
         let work = try RecorderWork(setup, path: store.partialPath(setup.id))
         let shared = self.shared, stoppedItself = self.stoppedItself
         let limit = setup.encoded == nil ? Self.queueLimit : Self.unitQueueLimit

@@ -34,6 +34,15 @@ public final class MovieStore: Sendable {
     func partialPath(_ id: String) -> String { files.file("." + id + ".mp4.part") }
     private func recordPath(_ id: String) -> String { files.file(id + ".json") }
     func snapshotPath(_ id: String) -> String { files.file(id + ".jpg") }
+    /// Beside a motion movie being written: what started it survives a crash (the repair lists
+    /// it as a motion movie).
+    private func motionMarkPath(_ id: String) -> String { files.file("." + id + ".motion") }
+
+    /// Marks the recording `id` as a motion event's until it is published.
+    func markMotion(_ id: String) {
+        let fd = open(motionMarkPath(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        if fd >= 0 { close(fd) }
+    }
 
     public static func url(_ id: String) -> String { "/api/movies/" + id }
     public static func snapshotURL(_ id: String) -> String { "/api/movies/" + id + "/snapshot" }
@@ -53,6 +62,7 @@ public final class MovieStore: Sendable {
                 throw .system(.last("rename \(path(info.id))"))
             }
             AtomicFile.syncDirectory(of: path(info.id))
+            unlink(motionMarkPath(info.id))
         }
     }
 
@@ -173,8 +183,9 @@ public final class MovieStore: Sendable {
         for name in names where name.hasPrefix(".") && name.hasSuffix(".mp4.part") {
             let id = String(name.dropFirst().dropLast(".mp4.part".count))
             guard let parsed = Self.parse(id) else { continue }
+            let motion = access(motionMarkPath(id), F_OK) == 0
             if let info = try? finalize(id: id, camera: parsed.camera, startedAt: Double(parsed.micros) / 1e6,
-                                        reason: .recovered, timelapse: false) {
+                                        reason: .recovered, timelapse: false, trigger: motion ? .motion : .manual) {
                 recovered.append(info)
             }
         }
@@ -189,6 +200,7 @@ public final class MovieStore: Sendable {
         let fragments = try MP4Repair.repair(partial)
         guard fragments > 0, let facts = try? MovieProbe.probe(partial), facts.frames > 0 else {
             unlink(partial)
+            unlink(motionMarkPath(id))
             return nil
         }
         var st = stat()

@@ -103,6 +103,10 @@ extension CaptureSession {
             liveRecording = nil
             pipeline?.detach(r)
         }
+        if let movie = eventMovie, movie.recorder.id == outcome.id {  // an event movie that ended by itself (a full disk)
+            eventMovie = nil
+            motionRecording?.drop(movie.recorder)
+        }
         if let message = outcome.message { logger.warning("recording \(outcome.id) ended (\(outcome.reason.rawValue)): \(message)") }
         events.publish(.recording(RecordingEvent(camera: outcome.camera, event: .finished, id: outcome.id,
                                                  reason: outcome.reason, movie: outcome.movie, message: outcome.message)))

@@ -2,6 +2,7 @@
 // `viewfinder check-config`: what it prints parses to the same configuration.
 
 import Foundation
+import Session
 
 extension Configuration {
     public var jsonText: String {
@@ -40,6 +41,7 @@ extension Configuration {
                 if let n = e.fps { f.append(("fps", "\(n)")) }
                 if let t = e.timecode { f.append(("timecode", "\(t)")) }
                 if let n = e.noise { f.append(("noise", "\(n)")) }
+                if let m = e.motion { f.append(("motion", Self.motionJSON(m))) }
                 if !e.codes.isEmpty {
                     f.append(("codes", "[" + e.codes.map { c in
                         object([("type", str(c.type.rawValue)), ("value", str(c.value)),
@@ -78,13 +80,29 @@ extension Configuration {
             ("capture", object([("quality", "\(capture.quality)"), ("directory", str(capture.directory))])),
             ("recording", object([("directory", str(recording.directory)), ("preset", str(recording.preset))])),
             ("metadata", object([("rate", "\(metadata.rate)")])),
-        ] + liveJSON(str) + [("synthetic", object([("noise", "\(synthetic.noise)")]))] + authSection
+        ] + liveJSON(str) + [("synthetic", object([("noise", "\(synthetic.noise)")])),
+                             ("motion", Self.motionJSON(MotionChange(enabled: motion.enabled, threshold: motion.threshold, masks: motion.masks,
+                                                                     preRoll: motion.preRoll, postRoll: motion.postRoll, record: motion.record))),
+                             ("storage", "{\"maxBytes\": \(storage.maxBytes.map { "\($0)" } ?? "null"), \"maxAge\": \(storage.maxAge.map { "\($0)" } ?? "null"), \"minFreeBytes\": \(storage.minFreeBytes.map { "\($0)" } ?? "null")}")]
+            + authSection
         
         return "{\n" + sections.map { "  \(str($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}\n"
     }
 }
 
 extension Configuration {
+    /// A motion section (or change) with the fields it sets.
+    static func motionJSON(_ m: MotionChange) -> String {
+        var f: [String] = []
+        if let v = m.enabled { f.append("\"enabled\": \(v)") }
+        if let v = m.threshold { f.append("\"threshold\": \(v)") }
+        if let v = m.masks { f.append("\"masks\": [" + v.map { p in "[" + p.map { "[\($0.x), \($0.y)]" }.joined(separator: ", ") + "]" }.joined(separator: ", ") + "]") }
+        if let v = m.preRoll { f.append("\"preRoll\": \(v)") }
+        if let v = m.postRoll { f.append("\"postRoll\": \(v)") }
+        if let v = m.record { f.append("\"record\": \(v)") }
+        return "{" + f.joined(separator: ", ") + "}"
+    }
+
     /// The accounts as the file holds them (hashes only), when there are any.
     var authSection: [(String, String)] {
         switch auth.mode {

@@ -130,12 +130,12 @@ import Session
     }
 
     /// A config file whose movies go to a directory of their own.
-    func movieConfig() -> (config: String, movies: String) {
+    func movieConfig(_ extra: String? = nil) -> (config: String, movies: String) {
         let dir = NSTemporaryDirectory() + "vf-proc-\(UUID().uuidString)"
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let config = dir + "/config.json"
         FileManager.default.createFile(atPath: config, contents: Data("""
-            {"recording": {"directory": "\(dir)/movies", "preset": "ultrafast"}, "capture": {"directory": "\(dir)/photos"}}
+            {"recording": {"directory": "\(dir)/movies", "preset": "ultrafast"}, "capture": {"directory": "\(dir)/photos"}\(extra.map { ", " + $0 } ?? "")}
             """.utf8))
         return (config, dir + "/movies")
     }
@@ -168,6 +168,33 @@ import Session
         #expect(probe.duration >= recorded - 1.5, "plays \(probe.duration) s of the \(recorded) s recorded before the kill")
         let served = try await fetch(port2, "/api/movies/\(id)", headers: ["Range": "bytes=0-7"])
         #expect(served.status == 206 && served.body.count == 8)
+    }
+
+    /// Pulling the plug mid-event: the event's movie (pre-roll and all) is repaired at the next
+    /// start and listed as a motion movie, playable up to about a second before the kill.
+    @Test func aMotionMovieSurvivesSIGKILL() async throws {
+        let (config, movies) = movieConfig(#""motion": {"preRoll": 1, "postRoll": 30}"#)
+        let (p, port, _) = try await launch(["--config", config])
+        let events = try TestConnection(port: port)
+        try events.request("GET", "/api/events?camera=rear")
+        _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"moving": false}"#)
+        _ = try await fetch(port, "POST", "/api/session/motion", body: #"{"enabled": true}"#)  // on a still scene
+        try await Task.sleep(nanoseconds: 2_500_000_000)  // the ring holds the pre-roll
+        _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"duration": 3}}"#)
+        try await events.read(timeout: 30) { String(decoding: $0, as: UTF8.self).contains(#""event":"started","camera":"rear","id""#) }
+        try await Task.sleep(nanoseconds: 3_000_000_000)  // the movie has fragments written
+        kill(p.processIdentifier, SIGKILL)
+        #expect(await waitForExit(p, timeout: 10))
+
+        let (again, port2, _) = try await launch(["--config", config])
+        defer { again.terminate() }
+        let list = try #require((try await fetch(port2, "/api/movies?trigger=motion").json as? [String: Any])?["movies"] as? [[String: Any]])
+        let movie = try #require(list.first)
+        #expect(list.count == 1 && movie["reason"] as? String == "recovered" && movie["trigger"] as? String == "motion", "\(list)")
+        let id = try #require(movie["id"] as? String)
+        let probe = try await ffprobe("\(movies)/\(id).mp4")
+        #expect(probe.codec == "h264" && probe.duration >= 2, "plays \(probe.duration) s")
+        #expect(!((try? FileManager.default.contentsOfDirectory(atPath: movies)) ?? []).contains { $0.hasSuffix(".motion") })
     }
 
     /// A full disk (here the file size limit: EFBIG) ends the movie as diskFull, keeps what

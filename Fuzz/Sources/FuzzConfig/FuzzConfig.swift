@@ -29,6 +29,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     precondition(c.server.threads.map { (1...64).contains($0) } ?? true && c.server.maxConnections >= 1)
     precondition(Configuration.Stream.workersRange.contains(c.stream.workers))
     precondition(c.metadata.rate.isFinite && (0.1...60).contains(c.metadata.rate))
+    precondition(c.motion.problem == nil, "motion settings parsed out of range")
+    precondition((c.storage.maxBytes ?? 1) >= 1 && (c.storage.maxAge ?? 1) >= 1 && (c.storage.minFreeBytes ?? 0) >= 0)
     if case .list(let entries) = c.cameras {
         precondition(!entries.isEmpty)
         precondition(Set(entries.map(\.id)).count == entries.count, "duplicate camera ids")

@@ -86,6 +86,11 @@ final class MotionRecording: Sendable {
 
     var isRecording: Bool { state.withLock { $0.movie != nil } }
 
+    /// The recorder ended by itself (a full disk, a failure): it is fed no more.
+    func drop(_ recorder: MovieRecorder) {
+        state.withLock { s in if s.movie?.recorder === recorder { s.movie = nil } }
+    }
+
     private func submit(_ u: AccessUnit, _ m: inout Movie) {
         if m.needKeyframe && !u.keyframe { return }
         m.needKeyframe = false
