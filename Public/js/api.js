@@ -63,7 +63,7 @@ export async function pollState() {
 }
 
 /** Opens /api/events (it reconnects by itself) and hands each event, its JSON parsed, to
- *  `on`: open(), error(), state(s), photo(), recording(event), metadata(event). An event
+ *  `on`: open(), error(), state(s), photo(), recording(event), metadata(event), motion(event). An event
  *  whose JSON does not parse is dropped. */
 export function openEvents(on) {
   const events = new EventSource("/api/events");
@@ -77,5 +77,6 @@ export function openEvents(on) {
   events.addEventListener("photo", () => on.photo());
   events.addEventListener("recording", parsed(on.recording));
   events.addEventListener("metadata", parsed(on.metadata)); // servers before the metadata output send none
+  events.addEventListener("motion", parsed(on.motion)); // servers before motion detection send none
   events.addEventListener("error", () => on.error());
 }

@@ -5,7 +5,7 @@
 import { $ } from "./page.js";
 import { call } from "./api.js";
 import { store, mainMetadata, beginCodesCall, endCodesCall } from "./state.js";
-import { contentRect, pictureSize } from "./preview.js";
+import { coverPicture, pictureSize } from "./preview.js";
 
 // zbar's types by the API's names, as people know them; the camera's list may hold others.
 const CODE_TYPES = {
@@ -143,12 +143,7 @@ function drawCodes() {
 /** The overlay over the frame's own rectangle in the stage (object-fit letterboxes the frame). */
 function placeCodeOverlay() {
   const overlay = $("code-overlay");
-  if (overlay.hidden) return;
-  const stage = $("stage"), s = stage.getBoundingClientRect(), r = contentRect();
-  Object.assign(overlay.style, {
-    left: `${r.left - s.left - stage.clientLeft}px`, top: `${r.top - s.top - stage.clientTop}px`,
-    width: `${r.width}px`, height: `${r.height}px`,
-  });
+  if (!overlay.hidden) coverPicture(overlay);
 }
 
 // The frame's size is known from the first frame: draw then, and again only when it changes

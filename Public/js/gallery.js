@@ -1,6 +1,7 @@
 // The shutter and the gallery: taking a photo (flash, last-photo thumbnail), and the lists
-// of stored photos and movies below the fold, each with download and delete. The lists are
-// the server's (fetched again when they change), not kept in the store.
+// of stored photos and movies below the fold, each with download and delete; a motion
+// event's movie is marked and shows its snapshot. The lists are the server's (fetched again
+// when they change), not kept in the store.
 
 import { $, toast, clock } from "./page.js";
 import { call } from "./api.js";
@@ -76,7 +77,7 @@ export async function loadMovies() {
   const asked = ++moviesAsked;
   let movies = [];
   try {
-    const r = await fetch("/api/movies");
+    const r = await fetch($("movies-motion").checked ? "/api/movies?trigger=motion" : "/api/movies");
     if (asked !== moviesAsked) return;
     if (r.status === 404) { $("movies-part").hidden = true; return; } // a server before movies
     if (!r.ok) throw new Error(`Movies could not be listed (HTTP ${r.status})`);
@@ -87,7 +88,7 @@ export async function loadMovies() {
   }
   if (asked !== moviesAsked) return;
   $("movies-part").hidden = false;
-  $("movie-count").textContent = movies.length ? `(${movies.length})` : "none yet";
+  $("movie-count").textContent = movies.length ? `(${movies.length})` : $("movies-motion").checked ? "no motion events yet" : "none yet";
   // Keep the items that stay (a movie playing goes on playing); add the new ones in order.
   const list = $("movies");
   const have = new Map([...list.children].map((li) => [li.dataset.id, li]));
@@ -105,9 +106,23 @@ export async function loadMovies() {
   }
 }
 
+$("movies-motion").addEventListener("change", loadMovies);
+
+/** When a motion event's movie shows it: its start, peak and end, for the caption's title. */
+function eventTimes(event) {
+  if (!event) return "";
+  const at = (t) => (Number.isFinite(t) ? new Date(t * 1000).toLocaleTimeString() : "?");
+  // The movie's peak is a time; the motion event's is {at, score}: either is taken.
+  const peakAt = event.peak && typeof event.peak === "object" ? event.peak.at : event.peak;
+  const peak = Number.isFinite(peakAt) ? `, peak ${at(peakAt)}` : "";
+  return `motion from ${at(event.start)} to ${at(event.end)}${peak}`;
+}
+
 function movieItem(m) {
   const li = document.createElement("li");
   li.dataset.id = m.id;
+  const motion = m.trigger === "motion";
+  li.classList.toggle("motion-movie", motion);
   const when = new Date(m.startedAt).toLocaleString();
   const cam = m.camera ? store.cameras.find((c) => c.id === m.camera) : null;
   const camName = cam ? cam.name : m.camera || "";
@@ -117,13 +132,15 @@ function movieItem(m) {
     picture = document.createElement("div");
     picture.className = "movie-unplayable";
     picture.textContent = "MJPEG movie: download it to play it (VLC, mpv, ffplay).";
+    if (m.snapshot) picture.style.backgroundImage = `url(${JSON.stringify(m.snapshot)})`;
   } else {
     picture = document.createElement("video");
     picture.controls = true;
     picture.preload = "metadata";
     picture.playsInline = true;
     picture.src = m.url;
-    picture.setAttribute("aria-label", `Movie recorded ${when}${camName ? ` with ${camName}` : ""}`);
+    if (m.snapshot) picture.poster = m.snapshot; // the event's moment, not the pre-roll's first frame
+    picture.setAttribute("aria-label", `${motion ? "Motion event movie" : "Movie"} recorded ${when}${camName ? ` with ${camName}` : ""}`);
   }
   const caption = document.createElement("span");
   caption.className = "caption";
@@ -131,8 +148,14 @@ function movieItem(m) {
   duration.className = "movie-duration";
   duration.textContent = clock(m.duration);
   const notes = [camName, m.timelapse ? "timelapse" : "", m.reason === "recovered" ? "recovered" : ""].filter(Boolean);
+  if (motion) {
+    const mark = document.createElement("span");
+    mark.className = "motion-mark";
+    mark.textContent = "motion";
+    caption.append(mark, " ");
+  }
   caption.append(duration, notes.length ? ` · ${notes.join(" · ")}` : "");
-  caption.title = [camName, when, `${m.width}×${m.height}`, String(m.codec).toUpperCase(), formatBytes(m.bytes || 0),
+  caption.title = [camName, when, motion ? eventTimes(m.event) : "", `${m.width}×${m.height}`, String(m.codec).toUpperCase(), formatBytes(m.bytes || 0),
                    m.reason && m.reason !== "stopped" ? `ended: ${m.reason}` : ""].filter(Boolean).join(", ");
   const actions = document.createElement("div");
   actions.className = "actions";

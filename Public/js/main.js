@@ -6,13 +6,15 @@
 // ES modules, no build step, no dependencies.
 
 import { call, loadCameras, loadMe, openEvents, pollState } from "./api.js";
-import { store, subscribe, applyState, applyMetadata, setMainState, setEventsDown, setTileStreamLimit } from "./state.js";
+import { store, subscribe, applyState, applyMetadata, applyMotion, mainMotion, setMainState, setEventsDown,
+         setTileStreamLimit } from "./state.js";
 import { contentRect, startPreview, updateOffline } from "./preview.js";
 import { renderTiles } from "./tiles.js";
 import { buildControls, ensureControls, renderControls, renderRole } from "./controls.js";
 import { recordingEvent, renderRecording } from "./recording.js";
 import { loadMovies, loadPhotos } from "./gallery.js";
 import { renderCodeControls, renderCodes, renderRecentCodes, showCodes } from "./codes.js";
+import { renderMotion, renderMotionControls, renderMotionEvents, showMotion } from "./motion.js";
 
 // Opened as http://user:password@host/ the page would carry the credentials into every
 // relative URL, which fetch refuses; the browser has signed in by now, so drop them. The
@@ -26,11 +28,12 @@ if (leaving) {
 // MARK: - What renders when the store changes
 
 // A new main state: the controls for its camera first (the Codes panel's boxes among
-// them), then the overlays, the record button, the codes and the controls' values.
+// them), then the overlays, the record button, the codes, motion and the controls' values.
 subscribe("main", ensureControls);
 subscribe("main", updateOffline);
 subscribe("main", renderRecording);
 subscribe("main", renderCodes);
+subscribe("main", renderMotion);
 subscribe("main", renderControls);
 subscribe("cameras", renderTiles);
 subscribe("unknown-camera", () => loadCameras());
@@ -42,6 +45,10 @@ subscribe("recording", renderRecording);
 subscribe("codes", showCodes);
 subscribe("codes-busy", renderCodeControls);
 subscribe("recent-codes", renderRecentCodes);
+subscribe("motion", showMotion);
+subscribe("motion-busy", renderMotionControls);
+subscribe("motion-events", renderMotionEvents);
+subscribe("mask-draft", showMotion);
 subscribe("tiles", renderTiles);
 
 // MARK: - Events
@@ -59,6 +66,7 @@ function connectEvents() {
     photo() { loadPhotos(); },
     recording: recordingEvent,
     metadata: applyMetadata,
+    motion: applyMotion,
     error() { setEventsDown(true); }, // it reconnects by itself
   });
 }
@@ -84,5 +92,8 @@ Object.defineProperties(window, {
 
 // Live figures (fps, viewers) change without events; refresh them every two seconds.
 setInterval(() => { if (!leaving) pollState(); }, 2000);
+// While something moves on the main camera its outline should follow it, and only the state
+// says where it is now (the motion events come at its start and end): poll faster meanwhile.
+setInterval(() => { if (!leaving && !store.paused && mainMotion() && mainMotion().active) pollState(); }, 500);
 
 if (!leaving) loadMe().then(loadCameras).then(() => { connectEvents(); startPreview(); loadPhotos(); loadMovies(); });

@@ -2,7 +2,8 @@
 // otherwise. MJPEG shows at once; the <video> takes over at WebRTC's first frame and the
 // MJPEG stream closes; if WebRTC fails, now or later, MJPEG comes back (retried when it
 // drops, closed while the page is hidden). Also the offline and stopped overlays with the
-// status and transport badges, and where the frame is drawn (for tap to focus and the code boxes).
+// status and transport badges, and where the frame is drawn (for tap to focus, the code boxes
+// and the motion overlay).
 
 import { $ } from "./page.js";
 import { store, setStreamDown, setPaused, setTransport } from "./state.js";
@@ -119,4 +120,14 @@ export function contentRect() {
   const scale = Math.min(r.width / iw, r.height / ih);
   const w = iw * scale, h = ih * scale;
   return { left: r.left + (r.width - w) / 2, top: r.top + (r.height - h) / 2, width: w, height: h };
+}
+
+/** Places `el` (absolutely positioned in the stage) over the frame's own rectangle: what is
+ *  drawn in it in % of its size is then in the picture's normalized coordinates. */
+export function coverPicture(el) {
+  const stage = $("stage"), s = stage.getBoundingClientRect(), r = contentRect();
+  Object.assign(el.style, {
+    left: `${r.left - s.left - stage.clientLeft}px`, top: `${r.top - s.top - stage.clientTop}px`,
+    width: `${r.width}px`, height: `${r.height}px`,
+  });
 }

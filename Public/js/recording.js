@@ -1,10 +1,10 @@
 // Movie recording on the main session: the record button (its red dot and running time,
-// rendered from the store) and the `recording` event (a finished movie joins the gallery;
-// a recording that ended by itself says why).
+// rendered from the store) and the `recording` event (a finished movie joins the gallery,
+// a motion event's movie its event in the list; a recording that ended by itself says why).
 
 import { $, toast, clock } from "./page.js";
 import { call } from "./api.js";
-import { store, mainRecording, endRecording, setRecordBusy } from "./state.js";
+import { store, mainRecording, endRecording, setRecordBusy, noteMotionMovie } from "./state.js";
 import { loadMovies } from "./gallery.js";
 
 // Why a recording ended by itself, as the `recording` event's `reason` says.
@@ -79,7 +79,10 @@ export function recordingEvent(event) {
   const onMain = !!state && (!event.camera || event.camera === state.camera.id);
   if (onMain) endRecording(event.id);
   loadMovies();
+  if (event.movie) noteMotionMovie(event.movie);
   if (!event.reason || event.reason === "stopped") return;
+  // A motion event's movie ends by itself once the motion has (by a reason of its own): no news.
+  if (event.movie && event.movie.trigger === "motion" && !END_REASONS[event.reason]) return;
   const cam = cameras.find((c) => c.id === event.camera);
   const where = cam && cameras.length > 1 ? ` on ${cam.name}` : "";
   const why = (END_REASONS[event.reason] || event.reason) + (event.message ? `: ${event.message}` : "");

@@ -1,11 +1,12 @@
 // The page's one store: what the server said (the main session's state, the cameras), who
 // the person is, how the connections are, and what the sections share (busy calls, the codes
-// in view and seen). It is the only module that writes these: everything else reads `store`
-// (which refuses writes) and changes it through the named functions below, which then tell
-// the topics' subscribers (main.js wires them to the sections' renderers). Nothing here
-// touches the DOM or the network.
+// in view and seen, the motion events, the mask being drawn). It is the only module that
+// writes these: everything else reads `store` (which refuses writes) and changes it through
+// the named functions below, which then tell the topics' subscribers (main.js wires them to
+// the sections' renderers). Nothing here touches the DOM or the network.
 
 const RECENT_CODES = 10; // codes listed under the page, newest first
+const RECENT_MOTION = 10; // motion events listed under the page, newest first
 
 const data = {
   state: null,             // the latest SessionState of the main session
@@ -24,6 +25,9 @@ const data = {
   codesBusy: 0,            // metadata calls on their way: the checkboxes keep what was clicked
   codeObjects: [],         // the codes the overlay shows: the main session's, in view now
   recentCodes: [],         // {camera, key, code, when} of the codes seen, newest first
+  motionBusy: 0,           // motion calls on their way: the toggles keep what was clicked
+  motionEvents: [],        // {camera, start, end, score, peak, movie} of the latest motion events, newest first
+  maskDraft: null,         // the mask being drawn ([[x, y], …] normalized, [] before its first point), or null while masks aren't edited
 };
 const codesSeen = new Map(); // camera id → the codes (type + value) it had in view, so each sighting is listed once
 
@@ -47,6 +51,10 @@ const topics = {
   codes: [],            // the codes in view on the main session (codeObjects)
   "codes-busy": [],     // a metadata call finished
   "recent-codes": [],   // recentCodes
+  motion: [],           // the main session's motion started or ended (its outline)
+  "motion-busy": [],    // a motion call finished
+  "motion-events": [],  // motionEvents
+  "mask-draft": [],     // maskDraft
   tiles: [],            // tileStreamLimit
 };
 
@@ -74,6 +82,12 @@ export function mainRecording() {
   return s && s.recording && typeof s.recording === "object" ? s.recording : null;
 }
 
+/** The main session's motion detection, or null from a server without it (no `motion`). */
+export function mainMotion() {
+  const s = data.state;
+  return s && s.motion && typeof s.motion === "object" ? s.motion : null;
+}
+
 // MARK: - Session states and cameras
 
 /** Every camera's SessionState (events, call answers, polls) goes through here: it updates
@@ -98,6 +112,9 @@ export function applyState(s) {
 /** The main session's state is `s`: the codes it has in view join the list, and the main
  *  view renders it. */
 export function setMainState(s) {
+  // A mask being drawn belongs to the picture it was drawn on: another camera's, or a state
+  // without motion, ends the drawing.
+  if (data.maskDraft && (!s.motion || (data.state && data.state.camera.id !== s.camera.id))) data.maskDraft = null;
   data.state = s;
   const md = mainMetadata();
   const objects = md && Array.isArray(md.objects) ? md.objects : [];
@@ -225,4 +242,62 @@ function noteCodes(camera, objects, timestamp) {
   codesSeen.set(camera, now);
   if (recent.length > RECENT_CODES) recent.length = RECENT_CODES;
   return added;
+}
+
+// MARK: - Motion
+
+/** A motion call is on its way. */
+export function beginMotionCall() { data.motionBusy++; }
+
+/** A motion call has answered (or failed). */
+export function endMotionCall() {
+  data.motionBusy--;
+  emit("motion-busy");
+}
+
+/** Masks are being drawn: `points` is the polygon so far; null when the drawing ends. */
+export function setMaskDraft(points) {
+  data.maskDraft = points;
+  emit("mask-draft");
+}
+
+/** The same event's times: the server sends its start in each of its messages. */
+function sameTime(a, b) { return Math.abs(Number(a) - Number(b)) < 0.001; }
+
+/** `event: motion` (any camera's): an event started or ended. It joins the list (an end
+ *  completes its start's entry); the main session's also shows or hides the outline now,
+ *  not at the next state. */
+export function applyMotion(event) {
+  const s = data.state;
+  const camera = event.camera || (s && s.camera.id);
+  const ended = event.event === "ended";
+  const start = Number.isFinite(event.start) ? event.start : event.at;
+  if (!Number.isFinite(start)) return;
+  const list = data.motionEvents;
+  const i = list.findIndex((e) => e.camera === camera && sameTime(e.start, start));
+  // Entries are replaced, never changed: codes.js's way of making each item once.
+  const entry = Object.assign({ camera, start, end: null, score: null, peak: null, movie: null }, i >= 0 ? list[i] : {},
+                              { score: Number.isFinite(event.score) ? event.score : null });
+  if (ended) Object.assign(entry, { end: Number.isFinite(event.end) ? event.end : event.at, peak: event.peak || null });
+  if (i >= 0) list[i] = entry; else list.unshift(entry); // an end whose start came before the page did: listed too
+  if (list.length > RECENT_MOTION) list.length = RECENT_MOTION;
+  emit("motion-events");
+  const md = mainMotion();
+  if (!md || camera !== s.camera.id) return;
+  data.lastMainAt = performance.now(); // a state asked for before this has the older motion: the poll drops it
+  data.state = Object.assign({}, s, { motion: Object.assign({}, md, {
+    active: !ended, since: ended ? null : start, box: ended ? null : event.box || null,
+    score: Number.isFinite(event.score) ? event.score : md.score,
+  }) });
+  emit("motion");
+}
+
+/** A finished movie: one recorded for a motion event joins that event's entry. */
+export function noteMotionMovie(movie) {
+  if (!movie || movie.trigger !== "motion" || !movie.event) return;
+  const list = data.motionEvents;
+  const i = list.findIndex((e) => e.camera === movie.camera && sameTime(e.start, movie.event.start));
+  if (i < 0) return;
+  list[i] = Object.assign({}, list[i], { movie });
+  emit("motion-events");
 }

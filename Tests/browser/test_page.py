@@ -8,6 +8,8 @@ follows within a second, that the photo shows in the gallery and can be deleted,
 the console stayed clean. Records a movie with the record button (its time counting), plays
 it in the gallery and deletes it. Shows a QR code to the synthetic camera, turns detection on
 from the Codes panel and finds its box over the preview and its value in the list of codes.
+Draws motion masks by clicking on the preview; turns motion detection on from the Motion
+panel and finds a walker crossing the scene outlined, listed as an event and recorded.
 With two cameras configured, starts, switches to and stops them
 from their tiles; checks that preview, shutter and switch fit a 1280x720 window (and
 1280x657, and a 390x844 phone) without scrolling. Saves screenshots to Tests/browser/out/.
@@ -649,6 +651,203 @@ class CodesTest(ServedPage):
                          [True, True, True], "nothing of codes from a server without them")
         self.js("return fetch('/api/session').then((r) => r.json()).then(applyState)")
         self.wait(lambda: d.find_element(By.ID, "codes-group").is_displayed(), "the Codes panel is back")
+
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [], f"console errors: {errors}")
+
+
+class MotionTest(ServedPage):
+    """Motion detection on the page: masks drawn by clicking on the preview reach the server,
+    and a walker crossing the still scene is outlined over the preview while it moves, listed
+    as an event, and recorded as an event movie the gallery marks. A server of its own: the
+    rear camera main, at 1×, not turned (the masks' and the outline's coordinates are the
+    picture's as viewers see it)."""
+
+    wait = PageTest.wait
+    js = PageTest.js
+
+    def click_picture(self, points, double=False):
+        """Clicks the preview at each normalized point of the picture (letterboxed in the
+        stage: contentRect() says where); the last one double-clicked when `double`."""
+        d = self.driver
+        stage = d.find_element(By.ID, "stage")
+        for i, (x, y) in enumerate(points):
+            at = self.js("const s = document.getElementById('stage').getBoundingClientRect(), r = contentRect();"
+                         "return [r.left + arguments[0] * r.width - (s.left + s.width / 2),"
+                         "        r.top + arguments[1] * r.height - (s.top + s.height / 2)];", x, y)
+            action = ActionChains(d).move_to_element_with_offset(stage, round(at[0]), round(at[1]))
+            (action.double_click() if double and i == len(points) - 1 else action.click()).perform()
+
+    def masks_drawn(self):
+        return self.js("return document.querySelectorAll('#motion-masks polygon.mask').length")
+
+    def assert_polygon(self, got, expected, message):
+        """A mask as the server has it: the corners clicked, within a few pixels."""
+        self.assertEqual(len(got), len(expected), f"{message}: {got}")
+        for (gx, gy), (ex, ey) in zip(got, expected):
+            self.assertAlmostEqual(gx, ex, delta=0.02, msg=f"{message}: {got}")
+            self.assertAlmostEqual(gy, ey, delta=0.02, msg=f"{message}: {got}")
+
+    def outline(self):
+        """The moving area's outline over the preview and the picture's rectangle, or None
+        while no outline is shown."""
+        return self.js("""
+            const box = document.getElementById('motion-box');
+            if (box.closest('[hidden]') || !box.getClientRects().length) return null;
+            const b = box.getBoundingClientRect(), r = contentRect();
+            return {box: {x: b.left, y: b.top, width: b.width, height: b.height},
+                    picture: {x: r.left, y: r.top, width: r.width, height: r.height},
+                    label: document.getElementById('motion-label').textContent,
+                    color: getComputedStyle(box).borderTopColor};""")
+
+    def test_a_mask_drawn_on_the_preview_reaches_the_server(self):
+        d, server = self.driver, self.server
+        d.get_log("browser")  # what the pages before logged
+        d.get(server.url)
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "preview frames")
+        self.assertIn("motion", server.state(), "the session's state has motion")
+        self.assertEqual(server.state()["motion"]["masks"], [], "no masks until drawn")
+        self.wait(lambda: d.find_element(By.ID, "motion-group").is_displayed(), "the Motion panel")
+        self.assertFalse(d.find_element(By.ID, "motion-overlay").is_displayed(), "nothing over the preview yet")
+        focus = server.state()["focus"]["point"]
+
+        # Edit masks: a square in the upper left, its corners clicked, closed by a double-click.
+        d.find_element(By.ID, "mask-edit").click()
+        self.assertEqual(d.find_element(By.ID, "mask-edit").get_attribute("aria-pressed"), "true")
+        square = [(0.1, 0.1), (0.4, 0.1), (0.4, 0.4), (0.1, 0.4)]
+        self.click_picture(square[:3])
+        self.assertEqual(self.js("return document.querySelectorAll('#motion-masks .mask-corner').length"), 3,
+                         "the corners show while drawing")
+        self.click_picture(square[3:], double=True)
+        self.wait(lambda: len(server.state()["motion"]["masks"]) == 1, "the mask reaches the server")
+        self.assert_polygon(server.state()["motion"]["masks"][0], square, "the square")
+        self.wait(lambda: self.masks_drawn() == 1, "the server's mask is drawn over the preview")
+        self.wait(lambda: self.js("return document.querySelectorAll('#motion-masks .mask-corner').length") == 0,
+                  "the next mask starts with no corners")
+        self.assertEqual(server.state()["focus"]["point"], focus, "a corner is not a tap to focus")
+
+        # A triangle in the lower right, closed by its button; then Done: both stay drawn.
+        triangle = [(0.6, 0.6), (0.9, 0.6), (0.75, 0.9)]
+        self.click_picture(triangle)
+        d.find_element(By.ID, "mask-close").click()
+        self.wait(lambda: len(server.state()["motion"]["masks"]) == 2, "the second mask reaches the server")
+        masks = server.state()["motion"]["masks"]
+        self.assert_polygon(masks[0], square, "the square stays")
+        self.assert_polygon(masks[1], triangle, "the triangle")
+        d.find_element(By.ID, "mask-edit").click()
+        self.assertEqual(d.find_element(By.ID, "mask-edit").get_attribute("aria-pressed"), "false")
+        self.assertFalse(d.find_element(By.ID, "mask-close").is_displayed())
+        self.wait(lambda: self.masks_drawn() == 2, "both masks drawn after editing")
+        self.assertNotIn("editing", d.find_element(By.ID, "motion-overlay").get_attribute("class").split())
+        d.save_screenshot(str(OUT / "motion-masks.png"))
+
+        # What is drawn is the state's: masks set by another client show here.
+        camera = server.state()["camera"]["id"]
+        server.post(f"/api/cameras/{camera}/session/motion", {"masks": [[[0, 0], [0.5, 0], [0.5, 0.5]]]})
+        self.wait(lambda: self.masks_drawn() == 1, "another client's masks are drawn")
+
+        # Clear masks: none at the server, none drawn.
+        d.find_element(By.ID, "mask-clear").click()
+        self.wait(lambda: server.state()["motion"]["masks"] == [], "the masks are cleared at the server")
+        self.wait(lambda: self.masks_drawn() == 0, "and gone from the preview")
+
+        # A server without motion detection (no `motion` in its state): no panel, no overlay,
+        # nothing breaks. (In one script: the page's own poll must not come in between.)
+        self.assertEqual(self.js("const s = Object.assign({}, state); delete s.motion; applyState(s);"
+                                 "return ['motion-group', 'motion-overlay', 'motion-part'].map((id) => document.getElementById(id).hidden);"),
+                         [True, True, True], "nothing of motion from a server without it")
+        self.js("return fetch('/api/session').then((r) => r.json()).then(applyState)")
+        self.wait(lambda: d.find_element(By.ID, "motion-group").is_displayed(), "the Motion panel is back")
+
+        errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
+        self.assertEqual(errors, [], f"console errors: {errors}")
+
+    def test_motion_is_outlined_listed_and_recorded(self):
+        d, server = self.driver, self.server
+        d.get_log("browser")  # what the pages before logged
+        d.get(server.url)
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "preview frames")
+        rear = next(c["id"] for c in server.get("/api/cameras")["cameras"] if c["position"] == "rear")
+        self.assertEqual(server.state()["camera"]["id"], rear)
+        self.assertFalse(server.state()["motion"]["enabled"], "motion detection is off until asked for")
+        # A still scene (its block and face stop), and short rolls for the event's movie (no
+        # control on the page: set as another client would).
+        server.post(f"/api/cameras/{rear}/scene", {"moving": False})
+        server.post(f"/api/cameras/{rear}/session/motion", {"preRoll": 1, "postRoll": 1})
+
+        # Detect on from the page; Record events (on by default) off and on again from it.
+        self.wait(lambda: d.find_element(By.ID, "motion-group").is_displayed(), "the Motion panel")
+        d.find_element(By.ID, "motion-enabled").click()
+        self.wait(lambda: server.state()["motion"]["enabled"], "motion detection on at the server")
+        self.assertTrue(d.find_element(By.ID, "motion-enabled").is_selected())
+        recording = server.state()["motion"]["record"]
+        d.find_element(By.ID, "motion-record").click()
+        self.wait(lambda: server.state()["motion"]["record"] != recording, "Record events changed at the server")
+        if recording:
+            d.find_element(By.ID, "motion-record").click()
+            self.wait(lambda: server.state()["motion"]["record"], "Record events on again at the server")
+        self.assertTrue(d.find_element(By.ID, "motion-record").is_selected())
+        self.wait(lambda: d.find_element(By.ID, "motion-indicator").text.startswith("still"), "the panel says still")
+        self.wait(lambda: d.find_element(By.ID, "motion-part").is_displayed(), "the list of motion events")
+        self.assertEqual(d.find_elements(By.CSS_SELECTOR, "#motion-events li"), [])
+        time.sleep(1)  # the still scene: nothing moves
+        self.assertIsNone(self.outline(), "no outline while nothing moves")
+        self.assertFalse(server.state()["motion"]["active"])
+
+        # A walker crosses from 0.5 s on, for 3 s: outlined over the preview while it crosses.
+        staged, staged_at = time.monotonic(), time.time()
+        server.post(f"/api/cameras/{rear}/scene", {"moving": False, "walker": {"after": 0.5, "duration": 3, "size": 0.6}})
+        found = self.wait(lambda: (lambda o: o if o and o["box"]["width"] > 0 else None)(self.outline()),
+                          "an outline over the preview while the walker crosses", timeout=10)
+        self.assertLess(time.monotonic() - staged, 3.5 + 1.0, "outlined while it crosses")
+        box, picture = found["box"], found["picture"]
+        self.assertTrue(picture["x"] - 1 <= box["x"] and box["x"] + box["width"] <= picture["x"] + picture["width"] + 1
+                        and picture["y"] - 1 <= box["y"] and box["y"] + box["height"] <= picture["y"] + picture["height"] + 1,
+                        f"outline {box} in the picture {picture}")
+        self.assertGreater(box["height"], 0.2 * picture["height"], f"outline {box} around a walker 0.6 of the picture tall")
+        self.assertIn("motion", found["label"])
+        self.assertNotEqual(found["color"], "rgb(255, 204, 51)", "the outline is not the codes' yellow")
+        self.assertTrue(d.find_element(By.ID, "motion-indicator").text.startswith("moving"), "the panel says moving")
+        d.save_screenshot(str(OUT / "motion.png"))
+
+        # The event is listed as it starts, and ends once the walker has crossed: the outline goes.
+        # (Read in one script: the event's item is made again when it ends.)
+        first = self.wait(lambda: self.js("const li = document.querySelector('#motion-events li');"
+                                          "return li && {start: Number(li.dataset.start), time: li.querySelector('time').dateTime};"),
+                          "the event is listed")
+        self.assertGreaterEqual(first["start"], staged_at - 1, "the walker's event")
+        self.assertTrue(first["time"])
+        self.wait(lambda: self.outline() is None, "the outline goes once the walker has crossed", timeout=15)
+        self.wait(lambda: self.js("const li = document.querySelector('#motion-events li');"
+                                  "return !!li && !li.classList.contains('ongoing');"), "the event ends in the list", timeout=15)
+        self.assertIn("peak", d.find_element(By.CSS_SELECTOR, "#motion-events li .motion-score").text)
+        self.assertTrue(d.find_element(By.ID, "motion-indicator").text.startswith("still"), "the panel says still again")
+
+        # Its movie: listed as an event movie, marked in the gallery, its snapshot the poster and
+        # the event's picture in the list.
+        self.wait(lambda: server.get("/api/movies?trigger=motion")["movies"], "the event's movie is listed", timeout=30)
+        movie = server.get("/api/movies?trigger=motion")["movies"][0]
+        self.assertEqual(movie["trigger"], "motion")
+        self.assertLessEqual({"start", "peak", "end"}, set(movie["event"]))
+        with urllib.request.urlopen(server.url.rstrip("/") + movie["snapshot"], timeout=10) as r:
+            self.assertEqual(r.headers.get_content_type(), "image/jpeg")
+            self.assertEqual(r.read(2), b"\xff\xd8")
+        item = f"#movies li[data-id='{movie['id']}']"
+        self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, item)) == 1, "the movie is in the gallery")
+        self.assertIn("motion-movie", d.find_element(By.CSS_SELECTOR, item).get_attribute("class").split())
+        self.assertEqual(d.find_element(By.CSS_SELECTOR, f"{item} .motion-mark").text, "motion")
+        self.assertIn("peak", d.find_element(By.CSS_SELECTOR, f"{item} .caption").get_attribute("title"), "the event's times")
+        self.assertTrue(d.find_element(By.CSS_SELECTOR, f"{item} video").get_attribute("poster").endswith(movie["snapshot"]))
+        self.wait(lambda: self.js("const img = document.querySelector('#motion-events li .motion-thumb img');"
+                                  "return img ? img.naturalWidth : 0;") > 0, "the event's snapshot in the list")
+        d.save_screenshot(str(OUT / "motion-movie.png"))
+
+        # Off from the page.
+        d.find_element(By.ID, "motion-record").click()
+        self.wait(lambda: not server.state()["motion"]["record"], "recording events off at the server")
+        d.find_element(By.ID, "motion-enabled").click()
+        self.wait(lambda: not server.state()["motion"]["enabled"], "motion detection off at the server")
+        self.wait(lambda: d.find_element(By.ID, "motion-indicator").text == "off", "the panel says off")
 
         errors = [e for e in d.get_log("browser") if e["level"] == "SEVERE"]
         self.assertEqual(errors, [], f"console errors: {errors}")

@@ -125,10 +125,9 @@ final class MotionOutput: CaptureOutput {
         let t = frame.timestamp
         let judged = !observation.learning && !observation.lightSwitch
         let moving = judged && observation.score >= settings.threshold
-        // What moved, when it counts: a frame that moves, or one of an event under way (a
-        // clock's digits changing below the threshold are not outlined).
-        let box = moving || shared.withLock({ $0.tracker.current != nil })
-            ? observation.box.map { Self.viewRect($0, detector, context.transform) } : nil
+        // What moved, when it counts: a frame that moves (a clock's digits changing below the
+        // threshold, or the quiet second that ends an event, are not outlined).
+        let box = moving ? observation.box.map { Self.viewRect($0, detector, context.transform) } : nil
         let spent = Self.threadCPU() - cpu
         let (event, snapshotDue) = shared.withLock { s -> (MotionEvent?, Bool) in
             guard s.settings.enabled, s.generation == generation else { return (nil, false) }
