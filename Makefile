@@ -78,6 +78,7 @@ test-uvc: deps
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release
 	@scripts/install-deps --bench
+	@command -v motion >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends motion && { systemctl disable --now motion 2>/dev/null || true; })
 	bench/run
 
 ## Viewfinder next to µStreamer on vivid, inside the VM: writes bench/RESULTS-v4l2.md.

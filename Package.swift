@@ -106,7 +106,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // `make bench`: times the encode step on a raw frame; encodes the same frames as JPEG and H.264 (bench/live.py).
-        .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore", "Capture", "Movie", "SystemSupport"]),
+        .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore", "Capture", "Motion", "Movie", "SystemSupport"]),
 
         // Stateful models of real cameras at the ioctl seam, shared by the test targets.
         .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "SystemSupport"], path: "Tests/CaptureTestSupport"),
