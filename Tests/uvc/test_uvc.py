@@ -839,6 +839,37 @@ def recording(tmp):
               "plug rc %s; state %s" % (p.returncode, state().get("state")))
 
 
+def motion_event(tmp):
+    """Motion detection on the real driver: the C920's picture (a bar sweeping down, MJPEG
+    1280x720 from the steps before, the detector reading its JPEGs' luma) is an event within
+    a few seconds, announced with a box; turning detection off ends it, and its movie, from
+    the live encoder's pre-roll ring, is listed as a motion movie that ffprobe reads."""
+    events = Reader("/api/events?camera=" + C920)
+    try:
+        r = http("POST", "/api/session/motion", {"enabled": True, "preRoll": 1, "postRoll": 1})
+        check("motion: enable -> 200, motion.enabled", r.status == 200 and dig(r.json, "motion", "enabled") is True, repr(r))
+        started = poll(lambda: b'"event":"started"' in events.data() and b"event: motion" in events.data(), 30, 0.2)
+        check("motion: the moving bar is an event (event: motion, started)", bool(started), events.data()[-600:])
+        active = poll(lambda: dig(state(), "motion", "active") is True, 10, 0.2)
+        check("motion: the state says active", bool(active), "%s" % state().get("motion"))
+        time.sleep(2)
+        r = http("POST", "/api/session/motion", {"enabled": False})
+        check("motion: disable -> 200, the event ended", r.status == 200 and dig(r.json, "motion", "active") is False, repr(r))
+
+        def movie():
+            for m in (http("GET", "/api/movies?trigger=motion").json or {}).get("movies", []):
+                return m
+            return None
+        m = poll(movie, 30, 0.25)
+        facts = probe(os.path.join(tmp, "movies", m["id"] + ".mp4")) if m else {}
+        check("motion: its movie is listed (trigger motion, event times) and ffprobe reads h264 1280x720",
+              bool(m) and m.get("trigger") == "motion" and bool(m.get("event")) and facts.get("codec_name") == "h264"
+              and (facts.get("width"), facts.get("height")) == (1280, 720), "movie %s; ffprobe %s" % (m, facts))
+    finally:
+        events.close()
+        http("POST", "/api/session/motion", {"enabled": False})
+
+
 def two_cameras():
     """Both webcams at once, each in its own session: the C920 as the main session (MJPEG
     1280x720 from the step before), the C270 started in its own right at 640x480 MJPEG. A
@@ -989,7 +1020,7 @@ def main():
              ("unrelated call", unrelated_call), ("outside change", outside_change),
              ("refused write", refused_write), ("C270", c270), ("stream and photo", stream_and_photo),
              ("MJPEG pass-through", mjpeg_passthrough), ("live H.264 from MJPEG", lambda: live_h264(tmp)),
-             ("recording", lambda: recording(tmp)),
+             ("recording", lambda: recording(tmp)), ("motion event", lambda: motion_event(tmp)),
              ("two cameras at once", two_cameras),
              ("unplug/replug", lambda: replug(False)),
              ("unplug/replug, node held", lambda: replug(True))]
