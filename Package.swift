@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
         .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore", "SystemSupport"]),
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
-        .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "CameraCore", "SystemSupport"]),
+        .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "CaptureTestSupport", "CameraCore", "SystemSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "SystemSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),

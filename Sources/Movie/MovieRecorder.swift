@@ -32,6 +32,9 @@ public final class MovieRecorder: CaptureOutput {
         /// The movie's first frame's capture time, when it is in the past (a motion event's
         /// pre-roll); nil: now.
         public var startedAt: Double?
+        /// Access units that may wait for the file (a shared stream's): a motion movie hands
+        /// its whole pre-roll over at once. nil: `unitQueueLimit`.
+        public var unitBacklog: Int?
 
         public init(id: String, camera: String?, format: VideoFormat, orientation: FrameTransform,
                     options: RecordingOptions, preset: String, jpegQuality: Int, encoded: EncodedStream? = nil,
@@ -109,7 +112,7 @@ public final class MovieRecorder: CaptureOutput {
         if setup.trigger == .motion { store.markMotion(setup.id) }
         let work = try RecorderWork(setup, path: store.partialPath(setup.id))
         let shared = self.shared, stoppedItself = self.stoppedItself
-        let limit = setup.encoded == nil ? Self.queueLimit : Self.unitQueueLimit
+        let limit = setup.encoded == nil ? Self.queueLimit : max(Self.unitQueueLimit, setup.unitBacklog ?? 0)
         handoff = FrameHandoff(name: "movie", policy: .queue(limit: limit)) {
             { frame, job in
                 guard !shared.withLock({ $0.stoppedItself }) else { return }

@@ -120,12 +120,15 @@ extension CaptureSession {
             return
         }
         let cameraID = camera.descriptor.id
-        let setup = MovieRecorder.Setup(
+        var setup = MovieRecorder.Setup(
             id: configuration.movies.makeID(startedAt: first.time, camera: cameraID), camera: cameraID, format: format,
             orientation: .identity, options: RecordingOptions(codec: .h264), preset: configuration.live.preset,
             jpegQuality: configuration.captureQuality,
             encoded: MovieRecorder.EncodedStream(extradata: first.info.extradata, width: first.info.width, height: first.info.height),
             trigger: .motion, startedAt: first.time)
+        // The ring goes over at once: room for all of it (the pre-roll, a GOP, the margin) and a second more.
+        setup.unitBacklog = Int((e.start - first.time + max(0.5, motionSettings.preRoll) + MotionRecording.margin + 2)
+                                * Double(max(1, first.info.fps)))
         let recorder: MovieRecorder
         do throws(MovieError) {
             recorder = try MovieRecorder(setup, store: configuration.movies) { [weak self] outcome in

@@ -47,10 +47,12 @@ import Testing
     @Test func everyEventIsAMovieWithItsPreRollAndPostRoll() async throws {
         let preRoll = 2.0, postRoll = 1.0
         try await withServer({ c in
-            c.motion = .init(enabled: true, preRoll: preRoll, postRoll: postRoll)
+            c.motion = .init(preRoll: preRoll, postRoll: postRoll)
             c.session.preset = "640x480"
         }) { app, port in
+            // Detection starts on a still scene: the bars' block moving before would be an event too.
             _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"moving": false}"#)
+            #expect(try await fetch(port, "POST", "/api/cameras/rear/session/motion", body: #"{"enabled": true}"#).status == 200)
             let events = try await MetadataAPITests.Events(port, camera: "rear")
             // The ring holds the pre-roll once it has run that long.
             try await Task.sleep(nanoseconds: UInt64((preRoll + 1.5) * 1e9))

@@ -181,7 +181,7 @@ import Session
         _ = try await fetch(port, "POST", "/api/session/motion", body: #"{"enabled": true}"#)  // on a still scene
         try await Task.sleep(nanoseconds: 2_500_000_000)  // the ring holds the pre-roll
         _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"duration": 3}}"#)
-        try await events.read(timeout: 30) { String(decoding: $0, as: UTF8.self).contains(#""event":"started","camera":"rear","id""#) }
+        try await events.read(timeout: 30) { String(decoding: $0, as: UTF8.self).contains("event: recording") }  // the event's movie started
         try await Task.sleep(nanoseconds: 3_000_000_000)  // the movie has fragments written
         kill(p.processIdentifier, SIGKILL)
         #expect(await waitForExit(p, timeout: 10))
