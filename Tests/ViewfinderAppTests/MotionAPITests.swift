@@ -54,8 +54,15 @@ import Testing
             _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"moving": false}"#)
             #expect(try await fetch(port, "POST", "/api/cameras/rear/session/motion", body: #"{"enabled": true}"#).status == 200)
             let events = try await MetadataAPITests.Events(port, camera: "rear")
-            // The ring holds the pre-roll once it has run that long.
-            try await Task.sleep(nanoseconds: UInt64((preRoll + 1.5) * 1e9))
+            // The detector has learned the scene (its first 30 frames: seconds under a sanitizer)…
+            func frames() async throws -> Int {
+                let line = try await fetch(port, "/metrics").text.split(separator: "\n")
+                    .first { $0.hasPrefix(#"viewfinder_motion_score_count{camera="rear"}"#) }
+                return Int(line?.split(separator: " ").last ?? "") ?? 0
+            }
+            #expect(try await eventually(timeout: 20) { try await frames() >= 45 })
+            // …and the ring holds the pre-roll once it has run that long.
+            try await Task.sleep(nanoseconds: UInt64((preRoll + 1) * 1e9))
             var walkers: [Double] = []
             for _ in 0..<10 {
                 let scene = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 0.2, "duration": 1.2, "size": 0.6}}"#)
