@@ -74,7 +74,16 @@ extension CaptureSession {
     }
 
     /// The detector's figures since the server started (for /metrics).
-    public nonisolated var motionTotals: MotionFigures { motionFigures.withLock { $0 } }
+    public nonisolated var motionTotals: MotionFigures {
+        // The buckets copied element by element under the lock: a copy of the array would share
+        // its buffer, and the capture thread counts into it (ThreadSanitizer saw the reader
+        // iterate storage the writer was changing).
+        motionFigures.withLock { f in
+            var copy = f
+            copy.scoreBuckets = f.scoreBuckets.map { $0 }
+            return copy
+        }
+    }
 
     /// Starts or stops the pre-roll ring: it runs while motion recording is on and the camera runs.
     func updateMotionRecording() {
