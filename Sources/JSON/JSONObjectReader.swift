@@ -41,6 +41,16 @@ public final class JSONObjectReader {
         return v
     }
 
+    /// A key's value of any type (a list, say): nil when absent; null is absent or refused
+    /// (`nullIsAbsent`), as for the typed keys.
+    public func any(_ k: String, expected: String) throws(JSONFieldError) -> JSONValue? { try present(k, expected: expected) }
+
+    /// Whether the key is there at all, null included (for a key whose null means something).
+    public func contains(_ k: String) -> Bool {
+        read.insert(k)
+        return object[k] != nil
+    }
+
     /// The value of a typed key: nil when absent; null is absent or refused (`nullIsAbsent`).
     private func present(_ k: String, expected: String) throws(JSONFieldError) -> JSONValue? {
         read.insert(k)

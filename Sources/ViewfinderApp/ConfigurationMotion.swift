@@ -43,7 +43,7 @@ extension Configuration {
 /// body and config's `motion`. Types are checked here; ranges by `MotionSettings.problem`.
 func motionChange(_ o: JSONObjectReader) throws(JSONFieldError) -> MotionChange {
     let change = MotionChange(enabled: try o.bool("enabled"), threshold: try o.double("threshold"),
-                              masks: try o.value("masks").map { v throws(JSONFieldError) in try motionMasks(v, path: "masks") },
+                              masks: try o.any("masks", expected: "a list of polygons").map { v throws(JSONFieldError) in try motionMasks(v, path: "masks") },
                               preRoll: try o.double("preRoll"), postRoll: try o.double("postRoll"), record: try o.bool("record"))
     try o.finish()
     return change

@@ -149,9 +149,9 @@ struct SceneBody: RequestBody {
     var walker: (after: Double, duration: Double, size: Double)??
 
     init(reading body: JSONObjectReader) throws(JSONFieldError) {
-        codes = try body.value("codes").map { v throws(JSONFieldError) in try sceneCodes(v, path: "codes") }
+        codes = try body.any("codes", expected: "a list of codes").map { v throws(JSONFieldError) in try sceneCodes(v, path: "codes") }
         moving = try body.bool("moving")
-        if body.value("walker") != nil {
+        if body.contains("walker") {  // null: called off
             walker = .some(try body.nullableObject("walker").map { w throws(JSONFieldError) in
                 guard let duration = try w.double("duration", in: 0.1...3600) else {
                     throw JSONFieldError(path: "walker.duration", problem: "required: seconds to cross the picture (0.1…3600)")

@@ -27,7 +27,7 @@ import Testing
             for (body, field) in [(#"{"threshold": "high"}"#, "threshold"), (#"{"threshold": 0}"#, "threshold"),
                                   (#"{"preRoll": 31}"#, "preRoll"), (#"{"postRoll": -1}"#, "postRoll"),
                                   (#"{"masks": [[[0, 0], [1, 0]]]}"#, "masks[0]"), (#"{"masks": [[[0, 0], [1, 2], [0, 1]]]}"#, "masks[0]"),
-                                  (#"{"masks": [[[0, 0], [1], [0, 1]]]}"#, "masks[0][1]"), (#"{"masks": {}}"#, "masks"),
+                                  (#"{"masks": [[[0, 0], [1], [0, 1]]]}"#, "masks[0][1]"), (#"{"masks": {}}"#, "masks"), (#"{"masks": null}"#, "masks"),
                                   (#"{"enabled": 1}"#, "enabled"), (#"{"sensitivity": 5}"#, "sensitivity"), ("[]", "object")] {
                 let r = try await fetch(port, "POST", "/api/session/motion", body: body)
                 #expect(r.status == 400, "\(body): \(r.status)")
@@ -39,6 +39,15 @@ import Testing
             let front = try await fetch(port, "POST", "/api/cameras/front/session/motion", body: #"{"enabled": true}"#)
             #expect(front.status == 200 && motion(front)?["threshold"] as? Double == 1)
             #expect(try await fetch(port, "POST", "/api/cameras/nope/session/motion", body: #"{"enabled": true}"#).status == 404)
+            // The scene: a walker staged for later is reported, `null` calls it off, bad values are 400.
+            let staged = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 100, "duration": 2}}"#)
+            let walker = (staged.json as? [String: Any])?["walker"] as? [String: Double]
+            #expect(staged.status == 200 && walker?["duration"] == 2 && walker?["size"] == 0.5)
+            let off = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": null}"#)
+            #expect(off.status == 200 && (off.json as? [String: Any])?["walker"] is NSNull)
+            for body in [#"{"walker": {"after": 1}}"#, #"{"walker": {"duration": 0}}"#, #"{"moving": "no"}"#, #"{"codes": null}"#] {
+                #expect(try await fetch(port, "POST", "/api/cameras/rear/scene", body: body).status == 400, "\(body)")
+            }
         }
     }
 
