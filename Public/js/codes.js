@@ -2,7 +2,7 @@
 // Codes panel's checkboxes (which types to look for), the boxes drawn over the preview and
 // the list of codes seen, each rendered from the store; copying a code's value.
 
-import { $ } from "./page.js";
+import { $, cameraTag } from "./page.js";
 import { call } from "./api.js";
 import { store, mainMetadata, beginCodesCall, endCodesCall } from "./state.js";
 import { coverPicture, pictureSize } from "./preview.js";
@@ -172,13 +172,8 @@ function recentCodeItem({ camera, code: o, when }) {
   const type = document.createElement("span");
   type.className = "code-type";
   type.textContent = codeTypeName(o.type);
-  const cam = store.cameras.find((c) => c.id === camera);
-  if (store.cameras.length > 1 && camera) {
-    const where = document.createElement("span");
-    where.className = "code-camera";
-    where.textContent = cam ? cam.name : camera;
-    type.append(where);
-  }
+  const where = cameraTag(store.cameras, camera, "code-camera");
+  if (where) type.append(where);
   const value = document.createElement("span");
   value.className = "code-value";
   value.textContent = codeText(o);

@@ -4,7 +4,7 @@
 // on the picture, and the list of the latest motion events. All rendered from the store: the
 // masks drawn are the state's; the page keeps only the one being drawn (store.maskDraft).
 
-import { $, toast } from "./page.js";
+import { $, cameraTag, toast } from "./page.js";
 import { call, cameraPath } from "./api.js";
 import { store, mainMotion, beginMotionCall, endMotionCall, setMaskDraft } from "./state.js";
 import { coverPicture, pictureSize } from "./preview.js";
@@ -258,13 +258,8 @@ function eventItem({ camera, start, end, score, peak, movie }) {
   what.className = "motion-what";
   const seconds = end === null ? 0 : Math.max(0, end - start);
   what.textContent = end === null ? "moving…" : `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
-  const cam = store.cameras.find((c) => c.id === camera);
-  if (store.cameras.length > 1 && camera) {
-    const where = document.createElement("span");
-    where.className = "motion-camera";
-    where.textContent = cam ? cam.name : camera;
-    what.append(where);
-  }
+  const where = cameraTag(store.cameras, camera, "motion-camera");
+  if (where) what.append(where);
   const figure = document.createElement("span");
   figure.className = "motion-score";
   figure.textContent = peak && Number.isFinite(peak.score) ? `peak ${percent(peak.score)}` : percent(score);

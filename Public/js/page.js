@@ -33,3 +33,14 @@ export function clock(seconds) {
   const h = Math.floor(t / 3600), m = Math.floor(t / 60) % 60, s = t % 60;
   return h ? `${h}:${two(m)}:${two(s)}` : `${two(m)}:${two(s)}`;
 }
+
+/** The camera's name as a span of `className` for a list entry that says which camera it is
+ *  about; null while only one camera exists (or none is named). */
+export function cameraTag(cameras, camera, className) {
+  if (cameras.length <= 1 || !camera) return null;
+  const cam = cameras.find((c) => c.id === camera);
+  const where = document.createElement("span");
+  where.className = className;
+  where.textContent = cam ? cam.name : camera;
+  return where;
+}
