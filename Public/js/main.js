@@ -6,7 +6,7 @@
 // ES modules, no build step, no dependencies.
 
 import { call, loadCameras, loadMe, openEvents, pollState } from "./api.js";
-import { store, subscribe, applyState, applyMetadata, applyMotion, mainMotion, setMainState, setEventsDown,
+import { store, subscribe, applyState, applyMetadata, applyMotion, setMainState, setEventsDown,
          setTileStreamLimit } from "./state.js";
 import { contentRect, startPreview, updateOffline } from "./preview.js";
 import { renderTiles } from "./tiles.js";
@@ -92,8 +92,5 @@ Object.defineProperties(window, {
 
 // Live figures (fps, viewers) change without events; refresh them every two seconds.
 setInterval(() => { if (!leaving) pollState(); }, 2000);
-// While something moves on the main camera its outline should follow it, and only the state
-// says where it is now (the motion events come at its start and end): poll faster meanwhile.
-setInterval(() => { if (!leaving && !store.paused && mainMotion() && mainMotion().active) pollState(); }, 500);
 
 if (!leaving) loadMe().then(loadCameras).then(() => { connectEvents(); startPreview(); loadPhotos(); loadMovies(); });

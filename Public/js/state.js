@@ -264,15 +264,27 @@ export function setMaskDraft(points) {
 /** The same event's times: the server sends its start in each of its messages. */
 function sameTime(a, b) { return Math.abs(Number(a) - Number(b)) < 0.001; }
 
-/** `event: motion` (any camera's): an event started or ended. It joins the list (an end
- *  completes its start's entry); the main session's also shows or hides the outline now,
- *  not at the next state. */
+/** `event: motion` (any camera's): an event started, moved (a few times a second, with where)
+ *  or ended. A start or end joins the list (an end completes its start's entry); the main
+ *  session's also shows, moves or hides the outline now, not at the next state. */
 export function applyMotion(event) {
   const s = data.state;
   const camera = event.camera || (s && s.camera.id);
   const ended = event.event === "ended";
   const start = Number.isFinite(event.start) ? event.start : event.at;
   if (!Number.isFinite(start)) return;
+  if (event.event !== "moving") listMotion(event, camera, start, ended);
+  const md = mainMotion();
+  if (!md || camera !== s.camera.id) return;
+  data.lastMainAt = performance.now(); // a state asked for before this has the older motion: the poll drops it
+  data.state = Object.assign({}, s, { motion: Object.assign({}, md, {
+    active: !ended, since: ended ? null : start, box: ended ? null : event.box || null,
+    score: Number.isFinite(event.score) ? event.score : md.score,
+  }) });
+  emit("motion");
+}
+
+function listMotion(event, camera, start, ended) {
   const list = data.motionEvents;
   const i = list.findIndex((e) => e.camera === camera && sameTime(e.start, start));
   // Entries are replaced, never changed: codes.js's way of making each item once.
@@ -282,14 +294,6 @@ export function applyMotion(event) {
   if (i >= 0) list[i] = entry; else list.unshift(entry); // an end whose start came before the page did: listed too
   if (list.length > RECENT_MOTION) list.length = RECENT_MOTION;
   emit("motion-events");
-  const md = mainMotion();
-  if (!md || camera !== s.camera.id) return;
-  data.lastMainAt = performance.now(); // a state asked for before this has the older motion: the poll drops it
-  data.state = Object.assign({}, s, { motion: Object.assign({}, md, {
-    active: !ended, since: ended ? null : start, box: ended ? null : event.box || null,
-    score: Number.isFinite(event.score) ? event.score : md.score,
-  }) });
-  emit("motion");
 }
 
 /** A finished movie: one recorded for a motion event joins that event's entry. */

@@ -100,10 +100,12 @@ extension CaptureSession {
         }
     }
 
-    /// An event started or ended (from the motion output).
+    /// An event started, moved or ended (from the motion output).
     func motionEvent(_ e: MotionEvent) {
         events.publish(.motion(e))
         switch e.event {
+        case .moving:
+            return  // where it moves: for viewers; the state changes only at the start and end
         case .started:
             if var movie = eventMovie {  // within the post-roll of the last: one movie
                 motionRecording?.finish(at: nil)

@@ -79,9 +79,13 @@ public enum SessionEvent: Sendable, Equatable {
         }
     }
 
-    /// A newer state of the same camera makes an older one pointless.
+    /// A newer state of the same camera makes an older one pointless, and so does a newer
+    /// `moving` of its motion an older one still waiting.
     func supersedes(_ older: SessionEvent) -> Bool {
         if case .state = self, case .state = older { return camera == older.camera }
+        if case .motion(let new) = self, new.event == .moving, case .motion(let old) = older, old.event == .moving {
+            return camera == older.camera
+        }
         return false
     }
 }

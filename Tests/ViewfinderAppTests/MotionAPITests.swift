@@ -81,8 +81,17 @@ import Testing
                 #expect(started["event"] as? String == "started")
                 let start = try #require(started["start"] as? Double)
                 #expect(start >= walkers.last! && start - walkers.last! <= 0.5, "detected \(start - walkers.last!) s after the walker entered")
-                let ended = try await events.next("motion")
+                // Where it moves, a few times a second, until it ends.
+                var moving: [[String: Any]] = []
+                var ended = try await events.next("motion")
+                while ended["event"] as? String == "moving" {
+                    moving.append(ended)
+                    ended = try await events.next("motion")
+                }
                 #expect(ended["event"] as? String == "ended")
+                #expect(!moving.isEmpty && moving.allSatisfy { $0["box"] is [String: Double] && $0["start"] as? Double == start })
+                let times = moving.compactMap { $0["at"] as? Double }
+                #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 >= 0.24 }, "at most 4 a second: \(times)")
                 // The movie ends a post-roll later; the next walker comes after it (no merge).
                 let finished = try await events.next("recording")
                 if finished["event"] as? String == "started" { _ = try await events.next("recording") }

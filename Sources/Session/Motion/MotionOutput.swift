@@ -14,6 +14,9 @@ import SystemSupport
 final class MotionOutput: CaptureOutput {
     /// Frames judged a second, at most (a 60 fps camera is judged every other frame).
     static let maxRate = 30.0
+    /// Seconds between `moving` events while an event is under way: where it moves, for an
+    /// outline that follows it, without an event a frame.
+    static let movingInterval = 0.25
 
     struct Snapshot: Sendable {
         var jpeg: [UInt8]
@@ -34,6 +37,8 @@ final class MotionOutput: CaptureOutput {
         var snapshot: Snapshot?
         /// The score the snapshot thread was last given, and when.
         var snapshotAsked = (score: 0.0, at: 0.0)
+        /// When the last `started` or `moving` event was sent.
+        var lastTold = 0.0
     }
 
     /// What the capture thread alone touches: the detector and the mask it uses.
@@ -137,11 +142,17 @@ final class MotionOutput: CaptureOutput {
             switch s.tracker.update(time: t, moving: moving, score: observation.score) {
             case .started(let at):
                 s.snapshotAsked = (0, 0)
+                s.lastTold = t
                 event = MotionEvent(camera: s.camera, event: .started, at: at, start: at, end: nil, peak: nil,
                                     score: observation.score, box: box)
             case .ended(let e):
                 event = Self.ended(e, &s)
-            case nil: break
+            case nil:
+                if moving, let current = s.tracker.current, t - s.lastTold >= Self.movingInterval {
+                    s.lastTold = t
+                    event = MotionEvent(camera: s.camera, event: .moving, at: t, start: current.start, end: nil, peak: nil,
+                                        score: observation.score, box: box)
+                }
             }
             // The frame of a new peak (a tenth higher than the last one asked for, at most
             // four a second) is encoded for the event's snapshot.

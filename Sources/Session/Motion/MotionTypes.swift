@@ -42,12 +42,13 @@ public struct MotionState: Sendable, Equatable, Codable {
     }
 }
 
-/// The `motion` event: an event started, or ended (with its times and peak).
+/// The `motion` event: an event started, moved (at most `MotionOutput.movingInterval` apart,
+/// with where), or ended (with its times and peak).
 public struct MotionEvent: Sendable, Equatable, Codable {
-    public enum Kind: String, Sendable, Codable { case started, ended }
+    public enum Kind: String, Sendable, Codable { case started, moving, ended }
     public var camera: String
     public var event: Kind
-    /// When it happened: the first moving frame (started), the last (ended).
+    /// When it happened: the first moving frame (started), this frame (moving), the last (ended).
     public var at: Double
     public var start: Double
     public var end: Double?
