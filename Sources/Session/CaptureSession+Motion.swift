@@ -107,11 +107,13 @@ extension CaptureSession {
         case .moving:
             return  // where it moves: for viewers; the state changes only at the start and end
         case .started:
-            if var movie = eventMovie {  // within the post-roll of the last: one movie
-                motionRecording?.finish(at: nil)
+            if var movie = eventMovie, motionRecording?.keepRecording() == true {  // within the post-roll of the last: one movie
                 movie.event.end = max(movie.event.end, e.start)
                 eventMovie = movie
             } else {
+                // A movie whose post-roll ran out a moment ago (its end is on its way here) is
+                // finished now; this event gets a movie of its own.
+                if let movie = eventMovie { eventMovieDone(movie.recorder, .eventEnded) }
                 startEventMovie(e)
             }
         case .ended:

@@ -81,8 +81,18 @@ final class MotionRecording: Sendable {
         }
     }
 
-    /// The movie ends with the first unit after `time`; nil: it goes on (another event began).
-    func finish(at time: Double?) { state.withLock { $0.movie?.stopAt = time } }
+    /// The movie ends with the first unit after `time`.
+    func finish(at time: Double) { state.withLock { $0.movie?.stopAt = time } }
+
+    /// Another event began: the movie goes on, if it is still being written (false: its
+    /// post-roll had run out, and it was handed back to be finished).
+    func keepRecording() -> Bool {
+        state.withLock { s in
+            guard s.movie != nil else { return false }
+            s.movie!.stopAt = nil
+            return true
+        }
+    }
 
     var isRecording: Bool { state.withLock { $0.movie != nil } }
 
