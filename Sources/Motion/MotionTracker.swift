@@ -4,6 +4,8 @@
 // seconds (its end is the last moving frame). Frames that judge nothing (learning, a change
 // of light) neither start an event nor extend one.
 
+import CameraCore
+
 public struct MotionTracker: Sendable {
     public enum Transition: Sendable, Equatable {
         case started(at: Double)
@@ -61,14 +63,5 @@ public struct MotionTracker: Sendable {
     }
 }
 
-/// An event's times, Unix seconds: its first moving frame, its highest score, its last moving frame.
-public struct MotionEventTimes: Sendable, Equatable, Codable {
-    public var start: Double
-    public var peak: Double
-    public var end: Double
-    public init(start: Double, peak: Double, end: Double) {
-        self.start = start
-        self.peak = peak
-        self.end = end
-    }
-}
+/// An event's times (CameraCore's `EventTimes`, which a motion movie records too).
+public typealias MotionEventTimes = EventTimes

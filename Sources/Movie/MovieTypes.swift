@@ -1,6 +1,7 @@
 // The movie output's vocabulary: what a recording is asked to do, why it ended, and what a
 // finished movie is.
 
+import CameraCore
 import Foundation
 
 public enum MovieCodec: String, Sendable, Codable, CaseIterable {
@@ -58,18 +59,9 @@ public enum RecordingEndReason: String, Sendable, Codable {
 /// What started a recording: a call (`POST …/recording/start`), or motion (issue 28).
 public enum MovieTrigger: String, Sendable, Codable { case manual, motion }
 
-/// A motion movie's event, Unix seconds: its first moving frame, its highest score, its last
-/// moving frame (events merged into one movie: the first's start, the highest peak, the last's end).
-public struct MovieEvent: Sendable, Codable, Equatable {
-    public var start: Double
-    public var peak: Double
-    public var end: Double
-    public init(start: Double, peak: Double, end: Double) {
-        self.start = start
-        self.peak = peak
-        self.end = end
-    }
-}
+/// A motion movie's event (events merged into one movie: the first's start, the highest peak,
+/// the last's end).
+public typealias MovieEvent = EventTimes
 
 /// A finished movie, as `GET /api/movies` lists it (and `{id}.json` beside it keeps it).
 public struct MovieInfo: Sendable, Codable, Equatable {
