@@ -69,8 +69,6 @@ public final class MotionDetector {
         allCells = [UInt8](repeating: 1, count: n)
     }
 
-    /// Each cell's verdict of the last frame (1: changed and counted), row by row.
-    public var changedCells: [UInt8] { changed }
     /// Cells left out because they change most of the time.
     public var busyCells: Int { busy.reduce(0) { $0 + Int($1) } }
 

@@ -111,8 +111,6 @@ final class MotionOutput: CaptureOutput {
         if let ended { announceEnd(ended) }
     }
 
-    func setCamera(_ id: String) { shared.withLock { $0.camera = id } }
-
     // MARK: - The capture thread's side
 
     func wants(_ frame: borrowing RawFrame, now: Double) -> Bool {

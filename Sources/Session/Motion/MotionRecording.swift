@@ -94,8 +94,6 @@ final class MotionRecording: Sendable {
         }
     }
 
-    var isRecording: Bool { state.withLock { $0.movie != nil } }
-
     /// The recorder ended by itself (a full disk, a failure): it is fed no more.
     func drop(_ recorder: MovieRecorder) {
         state.withLock { s in if s.movie?.recorder === recorder { s.movie = nil } }
