@@ -13,12 +13,16 @@ import Darwin
 #endif
 
 public final class Locked<Value>: @unchecked Sendable {  // every access to `value` holds `mutex`
-    private var value: Value
+    // The mutex pointer first: it is read on the way *into* the lock, so nothing else may
+    // share its address. Declared after it, a zero-sized value (`Locked(())`, a turn) sat at
+    // the very address of the pointer, and one thread's read of the pointer "raced" with
+    // another's access to the value inside the lock (TSan on a clean clone; LockedTests).
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private var value: Value
 
     public init(_ value: Value) {
-        self.value = value
         mutex = .allocate(capacity: 1)
+        self.value = value
         mutex.initialize(to: pthread_mutex_t())
         let rc = pthread_mutex_init(mutex, nil)
         precondition(rc == 0, "pthread_mutex_init: \(rc)")
