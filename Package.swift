@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "CMalloc"),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        // libmosquitto, the MQTT 5 client (the MQTT module alone).
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libavutil.
         .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev", "libavutil-dev"])]),
         // GStreamer 1.22 (gst-rtsp-server, webrtcbin, appsrc) behind C glue: GObject's signals,
@@ -86,6 +88,8 @@ let package = Package(
             "CameraCore", "JPEG", "Movie", "Metadata", "Motion", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // An MQTT 5 client that stays connected: libmosquitto on a thread and poll() of our own.
+        .target(name: "MQTT", dependencies: ["CMosquitto", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         // The live H.264 transports: an RTSP server and WebRTC peers, fed access units.
         .target(name: "Streaming", dependencies: ["CGStreamerShim", "SystemSupport"]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
@@ -97,7 +101,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "HTTPServer", "JSON", "Auth", "Streaming", "SystemSupport",
+            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "HTTPServer", "JSON", "Auth", "Streaming", "MQTT", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
@@ -118,6 +122,8 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "SystemSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
+        .target(name: "MQTTTestSupport", path: "Tests/MQTTTestSupport"),
+        .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "JSON", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "SystemSupport",

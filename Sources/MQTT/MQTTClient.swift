@@ -1,0 +1,155 @@
+// An MQTT 5 client that stays connected: libmosquitto's protocol, our own thread and poll().
+//
+// Why not mosquitto_loop_start: its loop uses select(), which cannot watch a socket numbered
+// 1024 or more (the loop ends, silently; a server holding a thousand viewers reaches that on
+// its next reconnect), and a broker that refuses the login ends that thread for good. Here
+// one thread owns the `struct mosquitto` from birth to destroy — every libmosquitto call is
+// made on it — and drives it with mosquitto_loop_read/_write/_misc on poll(), reconnecting
+// with its own backoff whatever the reason. Other threads only queue (publish, subscribe) and
+// wake it through a pipe. Callbacks (connected, a message) run on that thread: they must
+// queue or hand off, never block.
+
+import CMosquitto
+import Foundation  // Thread
+import Glibc
+import Logging
+import SystemSupport
+
+public final class MQTTClient: Sendable {
+    public enum Status: Sendable, Equatable {
+        case connecting
+        case connected
+        /// Not connected, and why (the last failure), until the next attempt.
+        case disconnected(String)
+    }
+
+    /// Called on the client's thread: `connected` after every CONNACK (subscribe and
+    /// republish there: a reconnect starts from nothing), `message` for each one in.
+    public struct Handlers: Sendable {
+        public var connected: @Sendable () -> Void
+        public var message: @Sendable (MQTTMessage) -> Void
+        public init(connected: @escaping @Sendable () -> Void, message: @escaping @Sendable (MQTTMessage) -> Void) {
+            self.connected = connected
+            self.message = message
+        }
+    }
+
+    public let options: MQTTOptions
+    let handlers: Handlers
+    let logger: Logger
+    /// A pipe: written to wake the client's thread, read by it.
+    private let wakeFD: Int32
+    private let wakeWriteFD: Int32
+    /// What other threads hand the client's thread.
+    let shared = Locked(Shared())
+    static let outboxLimit = 2000
+
+    struct Shared {
+        var status = Status.disconnected("not started")
+        var outbox: [MQTTMessage] = []
+        var subscriptions: [String] = []
+        var newSubscriptions: [String] = []
+        var stopping = false
+        var running = false
+        var connects = 0
+        var dropped = 0
+        var published = 0
+        var received = 0
+    }
+
+    public init(options: MQTTOptions, logger: Logger, handlers: Handlers) throws(SystemError) {
+        self.options = options
+        self.logger = logger
+        self.handlers = handlers
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw .last("pipe") }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        wakeFD = fds[0]
+        wakeWriteFD = fds[1]
+    }
+
+    deinit {
+        close(wakeFD)
+        close(wakeWriteFD)
+    }
+
+    public var status: Status { shared.withLock { $0.status } }
+    /// CONNACKs received since start (1 after the first connect; each reconnect adds one).
+    public var connects: Int { shared.withLock { $0.connects } }
+    public var counts: (published: Int, received: Int, dropped: Int) {
+        shared.withLock { ($0.published, $0.received, $0.dropped) }
+    }
+
+    /// Starts the client's thread; it connects, and reconnects, until `stop`.
+    public func start() {
+        shared.withLock { $0.running = true }
+        let t = Thread { [self] in
+            ThreadName.set("mqtt")
+            run()
+        }
+        t.name = "viewfinder.mqtt"
+        t.start()
+    }
+
+    /// Queues a message for the broker. While disconnected it waits in a bounded queue (the
+    /// oldest go first, counted) and goes out once connected.
+    public func publish(_ message: MQTTMessage) {
+        shared.withLock { s in
+            s.outbox.append(message)
+            if s.outbox.count > Self.outboxLimit {
+                s.outbox.removeFirst(s.outbox.count - Self.outboxLimit)
+                s.dropped += 1
+            }
+        }
+        wake()
+    }
+
+    /// Subscribes now (when connected) and after every reconnect.
+    public func subscribe(_ filter: String) {
+        shared.withLock { s in
+            s.subscriptions.append(filter)
+            s.newSubscriptions.append(filter)
+        }
+        wake()
+    }
+
+    /// Sends what is queued (for up to `flush` seconds), disconnects cleanly (the broker does
+    /// not publish the will) and ends the thread; returns when it has ended.
+    public func stop(flush: Double = 1) {
+        let running = shared.withLock { s -> Bool in
+            s.stopping = true
+            return s.running
+        }
+        guard running else { return }
+        wake()
+        let deadline = Clock.monotonic() + flush + 2
+        while shared.withLock({ $0.running }) && Clock.monotonic() < deadline { usleep(5_000) }
+    }
+
+    func wake() {
+        var one: UInt8 = 1
+        _ = write(wakeWriteFD, &one, 1)  // a full pipe is already a wake-up
+    }
+
+    func drainWake() {
+        var bytes = [UInt8](repeating: 0, count: 256)
+        while read(wakeFD, &bytes, bytes.count) > 0 {}
+    }
+
+    /// Waits on the socket (when there is one) and the wake fd for up to `timeout` seconds.
+    func wait(socket: Int32, wantWrite: Bool, timeout: Double) -> (readable: Bool, writable: Bool) {
+        var fds = [pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        if socket >= 0 {
+            fds.append(pollfd(fd: socket, events: Int16(POLLIN) | (wantWrite ? Int16(POLLOUT) : 0), revents: 0))
+        }
+        let ms = Int32(max(0, min(timeout, 60)) * 1000)
+        guard poll(&fds, nfds_t(fds.count), ms) > 0 else { return (false, false) }
+        if fds[0].revents != 0 { drainWake() }
+        guard fds.count > 1 else { return (false, false) }
+        let r = fds[1].revents
+        return (r & Int16(POLLIN | POLLERR | POLLHUP) != 0, r & Int16(POLLOUT) != 0)
+    }
+}
