@@ -122,11 +122,11 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "SystemSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .target(name: "MQTTTestSupport", path: "Tests/MQTTTestSupport"),
+        .target(name: "MQTTTestSupport", dependencies: ["MQTT", "SystemSupport", .product(name: "Logging", package: "swift-log")], path: "Tests/MQTTTestSupport"),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "JSON", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "SystemSupport",
+            "ViewfinderApp", "HTTPServer", "JSON", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

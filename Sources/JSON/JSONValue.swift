@@ -61,3 +61,9 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
 }
+
+extension JSONValue: ExpressibleByDictionaryLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral {
+    public init(dictionaryLiteral elements: (String, JSONValue)...) { self = .object(Dictionary(elements) { _, last in last }) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}

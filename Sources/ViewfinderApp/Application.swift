@@ -8,6 +8,7 @@ import Capture
 import Foundation
 import HTTPServer
 import Logging
+import MQTT
 import Movie
 import Session
 import Streaming
@@ -24,6 +25,8 @@ public final class Application: Sendable {
     let movies: MovieStore
     /// Deletes the oldest movies and photos past `storage`'s limits (nil: no limits).
     let retention: StorageRetention?
+    /// The broker's side of this host, while it runs (`mqtt.url`).
+    let mqtt = Locked<MQTTBridge?>(nil)
     let access: AccessControl
     private let running = Locked<[HTTPServer]>([])
     /// The main listener (server.host:server.port).
@@ -137,6 +140,7 @@ public final class Application: Sendable {
             logger.info("camera \(l.camera) also on http\(configuration.server.tls == nil ? "" : "s")://\(l.host ?? configuration.server.host):\(extra.port)/?action=stream")
         }
         startRTSP()
+        try startMQTT()
         if configuration.webrtc.enabled { whep.warmUp() }
         if configuration.session.autostart {
             do { try await session.start() } catch {
@@ -237,6 +241,21 @@ public final class Application: Sendable {
     }
 
     /// The config key a TLS error is about.
+    /// Connects to `mqtt.url` (the client retries by itself while the broker is away).
+    private func startMQTT() throws {
+        let settings = configuration.mqtt
+        let will = MQTTMessage(topic: MQTTTopics(prefix: settings.topicPrefix, node: settings.node).status, text: "offline", qos: 1, retain: true)
+        guard let options = try settings.options(will: will) else { return }
+        let host = configuration.server.host
+        let shown = host == "0.0.0.0" || host == "::" ? ProcessInfo.processInfo.hostName : (host.contains(":") ? "[\(host)]" : host)
+        let page = "http\(configuration.server.tls == nil ? "" : "s")://\(shown):\(port)/"
+        let bridge = try MQTTBridge(settings: settings, options: options, router: makeRouter(), access: access, cameras: cameras,
+                                    events: cameras.events, photos: photos, pageURL: page, maxBodyBytes: 64 * 1024, logger: logger)
+        mqtt.withLock { $0 = bridge }
+        bridge.start()
+        logger.info("mqtt: \(settings.url ?? "") as node '\(settings.node)' (topics \(settings.topicPrefix)/\(settings.node)/…)")
+    }
+
     static func configKey(_ e: TLSError) -> String {
         switch e.file {
         case .certificate: "server.tls.certificate"
@@ -247,6 +266,9 @@ public final class Application: Sendable {
 
     /// Graceful: streams end, the servers stop, every camera is released.
     public func stop() async {
+        // `offline` first, while the sessions still answer; the bridge's router holds this
+        // application, so it is let go here as the servers are.
+        mqtt.withLock { b in defer { b = nil }; return b }?.stop()
         for s in cameras.sessions { s.hub.wakeAll() }
         // The servers' routes hold this application (their handlers call it): dropping the
         // stopped servers ends that cycle, so an application that stopped can be freed (the

@@ -104,6 +104,8 @@ public struct Configuration: Sendable, Equatable {
     public var motion = MotionSettings()
     /// Retention of movies and photos.
     public var storage = StorageSettings()
+    /// The broker, Home Assistant discovery and the fleet.
+    public var mqtt = MQTTSettings()
 
     /// The metadata output.
     public struct MetadataSettings: Sendable, Equatable {
@@ -177,6 +179,7 @@ public struct Configuration: Sendable, Equatable {
         try decodeLive(root, into: &c)
         try decodeSynthetic(root, into: &c)
         try decodeMotion(root, into: &c)
+        try decodeMQTT(root, into: &c)
         if let s = try root.object("recording") {
             c.recording.directory = try s.string("directory") ?? c.recording.directory
             if let p = try s.string("preset") {

@@ -289,3 +289,13 @@ extension RecordingOptions: RequestBody {
         self = o
     }
 }
+
+/// `{"active": true|false}`: the recording switch.
+struct RecordingSwitch: RequestBody {
+    var active: Bool
+    init(reading body: JSONObjectReader) throws(JSONFieldError) {
+        guard let active = try body.bool("active") else { throw JSONFieldError(path: "active", problem: "required: true (record) or false (stop)") }
+        self.active = active
+        try body.finish()
+    }
+}

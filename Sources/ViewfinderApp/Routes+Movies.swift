@@ -23,6 +23,18 @@ extension Application {
         return json(movie, status: 201, headers: [("Location", movie.url)])
     }
 
+    /// `{"active": true|false}`: a switch's one route (Home Assistant's recording switch).
+    /// true starts with the start's defaults, false stops and keeps the movie; a switch already
+    /// where it is asked to be stays. The answer is the state either way.
+    func recordingSwitch(_ request: Request, _ lookup: SessionLookup) async throws -> Response {
+        let body = try RecordingSwitch(reading: try bodyObject(request))
+        let session = try lookup(request)
+        let active = await session.state().recording.active
+        if body.active && !active { _ = try await session.startRecording(RecordingOptions()) }
+        if !body.active && active { _ = await (try await session.stopRecording()).outcome() }
+        return json(cameras.marked(await session.state()))
+    }
+
     func addMovieRoutes(_ r: inout Router) {
         r.get("/api/movies") { [movies] request in
             // `?trigger=motion` (or `manual`): only the movies so started.

@@ -27,6 +27,7 @@ extension Application {
         route(&r, prefix + "/recording/start", lookup) { (s, o: RecordingOptions) in try await s.startRecording(o) }
         route(&r, prefix + "/recording/frame", lookup) { (s, _: NoOptions) in try await s.addRecordingFrame() }
         r.post(prefix + "/recording/stop") { [self] request in try await stopRecording(request, lookup) }
+        r.post(prefix + "/recording") { [self] request in try await recordingSwitch(request, lookup) }
 
         r.get(prefix + "/controls") { request in json(["controls": try await lookup(request).controls()]) }
         r.post(prefix + "/controls") { request in

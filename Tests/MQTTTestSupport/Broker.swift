@@ -142,5 +142,6 @@ public final class Broker: @unchecked Sendable {  // one test drives it; Process
 
 public struct BrokerError: Error, CustomStringConvertible {
     public var message: String
+    public init(message: String) { self.message = message }
     public var description: String { message }
 }

@@ -10,58 +10,25 @@ import MQTTTestSupport
 import SystemSupport
 import Testing
 
-/// A client and what reached it, for a test to wait on.
-final class Probe: @unchecked Sendable {  // `got` is guarded by its lock
-    let got = Locked([MQTTMessage]())
-    var client: MQTTClient!
-    let broker: Broker  // alive while its clients are
-
-    init(_ broker: Broker, id: String, user: String? = nil, password: String? = nil, tls: MQTTOptions.TLS? = nil,
-         subscribe: [String] = []) throws {
-        self.broker = broker
-        var logger = Logger(label: "mqtt-test")
-        logger.logLevel = .critical
-        let options = MQTTOptions(host: "127.0.0.1", port: broker.port, tls: tls, username: user, password: password, clientID: id, keepAlive: 5)
-        client = try MQTTClient(options: options, logger: logger, handlers: .init(connected: {}, message: { [got] m in got.withLock { $0.append(m) } }))
-        for s in subscribe { client.subscribe(s) }
-        client.start()
-    }
-
-    func messages(on topic: String) -> [MQTTMessage] { got.withLock { $0.filter { $0.topic == topic } } }
-}
-
-func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds * TestTime.scale)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
-    }
-    return condition()
-}
-
-enum TestTime {
-    static let scale = Double(ProcessInfo.processInfo.environment["VIEWFINDER_TEST_TIME_SCALE"] ?? "") ?? 1
-}
-
 @Suite(.serialized) struct MQTTClientTests {
     @Test func requestAndAnswerCarryResponseTopicAndCorrelationData() throws {
         let broker = try Broker()
         let asker = try Probe(broker, id: "asker", subscribe: ["answers/#"])
         let answerer = try Probe(broker, id: "answerer", subscribe: ["questions/#"])
         defer { asker.client.stop(); answerer.client.stop() }
-        #expect(eventually { asker.client.status == .connected && answerer.client.status == .connected })
+        #expect(waitUntil { asker.client.status == .connected && answerer.client.status == .connected })
         // Asked until the answerer's subscription is in place (its SUBACK is not awaited).
-        #expect(eventually {
+        #expect(waitUntil {
             asker.client.publish(MQTTMessage(topic: "questions/zoom", payload: Array(#"{"factor": 2}"#.utf8), qos: 1,
                                              responseTopic: "answers/1", correlationData: [0, 1, 2, 255]))
-            return eventually(0.5) { !answerer.messages(on: "questions/zoom").isEmpty }
+            return waitUntil(0.5) { !answerer.messages(on: "questions/zoom").isEmpty }
         })
         let question = try #require(answerer.messages(on: "questions/zoom").first)
         #expect(question.responseTopic == "answers/1" && question.correlationData == [0, 1, 2, 255])
         #expect(String(decoding: question.payload, as: UTF8.self) == #"{"factor": 2}"#)
         answerer.client.publish(MQTTMessage(topic: question.responseTopic!, payload: Array("done".utf8), qos: 1,
                                             correlationData: question.correlationData, contentType: "application/json"))
-        #expect(eventually { asker.messages(on: "answers/1").first?.correlationData == [0, 1, 2, 255] })
+        #expect(waitUntil { asker.messages(on: "answers/1").first?.correlationData == [0, 1, 2, 255] })
     }
 
     @Test func aBrokerThatComesBackIsRejoinedWithItsSubscriptions() throws {
@@ -69,18 +36,18 @@ enum TestTime {
         let watcher = try Probe(broker, id: "watcher", subscribe: ["news/#"])
         let sender = try Probe(broker, id: "sender")
         defer { watcher.client.stop(); sender.client.stop() }
-        #expect(eventually { watcher.client.connects == 1 && sender.client.connects == 1 })
+        #expect(waitUntil { watcher.client.connects == 1 && sender.client.connects == 1 })
         for round in 1...3 {
             broker.stop()
-            #expect(eventually { watcher.client.status != .connected })
+            #expect(waitUntil { watcher.client.status != .connected })
             let back = Date()
             try broker.start()
-            #expect(eventually { watcher.client.connects == round + 1 && sender.client.connects == round + 1 })
-            #expect(Date().timeIntervalSince(back) < 5 * TestTime.scale, "reconnected within 5 s of the broker's return")
+            #expect(waitUntil { watcher.client.connects == round + 1 && sender.client.connects == round + 1 })
+            #expect(Date().timeIntervalSince(back) < 5 * BrokerTestTime.scale, "reconnected within 5 s of the broker's return")
             // The clean session lost the subscription; the client made it again.
-            #expect(eventually {
+            #expect(waitUntil {
                 sender.client.publish(MQTTMessage(topic: "news/\(round)", text: "r\(round)", qos: 1))
-                return eventually(0.5) { !watcher.messages(on: "news/\(round)").isEmpty }
+                return waitUntil(0.5) { !watcher.messages(on: "news/\(round)").isEmpty }
             })
         }
     }
@@ -90,8 +57,8 @@ enum TestTime {
         let wrong = try Probe(broker, id: "wrong", user: "camera", password: "wrong")
         let right = try Probe(broker, id: "right", user: "camera", password: "right")
         defer { wrong.client.stop(); right.client.stop() }
-        #expect(eventually { right.client.status == .connected })
-        #expect(eventually {
+        #expect(waitUntil { right.client.status == .connected })
+        #expect(waitUntil {
             if case .disconnected(let why) = wrong.client.status { return why.contains("refused") }
             return false
         }, "\(wrong.client.status)")
@@ -104,13 +71,13 @@ enum TestTime {
                              subscribe: ["t/#"])
         let noCertificate = try Probe(broker, id: "nocert", tls: .init(caFile: broker.caFile))
         defer { good.client.stop(); noCertificate.client.stop() }
-        #expect(eventually { good.client.status == .connected }, "\(good.client.status)")
+        #expect(waitUntil { good.client.status == .connected }, "\(good.client.status)")
         good.client.publish(MQTTMessage(topic: "t/echo", text: "over TLS", qos: 1))
         let other = try Probe(broker, id: "tls2", tls: .init(caFile: broker.caFile, certificateFile: broker.clientCertificate, keyFile: broker.clientKey))
         defer { other.client.stop() }
-        #expect(eventually { other.client.status == .connected })
+        #expect(waitUntil { other.client.status == .connected })
         other.client.publish(MQTTMessage(topic: "t/other", text: "hello", qos: 1))
-        #expect(eventually { !good.messages(on: "t/other").isEmpty })
+        #expect(waitUntil { !good.messages(on: "t/other").isEmpty })
         #expect(noCertificate.client.connects == 0)
     }
 
@@ -133,10 +100,10 @@ enum TestTime {
         let high = try Probe(broker, id: "high", subscribe: ["h/#"])
         let sender = try Probe(broker, id: "sender-h")
         defer { high.client.stop(); sender.client.stop() }
-        #expect(eventually { high.client.status == .connected && sender.client.status == .connected })
-        #expect(eventually {
+        #expect(waitUntil { high.client.status == .connected && sender.client.status == .connected })
+        #expect(waitUntil {
             sender.client.publish(MQTTMessage(topic: "h/1", text: "up high", qos: 1))
-            return eventually(0.5) { !high.messages(on: "h/1").isEmpty }
+            return waitUntil(0.5) { !high.messages(on: "h/1").isEmpty }
         })
     }
 }
