@@ -1,6 +1,9 @@
-// The capture thread of the cameras that make their own frames (synthetic, image): it
-// ticks at the format's frame rate on the monotonic clock, as a sensor would, and drops
-// ticks rather than drifting when a frame handler runs long.
+// The capture thread of the cameras that make their own frames (synthetic, image): it ticks
+// at the format's frame rate as a sensor would, and drops ticks rather than drifting when a
+// frame handler runs long. Its frames fall on the wall clock's multiples of 1/fps since the
+// epoch, each stamped with that boundary: every such camera of a fleet, on whatever host,
+// exposes its frames together (as far as the hosts' clocks agree), so a synchronized capture
+// across hosts shows the software's skew, not a random phase between free-running sensors.
 
 import CameraCore
 import Foundation
@@ -12,18 +15,17 @@ final class PacedCaptureThread: Sendable {
     /// Starts the thread; `tick(sequence, timestamp)` runs once per frame interval.
     init(name: String, fps: Int, tick: @escaping @Sendable (UInt64, Double) -> Void) {
         let interval = 1.0 / Double(max(fps, 1))
-        let clock = Locked((sequence: UInt64(0), next: Clock.monotonic()))  // touched by the capture thread only
+        // The next boundary, counted in intervals since the epoch; touched by the capture thread only.
+        let clock = Locked((sequence: UInt64(0), boundary: Self.boundary(after: Clock.now(), interval)))
         loop = CaptureLoop(name: name, step: {
-            let sequence = clock.withLock { $0.sequence }
-            tick(sequence, Clock.now())
-            let next = clock.withLock { c -> Double in
+            let (sequence, boundary) = clock.withLock { ($0.sequence, $0.boundary) }
+            Self.sleep(untilWallClock: Double(boundary) * interval)
+            tick(sequence, Double(boundary) * interval)
+            clock.withLock { c in
                 c.sequence += 1
-                c.next += interval
-                let now = Clock.monotonic()
-                if c.next < now { c.next = now }  // running late: skip, don't burst
-                return c.next
+                // Running late: skip to the next boundary still ahead, don't burst.
+                c.boundary = max(c.boundary + 1, Self.boundary(after: Clock.now(), interval))
             }
-            Self.sleep(until: next)
             return true
         })
     }
@@ -31,8 +33,12 @@ final class PacedCaptureThread: Sendable {
     /// Returns once the thread has delivered its last frame.
     func stop() { loop.stop() }
 
-    private static func sleep(until deadline: Double) {
+    /// The first multiple of `interval` after `t`, as a count of intervals.
+    static func boundary(after t: Double, _ interval: Double) -> UInt64 { UInt64((t / interval).rounded(.down)) + 1 }
+
+    /// On CLOCK_REALTIME, absolute: a stepped clock moves the wake-up with it.
+    private static func sleep(untilWallClock deadline: Double) {
         var ts = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - deadline.rounded(.down)) * 1e9))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        while clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 }

@@ -205,6 +205,13 @@ public actor CaptureSession {
         return photos.request(quality: quality ?? configuration.captureQuality, requested: Clock.now())
     }
 
+    /// The ring of this run's last frames, for a synchronized capture; awaited outside the
+    /// actor as a photo ticket is.
+    public func frameRing() throws(SessionError) -> FrameRing {
+        guard runState == .running, let ring = pipeline?.output(FrameRing.self) else { throw .notRunning }
+        return ring
+    }
+
     /// Announces a stored photo on the event stream.
     public func announcePhoto(_ photo: PhotoInfo) {
         events.publish(.photo(photo))
@@ -286,7 +293,7 @@ public actor CaptureSession {
             PreviewOutput(hub: hub, settings: pipelineSettings, workers: configuration.streamWorkers, name: name, logger: logger),
             LiveOutput(hub: live, settings: configuration.live, name: name, logger: logger),
             makeMotionOutput(camera: name),
-        ]
+        ] + (configuration.frameRing > 0 ? [FrameRing(name: name, span: configuration.frameRing, quality: configuration.captureQuality)] : [])
         let p = FramePipeline(outputs: outputs, settings: pipelineSettings, nextSequence: { [hub] in hub.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
         device.setInterruptionHandler { [weak self] error in

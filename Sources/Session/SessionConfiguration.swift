@@ -31,6 +31,8 @@ public struct SessionConfiguration: Sendable {
     public var live: LiveEncoderSettings
     /// The motion output's settings at start (`motion`, or `cameras[].motion`).
     public var motion: MotionSettings
+    /// Seconds of encoded frames kept for synchronized captures (FrameRing); 0: none.
+    public var frameRing: Double = 0
 
     public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
@@ -53,5 +55,13 @@ public struct SessionConfiguration: Sendable {
         self.streamSubsampling = streamSubsampling
         self.streamWorkers = max(1, streamWorkers)
         self.live = live
+    }
+}
+
+extension SessionConfiguration {
+    public func with(frameRing seconds: Double) -> SessionConfiguration {
+        var c = self
+        c.frameRing = seconds
+        return c
     }
 }

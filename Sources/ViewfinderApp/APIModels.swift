@@ -47,21 +47,30 @@ struct PhotoJSON: Encodable {
     var id: String, url: String, bytes: Int, width: Int, height: Int, capturedAt: String
     var camera: String?
     var keep: Bool
+    var timestamp: Double
+    var set: String?
+    var at: Double?
 
     init(_ p: PhotoInfo) {
         id = p.id; url = "/api/photos/\(p.id)"; bytes = p.bytes; width = p.width; height = p.height; capturedAt = p.capturedAt
         camera = p.camera
         keep = p.keep
+        timestamp = p.timestamp
+        set = p.set
+        at = p.at
     }
 
     func encode(to encoder: Encoder) throws {
-        enum K: String, CodingKey { case id, url, bytes, width, height, capturedAt, camera, keep }
+        enum K: String, CodingKey { case id, url, bytes, width, height, capturedAt, camera, keep, timestamp, set, at }
         var c = encoder.container(keyedBy: K.self)
         try c.encode(id, forKey: .id); try c.encode(url, forKey: .url); try c.encode(bytes, forKey: .bytes)
         try c.encode(width, forKey: .width); try c.encode(height, forKey: .height)
         try c.encode(capturedAt, forKey: .capturedAt)
         try c.encode(camera, forKey: .camera)  // null for a photo from before cameras were recorded
         try c.encode(keep, forKey: .keep)
+        try c.encode(timestamp, forKey: .timestamp)
+        if let set { try c.encode(set, forKey: .set) }  // a synchronized set's photo only
+        if let at { try c.encode(at, forKey: .at) }
     }
 }
 
@@ -71,4 +80,12 @@ func json<T: Encodable>(_ value: T, status: Int = 200, headers: [(String, String
     encoder.outputFormatting = [.withoutEscapingSlashes]
     let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
     return Response(status: status, contentType: "application/json", bytes: [UInt8](data), headers: headers)
+}
+
+/// `POST /api/fleet/capture`'s answer: the set, its moment, where the hosts answer.
+struct FleetStarted: Encodable {
+    var set: String
+    var at: Double
+    var replies: String
+    var photos: String
 }

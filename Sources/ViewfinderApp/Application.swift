@@ -84,7 +84,8 @@ public final class Application: Sendable {
                                                         streamWorkers: configuration.stream.workers,
                                                         live: LiveEncoderSettings(keyframeInterval: configuration.live.keyframeInterval,
                                                                                   bitrate: configuration.live.bitrate),
-                                                        motion: entry?.motion?.applied(to: configuration.motion) ?? configuration.motion),
+                                                        motion: entry?.motion?.applied(to: configuration.motion) ?? configuration.motion)
+                        .with(frameRing: configuration.mqtt.isEnabled && configuration.mqtt.fleet ? FleetCapture.ringSpan : 0),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")

@@ -1,12 +1,21 @@
-// One synchronized photo from every camera of a fleet (issue 29): filled in below.
+// One synchronized photo from every camera of a fleet. `{"at": <Unix seconds>, "set": "<id>"}`
+// on `<prefix>/fleet/capture` (or `POST /api/fleet/capture` on any host, which publishes it
+// with `at` = now + delay) makes every camera of every host subscribed store the frame whose
+// capture time is nearest `at`, from its FrameRing: a command up to `ringSpan` late still gets
+// that frame, one that arrives early waits for it. Each host answers on
+// `<prefix>/fleet/sets/<set>` with its photos (URL, capture time, offset from `at`).
 
 import Foundation
+import JSON
 import Logging
 import MQTT
 import Session
 import SystemSupport
 
 final class FleetCapture: Sendable {
+    /// A command may arrive this late and still get its frame.
+    static let ringSpan = 1.5
+
     let topics: MQTTTopics
     let cameras: MultiCamSession
     let photos: PhotoStore
@@ -25,5 +34,83 @@ final class FleetCapture: Sendable {
         set { sink.withLock { $0 = newValue } }
     }
 
-    func received(_ m: MQTTMessage) {}
+    struct Command: Equatable {
+        var at: Double
+        var set: String
+    }
+
+    /// `{"at", "set"?}`: `at` within a day of now, `set` a safe name (default: `at` in µs).
+    static func parse(_ payload: [UInt8], now: Double) -> Result<Command, JSONFieldError> {
+        guard let value = try? JSONValue.parse(payload) else { return .failure(JSONFieldError(path: "", problem: "expected a JSON object {\"at\", \"set\"?}")) }
+        do throws(JSONFieldError) {
+            let o = try JSONObjectReader(value, nullIsAbsent: false)
+            guard let at = try o.double("at", in: (now - 86400)...(now + 86400)) else {
+                throw JSONFieldError(path: "at", problem: "required: the moment, in Unix seconds")
+            }
+            let set = try o.string("set") ?? String(Int64((at * 1e6).rounded()))
+            guard Configuration.MQTTSettings.isSafeName(set) else {
+                throw JSONFieldError(path: "set", problem: "letters, digits, '_' and '-' only, at most 64")
+            }
+            try o.finish()
+            return .success(Command(at: at, set: set))
+        } catch { return .failure(error) }
+    }
+
+    /// A command from the broker, on the client's thread: run on a task.
+    func received(_ m: MQTTMessage) {
+        switch Self.parse(m.payload, now: Clock.now()) {
+        case .failure(let e): logger.warning("mqtt: a fleet capture that is not one: \(e.description)")
+        case .success(let command): Task { await run(command) }
+        }
+    }
+
+    /// `POST /api/fleet/capture`: published to the fleet, and taken here (our own message
+    /// does not come back to us).
+    func start(delay: Double, set: String?) -> Command {
+        let at = Clock.now() + delay
+        let command = Command(at: at, set: set ?? String(Int64((at * 1e6).rounded())))
+        let body = JSONValue.object(["at": .number(at), "set": .string(command.set)]).encoded()
+        publish?(MQTTMessage(topic: topics.fleetCapture, payload: body, qos: 1))
+        Task { await run(command) }
+        return command
+    }
+
+    /// Every running camera's frame nearest `at`, stored with the set; the host's answer published.
+    func run(_ command: Command) async {
+        var taken: [JSONValue] = [], errors: [JSONValue] = []
+        await withTaskGroup(of: JSONValue.self) { group in
+            for session in cameras.sessions {
+                group.addTask { [photos] in
+                    do {
+                        let ring = try await session.frameRing()
+                        let wait = max(0, command.at - Clock.now()) + 2
+                        guard let frame = await ring.frame(nearest: command.at, timeout: wait) else {
+                            return ["camera": .string(session.id), "error": .string("no frame near that moment (more than \(Self.ringSpan) s late?)")]
+                        }
+                        let info = try photos.save(frame, camera: session.id, mark: PhotoSetMark(set: command.set, at: command.at))
+                        await session.announcePhoto(info)
+                        return ["camera": .string(session.id), "id": .string(info.id), "url": .string("/api/photos/\(info.id)"),
+                                "capturedAt": .string(info.capturedAt), "timestamp": .number(info.timestamp),
+                                "offset": .number(info.timestamp - command.at)]
+                    } catch {
+                        return ["camera": .string(session.id), "error": .string("\(error)")]
+                    }
+                }
+            }
+            for await entry in group {
+                if entry["error"] != nil { errors.append(entry) } else { taken.append(entry) }
+            }
+        }
+        let answer: JSONValue = ["node": .string(topics.node), "set": .string(command.set), "at": .number(command.at),
+                                 "photos": .array(taken), "errors": .array(errors)]
+        publish?(MQTTMessage(topic: topics.fleetReplies(command.set), payload: answer.encoded(), qos: 1, contentType: "application/json"))
+        logger.info("fleet: set \(command.set): \(taken.count) photo(s), \(errors.count) error(s)")
+    }
+}
+
+private extension JSONValue {
+    subscript(_ key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
 }

@@ -299,3 +299,17 @@ struct RecordingSwitch: RequestBody {
         try body.finish()
     }
 }
+
+/// `{"delay"?: seconds (0…60, default 0.5), "set"?: name}`: a synchronized capture across the fleet.
+struct FleetBody: RequestBody {
+    var delay = 0.5
+    var set: String?
+    init(reading body: JSONObjectReader) throws(JSONFieldError) {
+        delay = try body.double("delay", in: 0...60) ?? delay
+        set = try body.string("set")
+        if let set, !Configuration.MQTTSettings.isSafeName(set) {
+            throw JSONFieldError(path: "set", problem: "letters, digits, '_' and '-' only, at most 64")
+        }
+        try body.finish()
+    }
+}

@@ -8,7 +8,11 @@ import SystemSupport
 
 extension Application {
     func addPhotoRoutes(_ r: inout Router) {
-        r.get("/api/photos") { [self] _ in json(["photos": photos.list().map(PhotoJSON.init)]) }
+        // `?set=ID`: this host's photos of one synchronized set.
+        r.get("/api/photos") { [self] request in
+            if let set = request.query["set"] { return json(["photos": photos.list(set: set).map(PhotoJSON.init)]) }
+            return json(["photos": photos.list().map(PhotoJSON.init)])
+        }
         r.get("/api/photos/:id") { [self] request in
             let id = request.parameters["id"] ?? ""
             guard let bytes = photos.read(id) else { throw Self.unknownPhoto(id) }

@@ -30,6 +30,15 @@ extension Application {
         addSessionRoutes(&r, "/api/cameras/:id/session", named, isMain: false)
         route(&r, "/api/session/switch", main) { (_, b: SwitchBody) in try await cameras.switchMain(to: b.camera) }
         addPhotoRoutes(&r)
+        r.post("/api/fleet/capture") { [self] request in
+            let body = try FleetBody(reading: try bodyObject(request))
+            guard let fleet = mqtt.withLock({ $0 })?.fleet else {
+                throw HTTPError(409, "fleet_unavailable", "A fleet capture needs the broker: set mqtt.url (and leave mqtt.fleet on).")
+            }
+            let command = fleet.start(delay: body.delay, set: body.set)
+            return json(FleetStarted(set: command.set, at: command.at, replies: fleet.topics.fleetReplies(command.set),
+                                     photos: "/api/photos?set=\(command.set)"), status: 202)
+        }
         addMovieRoutes(&r)
         addSceneRoutes(&r)
 

@@ -18,6 +18,21 @@ public struct PhotoInfo: Sendable, Codable, Equatable {
     public var camera: String?
     /// Kept by the user: retention never deletes it.
     public var keep = false
+    /// The capture time in Unix seconds, to the microsecond (X-Capture-Timestamp's).
+    public var timestamp: Double = 0
+    /// A synchronized capture's set and the moment it asked for (a fleet's photos).
+    public var set: String? = nil
+    public var at: Double? = nil
+}
+
+/// The set a photo belongs to, and the moment the set was taken at.
+public struct PhotoSetMark: Sendable, Equatable {
+    public var set: String
+    public var at: Double
+    public init(set: String, at: Double) {
+        self.set = set
+        self.at = at
+    }
 }
 
 
@@ -46,13 +61,36 @@ public final class PhotoStore: Sendable {
     public static func isValid(camera: String) -> Bool { StoredName.isSafe(camera: camera) }
 
     /// Stores `frame`, taken by `camera` (recorded in the id when it is a plain name).
-    public func save(_ frame: EncodedFrame, camera: String? = nil) throws(PhotoStoreError) -> PhotoInfo {
-        var id = "\(Int64((frame.timestamp * 1_000_000).rounded()))-\(frame.sequence)"
+    /// A set's photo gets `ID.set` beside it (the set and its moment), written after the photo.
+    public func save(_ frame: EncodedFrame, camera: String? = nil, mark: PhotoSetMark? = nil) throws(PhotoStoreError) -> PhotoInfo {
+        let micros = Int64((frame.timestamp * 1_000_000).rounded())
+        var id = "\(micros)-\(frame.sequence)"
         let recorded = camera.flatMap { Self.isValid(camera: $0) ? $0 : nil }
         if let recorded { id += "-" + recorded }
-        do throws(SystemError) { try store(frame, id: id) } catch { throw PhotoStoreError(cause: error) }
+        do throws(SystemError) {
+            try store(frame, id: id)
+            if let mark {
+                try files.withTurn { () throws(SystemError) in
+                    try AtomicFile.write(Array("\(mark.set)\n\(mark.at)\n".utf8), to: markPath(id), temporary: files.file(".tmp-" + id + ".set"), mode: 0o644)
+                }
+            }
+        } catch { throw PhotoStoreError(cause: error) }
         return PhotoInfo(id: id, bytes: frame.jpegCount, width: frame.width,
-                         height: frame.height, capturedAt: Self.iso(frame.timestamp), camera: recorded)
+                         height: frame.height, capturedAt: Self.iso(frame.timestamp), camera: recorded,
+                         timestamp: Double(micros) / 1_000_000, set: mark?.set, at: mark?.at)
+    }
+
+    /// The photos of one synchronized set, oldest first.
+    public func list(set: String) -> [PhotoInfo] {
+        files.ids(suffix: ".set", isValid: Self.isValid(id:)).filter { self.mark($0)?.set == set }.compactMap(info)
+            .sorted { ($0.timestamp, $0.id) < ($1.timestamp, $1.id) }
+    }
+
+    private func mark(_ id: String) -> PhotoSetMark? {
+        guard let data = FileManager.default.contents(atPath: markPath(id)) else { return nil }
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        guard lines.count == 2, let at = Double(lines[1]) else { return nil }
+        return PhotoSetMark(set: String(lines[0]), at: at)
     }
 
     private func store(_ frame: EncodedFrame, id: String) throws(SystemError) {
@@ -84,7 +122,7 @@ public final class PhotoStore: Sendable {
         guard Self.isValid(id: id) else { return false }
         return files.withTurn {
             let gone = unlink(path(id)) == 0
-            if gone { unlink(keepPath(id)) }
+            if gone { unlink(keepPath(id)); unlink(markPath(id)) }
             return gone
         }
     }
@@ -119,13 +157,16 @@ public final class PhotoStore: Sendable {
 
     private func info(_ id: String) -> PhotoInfo? {
         guard let bytes = read(id), let size = try? JPEGDecoder.size(of: bytes), let parsed = Self.parse(id) else { return nil }
+        let mark = mark(id)
         return PhotoInfo(id: id, bytes: bytes.count, width: size.width,
                          height: size.height, capturedAt: Self.iso(Double(parsed.micros) / 1_000_000), camera: parsed.camera,
-                         keep: access(keepPath(id), F_OK) == 0)
+                         keep: access(keepPath(id), F_OK) == 0, timestamp: Double(parsed.micros) / 1_000_000,
+                         set: mark?.set, at: mark?.at)
     }
 
     private func path(_ id: String) -> String { files.file(id + ".jpg") }
     private func keepPath(_ id: String) -> String { files.file(id + ".keep") }
+    private func markPath(_ id: String) -> String { files.file(id + ".set") }
 
     static func iso(_ t: Double) -> String { StoredName.iso8601(t) }
 }

@@ -1,0 +1,102 @@
+// The last seconds of a camera's frames, each encoded as a photo is, for a synchronized
+// capture (a fleet): the frame nearest a moment is taken from here, so a command that arrives
+// up to `span` late still gets the right frame and one that arrives early waits for it. Only
+// while `span` > 0 (`mqtt.fleet`): it encodes every frame, on its own thread.
+
+import CameraCore
+import Foundation
+import JPEG
+import SystemSupport
+
+public final class FrameRing: CaptureOutput {
+    /// Seconds of frames kept.
+    public let span: Double
+    private let handoff: FrameHandoff<Job>
+    private let state = Locked<(frames: [EncodedFrame], waiters: [Waiter], open: Bool)>(([], [], true))
+
+    struct Job: Sendable {
+        var sequence: UInt64
+        var transform: FrameTransform
+        var quality: Int
+    }
+
+    private final class Waiter: Sendable {
+        let at: Double
+        private let continuation = Locked<CheckedContinuation<EncodedFrame?, Never>?>(nil)
+        init(at: Double) { self.at = at }
+        func park(_ c: CheckedContinuation<EncodedFrame?, Never>) { continuation.withLock { $0 = c } }
+        func resume(_ frame: EncodedFrame?) { continuation.withLock { c in defer { c = nil }; return c }?.resume(returning: frame) }
+    }
+
+    let quality: Int
+
+    init(name: String, span: Double, quality: Int) {
+        self.span = span
+        self.quality = quality
+        let ring = Locked<FrameRing?>(nil)
+        handoff = FrameHandoff(name: "\(name)-ring", policy: .queue(limit: 4)) {
+            let encoder = FrameEncoder()
+            return { frame, job in
+                guard let image = try? encoder.encode(frame, quality: job.quality, transform: job.transform, subsampling: .s422) else { return }
+                ring.withLock { $0 }?.add(EncodedFrame(jpeg: image.jpeg, width: image.width, height: image.height,
+                                                        sequence: job.sequence, timestamp: frame.timestamp))
+            }
+        }
+        ring.withLock { $0 = self }
+    }
+
+    public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { span > 0 }
+
+    public func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
+        handoff.submit(frame, Job(sequence: context.sequence, transform: context.transform, quality: quality))
+    }
+
+    public func detached() {
+        let waiters = state.withLock { s -> [Waiter] in
+            s.open = false
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume(nil) }
+        handoff.close()
+    }
+
+    private func add(_ frame: EncodedFrame) {
+        let ready = state.withLock { s -> [(Waiter, EncodedFrame?)] in
+            s.frames.append(frame)
+            s.frames.removeAll { $0.timestamp < frame.timestamp - span }
+            var ready: [(Waiter, EncodedFrame?)] = []
+            s.waiters.removeAll { w in
+                guard frame.timestamp >= w.at else { return false }
+                ready.append((w, Self.nearest(w.at, in: s.frames)))
+                return true
+            }
+            return ready
+        }
+        for (w, f) in ready { w.resume(f) }
+    }
+
+    private static func nearest(_ at: Double, in frames: [EncodedFrame]) -> EncodedFrame? {
+        frames.min { abs($0.timestamp - at) < abs($1.timestamp - at) }
+    }
+
+    /// The kept frame whose capture time is nearest `at` (wall-clock seconds), once a frame
+    /// at or after `at` is in; nil when `at` is older than the ring, the camera stopped, or
+    /// `timeout` passed.
+    public func frame(nearest at: Double, timeout: Double) async -> EncodedFrame? {
+        let waiter = Waiter(at: at)
+        return await withCheckedContinuation { c in
+            waiter.park(c)
+            let now = state.withLock { s -> (done: Bool, frame: EncodedFrame?) in
+                guard s.open else { return (true, nil) }
+                // Older than the ring by more than half a frame: its frame is gone.
+                let gap = s.frames.count > 1 ? s.frames[1].timestamp - s.frames[0].timestamp : 0
+                if let first = s.frames.first, at < first.timestamp - gap / 2 { return (true, nil) }
+                if let last = s.frames.last, last.timestamp >= at { return (true, Self.nearest(at, in: s.frames)) }
+                s.waiters.append(waiter)
+                return (false, nil)
+            }
+            if now.done { waiter.resume(now.frame) } else { Alarm.after(timeout) { waiter.resume(nil) } }
+        }
+    }
+}
