@@ -26,14 +26,17 @@ public final class Probe: @unchecked Sendable {  // `got` is guarded by its lock
     public func messages(on topic: String) -> [MQTTMessage] { got.withLock { $0.filter { $0.topic == topic } } }
 }
 
-/// Polls `condition` until it holds or `seconds` (stretched under sanitizers) pass.
-public func waitUntil(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
+/// Polls `condition` until it holds or `seconds` (stretched under sanitizers) pass: for what
+/// arrives over a socket, which a test cannot await directly. It suspends between polls,
+/// never blocks a thread of the cooperative pool (two on two cores: a blocked one starves
+/// every other suite's servers).
+public func waitUntil(_ seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
     let deadline = Date().addingTimeInterval(seconds * BrokerTestTime.scale)
     while Date() < deadline {
-        if condition() { return true }
-        usleep(10_000)
+        if await condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
     }
-    return condition()
+    return await condition()
 }
 
 public enum BrokerTestTime {

@@ -11,78 +11,81 @@ import SystemSupport
 import Testing
 
 @Suite(.serialized) struct MQTTClientTests {
-    @Test func requestAndAnswerCarryResponseTopicAndCorrelationData() throws {
+    @Test func requestAndAnswerCarryResponseTopicAndCorrelationData() async throws {
         let broker = try Broker()
         let asker = try Probe(broker, id: "asker", subscribe: ["answers/#"])
         let answerer = try Probe(broker, id: "answerer", subscribe: ["questions/#"])
         defer { asker.client.stop(); answerer.client.stop() }
-        #expect(waitUntil { asker.client.status == .connected && answerer.client.status == .connected })
+        #expect(await waitUntil { asker.client.status == .connected && answerer.client.status == .connected })
         // Asked until the answerer's subscription is in place (its SUBACK is not awaited).
-        #expect(waitUntil {
+        #expect(await waitUntil {
             asker.client.publish(MQTTMessage(topic: "questions/zoom", payload: Array(#"{"factor": 2}"#.utf8), qos: 1,
                                              responseTopic: "answers/1", correlationData: [0, 1, 2, 255]))
-            return waitUntil(0.5) { !answerer.messages(on: "questions/zoom").isEmpty }
+            return await waitUntil(0.5) { !answerer.messages(on: "questions/zoom").isEmpty }
         })
         let question = try #require(answerer.messages(on: "questions/zoom").first)
         #expect(question.responseTopic == "answers/1" && question.correlationData == [0, 1, 2, 255])
         #expect(String(decoding: question.payload, as: UTF8.self) == #"{"factor": 2}"#)
         answerer.client.publish(MQTTMessage(topic: question.responseTopic!, payload: Array("done".utf8), qos: 1,
                                             correlationData: question.correlationData, contentType: "application/json"))
-        #expect(waitUntil { asker.messages(on: "answers/1").first?.correlationData == [0, 1, 2, 255] })
+        #expect(await waitUntil { asker.messages(on: "answers/1").first?.correlationData == [0, 1, 2, 255] })
     }
 
-    @Test func aBrokerThatComesBackIsRejoinedWithItsSubscriptions() throws {
+    @Test func aBrokerThatComesBackIsRejoinedWithItsSubscriptions() async throws {
         let broker = try Broker()
         let watcher = try Probe(broker, id: "watcher", subscribe: ["news/#"])
         let sender = try Probe(broker, id: "sender")
         defer { watcher.client.stop(); sender.client.stop() }
-        #expect(waitUntil { watcher.client.connects == 1 && sender.client.connects == 1 })
+        #expect(await waitUntil { watcher.client.connects == 1 && sender.client.connects == 1 })
         for round in 1...3 {
             broker.stop()
-            #expect(waitUntil { watcher.client.status != .connected })
+            #expect(await waitUntil { watcher.client.status != .connected })
             let back = Date()
             try broker.start()
-            #expect(waitUntil { watcher.client.connects == round + 1 && sender.client.connects == round + 1 })
+            #expect(await waitUntil { watcher.client.connects == round + 1 && sender.client.connects == round + 1 })
             #expect(Date().timeIntervalSince(back) < 5 * BrokerTestTime.scale, "reconnected within 5 s of the broker's return")
             // The clean session lost the subscription; the client made it again.
-            #expect(waitUntil {
+            #expect(await waitUntil {
                 sender.client.publish(MQTTMessage(topic: "news/\(round)", text: "r\(round)", qos: 1))
-                return waitUntil(0.5) { !watcher.messages(on: "news/\(round)").isEmpty }
+                return await waitUntil(0.5) { !watcher.messages(on: "news/\(round)").isEmpty }
             })
         }
     }
 
-    @Test func aRefusedLoginIsReportedAndRetried() throws {
+    @Test func aRefusedLoginIsReportedAndRetried() async throws {
         let broker = try Broker(users: ["camera": "right"])
         let wrong = try Probe(broker, id: "wrong", user: "camera", password: "wrong")
         let right = try Probe(broker, id: "right", user: "camera", password: "right")
         defer { wrong.client.stop(); right.client.stop() }
-        #expect(waitUntil { right.client.status == .connected })
-        #expect(waitUntil {
+        #expect(await waitUntil { right.client.status == .connected })
+        #expect(await waitUntil {
             if case .disconnected(let why) = wrong.client.status { return why.contains("refused") }
             return false
         }, "\(wrong.client.status)")
         #expect(wrong.client.connects == 0)
     }
 
-    @Test func tlsWithAClientCertificate() throws {
+    @Test func tlsWithAClientCertificate() async throws {
         let broker = try Broker(tls: true)
         let good = try Probe(broker, id: "tls", tls: .init(caFile: broker.caFile, certificateFile: broker.clientCertificate, keyFile: broker.clientKey),
                              subscribe: ["t/#"])
         let noCertificate = try Probe(broker, id: "nocert", tls: .init(caFile: broker.caFile))
         defer { good.client.stop(); noCertificate.client.stop() }
-        #expect(waitUntil { good.client.status == .connected }, "\(good.client.status)")
+        #expect(await waitUntil { good.client.status == .connected }, "\(good.client.status)")
         good.client.publish(MQTTMessage(topic: "t/echo", text: "over TLS", qos: 1))
         let other = try Probe(broker, id: "tls2", tls: .init(caFile: broker.caFile, certificateFile: broker.clientCertificate, keyFile: broker.clientKey))
         defer { other.client.stop() }
-        #expect(waitUntil { other.client.status == .connected })
+        #expect(await waitUntil { other.client.status == .connected })
         other.client.publish(MQTTMessage(topic: "t/other", text: "hello", qos: 1))
-        #expect(waitUntil { !good.messages(on: "t/other").isEmpty })
+        #expect(await waitUntil { !good.messages(on: "t/other").isEmpty })
         #expect(noCertificate.client.connects == 0)
     }
+}
 
+/// Run on its own (make test): it holds 1,100 descriptors, which no other suite should see.
+@Suite(.serialized) struct MQTTHighDescriptorTests {
     /// select() cannot watch a socket numbered 1024 or more; poll() can.
-    @Test func aSocketAboveSelectsLimit() throws {
+    @Test func aSocketAboveSelectsLimit() async throws {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         try #require(limit.rlim_max >= 1300)
@@ -100,10 +103,10 @@ import Testing
         let high = try Probe(broker, id: "high", subscribe: ["h/#"])
         let sender = try Probe(broker, id: "sender-h")
         defer { high.client.stop(); sender.client.stop() }
-        #expect(waitUntil { high.client.status == .connected && sender.client.status == .connected })
-        #expect(waitUntil {
+        #expect(await waitUntil { high.client.status == .connected && sender.client.status == .connected })
+        #expect(await waitUntil {
             sender.client.publish(MQTTMessage(topic: "h/1", text: "up high", qos: 1))
-            return waitUntil(0.5) { !high.messages(on: "h/1").isEmpty }
+            return await waitUntil(0.5) { !high.messages(on: "h/1").isEmpty }
         })
     }
 }

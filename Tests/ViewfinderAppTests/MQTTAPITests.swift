@@ -116,7 +116,7 @@ extension JSONValue {
         // A config left by an earlier run for a camera that is gone.
         let leftover = try Probe(broker, id: "leftover")
         leftover.client.publish(MQTTMessage(topic: "homeassistant/switch/viewfinder_n2/gone_torch/config", text: #"{"name": "old"}"#, qos: 1, retain: true))
-        #expect(waitUntil { leftover.client.counts.published == 1 })
+        #expect(await waitUntil { leftover.client.counts.published == 1 })
         leftover.client.stop()
         let asker = try Asker(broker, node: "n2")
         defer { asker.probe.client.stop() }
