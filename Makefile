@@ -77,6 +77,14 @@ test-uvc: deps
 	SWIFT=$(SWIFT) scripts/fresh-binary
 	$(VM) --uvc c920,c270 --timeout 1500 -- /usr/bin/python3 Tests/uvc/test_uvc.py
 
+## Eight hosts in network namespaces on a bridge, one broker: synchronized sets, a host's link
+## cut and mended (Tests/fleet/). Needs root (ip netns); CI runs it.
+.PHONY: test-fleet
+test-fleet: test-deps
+	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) scripts/fresh-binary
+	/usr/bin/python3 Tests/fleet/test_fleet.py
+
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release
 	@scripts/install-deps --bench
