@@ -85,6 +85,14 @@ test-fleet: test-deps
 	SWIFT=$(SWIFT) scripts/fresh-binary
 	/usr/bin/python3 Tests/fleet/test_fleet.py
 
+## A real Home Assistant (2024.3.3, pinned, in a venv under .build/) with its MQTT integration
+## sees the cameras by discovery and drives them (Tests/homeassistant/). CI runs it.
+.PHONY: test-homeassistant
+test-homeassistant: test-deps
+	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) scripts/fresh-binary
+	/usr/bin/python3 Tests/homeassistant/test_ha.py
+
 ## Benchmarks: writes figures to bench/RESULTS.md.
 bench: release
 	@scripts/install-deps --bench

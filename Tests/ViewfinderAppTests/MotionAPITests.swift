@@ -146,7 +146,7 @@ import Testing
             #expect(await eventually { used() <= limit }, "\(used()) bytes")
             let photos = try #require((try await fetch(port, "/api/photos").json as? [String: Any])?["photos"] as? [[String: Any]])
             #expect(photos.contains { $0["id"] as? String == kept && $0["keep"] as? Bool == true })
-            #expect(photos.count < 50)
+            #expect(photos.count < 51, "51 were stored; how many go depends on the movie's size beside them")
             let stop = try await fetch(port, "POST", "/api/session/recording/stop", body: "{}")
             #expect(stop.status == 201, "the movie being written is never deleted")
             #expect(try await fetch(port, "/metrics").text.contains(#"viewfinder_storage_deleted_total{kind="photo",reason="maxBytes"}"#))

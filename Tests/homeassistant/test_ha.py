@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""A real Home Assistant (2024.3.3, the last for Python 3.11; pinned in requirements.txt, in a
+venv under .build/) with its MQTT integration on a test broker sees a Viewfinder host's cameras
+by discovery (issue 29, item 6): the entities are there and available, a button press takes a
+photo, the zoom number moves the zoom, the camera entity serves the snapshot, and when the host
+is killed its entities go unavailable. Prints what it saw.
+
+Usage: test_ha.py   (make test-homeassistant; VIEWFINDER_BINARY to pick the binary)
+"""
+import json, os, re, select, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(os.environ.get("VIEWFINDER_BINARY", ROOT / ".build/debug/viewfinder"))
+VENV = ROOT / ".build/ha-venv"
+REQUIREMENTS = Path(__file__).resolve().parent / "requirements.txt"
+NODE = "ha1"
+failures = []
+
+
+def check(ok, what):
+    print(("ok:   " if ok else "FAIL: ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def eventually(f, timeout, every=0.25):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            v = f()
+            if v:
+                return v
+        except Exception:
+            pass
+        time.sleep(every)
+    return None
+
+
+def venv():
+    """The pinned venv, made once (a stamp records the requirements it holds)."""
+    stamp = VENV / "requirements.txt"
+    if stamp.exists() and stamp.read_text() == REQUIREMENTS.read_text():
+        return
+    shutil.rmtree(VENV, ignore_errors=True)
+    subprocess.run(["/usr/bin/python3", "-m", "venv", str(VENV)], check=True)
+    subprocess.run([str(VENV / "bin/pip"), "install", "-q", "--no-deps", "--prefer-binary", "-r", str(REQUIREMENTS)], check=True)
+    shutil.copy(REQUIREMENTS, stamp)
+
+
+def http(method, url, body=None, token=None, form=False, timeout=10):
+    data, headers = None, {}
+    if body is not None:
+        if form:
+            data = "&".join(f"{k}={urllib.parse.quote(v)}" for k, v in body.items()).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        else:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url, data=data, headers=headers, method=method)
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, r.headers.get("Content-Type", ""), r.read()
+
+
+import urllib.parse  # noqa: E402
+
+
+def main():
+    venv()
+    work = Path(tempfile.mkdtemp(prefix="vf-ha-"))
+    procs = []
+    try:
+        # The broker.
+        mport = free_port()
+        (work / "mosquitto.conf").write_text(f"allow_anonymous true\npersistence false\nuser root\nlistener {mport} 127.0.0.1\n")
+        procs.append(subprocess.Popen(["/usr/sbin/mosquitto", "-c", str(work / "mosquitto.conf")], stderr=subprocess.DEVNULL))
+        check(eventually(lambda: socket.create_connection(("127.0.0.1", mport), 0.5).close() or True, 10), "broker up")
+
+        # The Viewfinder host.
+        (work / "vf").mkdir()
+        (work / "vf/config.json").write_text(json.dumps({
+            "cameras": "synthetic", "session": {"preset": "352x288"},
+            "capture": {"directory": str(work / "vf/photos")}, "recording": {"directory": str(work / "vf/movies")},
+            "rtsp": {"enabled": False}, "mqtt": {"url": f"mqtt://127.0.0.1:{mport}", "node": NODE}}))
+        vf = subprocess.Popen([str(BINARY), "--config", str(work / "vf/config.json"), "--port", "0", "--log-level", "warning"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        procs.append(vf)
+        ready, _, _ = select.select([vf.stdout], [], [], 60)
+        vport = int(re.search(rb"127\.0\.0\.1:(\d+)", vf.stdout.readline()).group(1)) if ready else 0
+        check(vport > 0, f"viewfinder up on {vport}")
+        base = f"http://127.0.0.1:{vport}"
+
+        # Home Assistant, its MQTT entry seeded (broker settings are not YAML).
+        hport = free_port()
+        ha = work / "ha"
+        (ha / ".storage").mkdir(parents=True)
+        (ha / "configuration.yaml").write_text(
+            "homeassistant: {name: vf-test, latitude: 0, longitude: 0, elevation: 0, unit_system: metric, time_zone: UTC, country: US}\n"
+            f"http: {{server_host: 127.0.0.1, server_port: {hport}}}\napi:\nconfig:\nonboarding:\n"
+            "logger: {default: warning}\n")
+        (ha / ".storage/core.config_entries").write_text(json.dumps({
+            "version": 1, "minor_version": 1, "key": "core.config_entries", "data": {"entries": [{
+                "entry_id": "0123456789abcdef0123456789abcdef", "version": 1, "minor_version": 1, "domain": "mqtt",
+                "title": "127.0.0.1", "data": {"broker": "127.0.0.1", "port": mport, "discovery": True},
+                "options": {}, "pref_disable_new_entities": False, "pref_disable_polling": False,
+                "source": "user", "unique_id": None, "disabled_by": None}]}}))
+        hass_log = open(work / "hass.log", "w")
+        procs.append(subprocess.Popen([str(VENV / "bin/hass"), "-c", str(ha), "--log-no-color"], stdout=hass_log, stderr=subprocess.STDOUT))
+        hbase = f"http://127.0.0.1:{hport}"
+        check(eventually(lambda: http("GET", f"{hbase}/api/onboarding")[0] == 200, 180, 0.5), "Home Assistant up")
+        _, _, body = http("POST", f"{hbase}/api/onboarding/users", {"client_id": f"{hbase}/", "name": "Test", "username": "test",
+                                                                    "password": "viewfinder-test", "language": "en"})
+        code = json.loads(body)["auth_code"]
+        _, _, body = http("POST", f"{hbase}/auth/token", {"grant_type": "authorization_code", "code": code, "client_id": f"{hbase}/"}, form=True)
+        token = json.loads(body)["access_token"]
+
+        def state(entity):
+            return json.loads(http("GET", f"{hbase}/api/states/{entity}", token=token)[2])
+
+        prefix = f"viewfinder_{NODE}_rear"
+        entities = [f"camera.{prefix}_camera", f"button.{prefix}_capture", f"switch.{prefix}_torch", f"switch.{prefix}_recording",
+                    f"number.{prefix}_zoom", f"select.{prefix}_focus_mode", f"select.{prefix}_exposure_mode",
+                    f"sensor.{prefix}_fps", f"sensor.{prefix}_code", f"binary_sensor.{prefix}_motion"]
+        for e in entities:
+            s = eventually(lambda e=e: (lambda st: st if st["state"] != "unavailable" else None)(state(e)), 60, 0.5)
+            check(s is not None, f"{e}: {s['state'] if s else 'missing or unavailable'}")
+        fps = eventually(lambda: state(f"sensor.{prefix}_fps"), 5)
+        check(fps is not None and float(fps["state"]) > 0, f"the fps sensor reads {fps and fps['state']}")
+
+        # A button press in HA: a photo on the host.
+        before = len(json.loads(http("GET", f"{base}/api/photos")[2])["photos"])
+        http("POST", f"{hbase}/api/services/button/press", {"entity_id": f"button.{prefix}_capture"}, token=token)
+        after = eventually(lambda: (lambda n: n if n > before else None)(len(json.loads(http("GET", f"{base}/api/photos")[2])["photos"])), 15)
+        check(after is not None, f"the capture button took a photo ({before} → {after})")
+
+        # The zoom number: the host's zoom moves, and HA reads it back from the state.
+        http("POST", f"{hbase}/api/services/number/set_value", {"entity_id": f"number.{prefix}_zoom", "value": 2.5}, token=token)
+        zoom = eventually(lambda: (lambda z: z if z == 2.5 else None)(json.loads(http("GET", f"{base}/api/cameras/rear/session")[2])["zoom"]["factor"]), 15)
+        check(zoom == 2.5, f"the zoom number set the zoom ({zoom})")
+        check(eventually(lambda: float(state(f"number.{prefix}_zoom")["state"]) == 2.5, 15) is not None, "HA reads the zoom back")
+
+        # The torch switch.
+        http("POST", f"{hbase}/api/services/switch/turn_on", {"entity_id": f"switch.{prefix}_torch"}, token=token)
+        check(eventually(lambda: json.loads(http("GET", f"{base}/api/cameras/rear/session")[2])["torch"]["mode"] == "on", 15) is not None,
+              "the torch switch turned the torch on")
+
+        # The camera entity serves the photo's snapshot.
+        proxy = eventually(lambda: (lambda r: r if r[0] == 200 and r[1].startswith("image/jpeg") and r[2][:2] == b"\xff\xd8" else None)(
+            http("GET", f"{hbase}/api/camera_proxy/camera.{prefix}_camera", token=token)), 15)
+        check(proxy is not None, f"the camera entity serves a JPEG ({len(proxy[2]) if proxy else 0} bytes)")
+
+        # The host dies: its entities go unavailable.
+        t0 = time.time()
+        vf.send_signal(signal.SIGKILL)
+        vf.wait()
+        gone = eventually(lambda: all(state(e)["state"] == "unavailable" for e in entities), 30, 0.2)
+        check(gone is not None, f"every entity unavailable {time.time() - t0:.1f} s after the host was killed")
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        if failures and (work / "hass.log").exists():
+            print("---- hass.log (tail)")
+            print("\n".join((work / "hass.log").read_text().splitlines()[-40:]))
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        sys.exit(1)
+    print("homeassistant: every check passed")
+
+
+if __name__ == "__main__":
+    main()
