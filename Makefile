@@ -45,6 +45,8 @@ test: test-deps
 	/usr/bin/python3 Tests/browser/test_page.py
 	@# Live clients (WHEP, RTSP, live.mp4) coming and going 200 times each leave no descriptor or thread.
 	/usr/bin/python3 Tests/live/test_leaks.py
+	@# The broker restarted 100 times under a running host: back online within 5 s each time, no descriptor, thread or memory growth.
+	/usr/bin/python3 Tests/mqtt/test_restarts.py
 
 ## Robustness (Tests/fuzz/): schemathesis (PyPI, in a venv under .build/) runs every phase and
 ## check of Public/openapi.yaml against the release server, zero failures; then the raw-HTTP
@@ -160,6 +162,11 @@ test: test-packaging
 ## The live-client leak check at 1,000 cycles of each kind (make test runs 200).
 soak-live: build
 	CYCLES=1000 /usr/bin/python3 Tests/live/test_leaks.py
+
+## The broker restarted 1,000 times under a running host (make test runs 100).
+.PHONY: soak-mqtt
+soak-mqtt: build
+	CYCLES=1000 /usr/bin/python3 Tests/mqtt/test_restarts.py
 
 soak: release
 	SOAK_MINUTES=$${SOAK_MINUTES:-10} /usr/bin/python3 bench/soak.py

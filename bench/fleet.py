@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 29's figures, on the fleet of Tests/fleet/fleet.py (hosts in network namespaces on a
+"""Issue 29's figures, on the fleet of Tests/fleet/netns_fleet.py (hosts in network namespaces on a
 bridge, one broker; release binary): command-to-photo-stored latency for 1 and 8 hosts (a set
 asked with no delay: from the POST to each host's answer, its photos stored), against the same
 hosts' own `POST /api/cameras/rear/session/capture?store=true` (the reference: one photo over
@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "Tests/fleet"))
 os.environ.setdefault("VIEWFINDER_BINARY", str(Path(__file__).resolve().parent.parent / ".build/release/viewfinder"))
 from bench import machine  # noqa: E402
 from results import write_section  # noqa: E402
-from fleet import Fleet, Watcher  # noqa: E402
+from netns_fleet import Fleet, Watcher  # noqa: E402
 
 SETS = int(os.environ.get("FLEET_SETS", "100"))
 

@@ -13,7 +13,7 @@ import json, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fleet import Fleet, Watcher  # noqa: E402
+from netns_fleet import Fleet, Watcher  # noqa: E402
 
 HOSTS, SETS, KEEP_ALIVE, CAMERAS = 8, 20, 5, 2
 failures = []
