@@ -3,6 +3,7 @@
 // set's moment — early and late commands alike — and the synthetic cameras' frames, aligned
 // to the wall clock, make the set's capture times agree to the microsecond.
 
+import CaptureTestSupport
 import Foundation
 import JSON
 import MQTT
@@ -10,7 +11,11 @@ import MQTTTestSupport
 import Testing
 @testable import ViewfinderApp
 
-@Suite(.serialized) struct FleetTests {
+/// Not under a sanitizer (TestTime.scale > 1): each camera's ring encodes every frame, which an
+/// instrumented build cannot do at 30 fps beside the other suites, so frames go missing from the
+/// ring and the nearest one kept is a frame off. FrameRingTests runs the ring under the sanitizers.
+@Suite(.serialized, .disabled(if: TestTime.scale > 1, "every frame encoded at 30 fps: beyond an instrumented build"))
+struct FleetTests {
     func host(_ broker: Broker, _ node: String) -> (inout Configuration) -> Void {
         { c in
             c.mqtt.url = broker.url

@@ -47,6 +47,9 @@ public final class FrameRing: CaptureOutput {
 
     public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { span > 0 }
 
+    /// Requests waiting for their moment's frame.
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     public func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
         handoff.submit(frame, Job(sequence: context.sequence, transform: context.transform, quality: quality))
     }
@@ -96,7 +99,12 @@ public final class FrameRing: CaptureOutput {
                 s.waiters.append(waiter)
                 return (false, nil)
             }
-            if now.done { waiter.resume(now.frame) } else { Alarm.after(timeout) { waiter.resume(nil) } }
+            if now.done { waiter.resume(now.frame) } else {
+                Alarm.after(timeout) { [weak self] in
+                    self?.state.withLock { s in s.waiters.removeAll { $0 === waiter } }  // no stale waiter stays behind
+                    waiter.resume(nil)
+                }
+            }
         }
     }
 }

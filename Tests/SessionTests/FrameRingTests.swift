@@ -1,0 +1,56 @@
+// The ring a synchronized capture takes its frame from, fed frames as a camera would (every
+// 1/30 s, each encoded on the ring's own thread): a moment in the past gets the kept frame
+// nearest it, one in the future waits for its frame, one older than the ring gets nothing,
+// and a camera that stops answers every waiter at once. No timing is checked: the frames'
+// capture times are what they are stamped with.
+
+import CameraCore
+import Foundation
+@testable import Session
+import Testing
+
+@Suite struct FrameRingTests {
+    static let format = VideoFormat(pixelFormat: .yuyv, width: 16, height: 8, fps: 30)
+    static let interval = 1.0 / 30
+
+    /// Frame `n` of a camera whose frame 0 was exposed at `t0`.
+    static func feed(_ ring: FrameRing, _ n: UInt64, t0: Double) {
+        let bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: n), count: 16 * 8 * 2)
+        bytes.withUnsafeBytes { b in
+            let frame = RawFrame(format: format, bytes: b, stride: 32, sequence: n, timestamp: t0 + Double(n) * interval)
+            let wanted = ring.wants(frame, now: 0)
+            #expect(wanted)
+            ring.take(frame, FrameContext(sequence: n, transform: FrameTransform(), now: 0))
+        }
+    }
+
+    @Test func theFrameNearestTheMomentEarlyLateOrGone() async {
+        let ring = FrameRing(name: "ring-test", span: 1.0, quality: 80)
+        let t0 = 1_000.0
+        // A waiter for frame 40's moment (plus a little: 40 is still the nearest), before it exists.
+        async let early = ring.frame(nearest: t0 + 40 * Self.interval + 0.004, timeout: 30)
+        for n in UInt64(0)..<60 {
+            Self.feed(ring, n, t0: t0)
+            // The ring encodes on its own thread; a bounded queue: feed at its pace.
+            if n % 3 == 2 { _ = await ring.frame(nearest: t0 + Double(n) * Self.interval, timeout: 30) }
+        }
+        #expect(await early?.sequence == 40)
+        // Late: frame 50 is kept (the ring holds a second, 30 frames).
+        let late = await ring.frame(nearest: t0 + 50 * Self.interval - 0.01, timeout: 30)
+        #expect(late?.sequence == 50 && late?.timestamp == t0 + 50 * Self.interval)
+        #expect(late.map { $0.jpeg.prefix(2) == [0xFF, 0xD8] } == true, "encoded as a photo is")
+        // Older than the ring: gone.
+        #expect(await ring.frame(nearest: t0 + 5 * Self.interval, timeout: 30) == nil)
+        // A waiter for a moment that never comes is answered when the camera stops.
+        async let never = ring.frame(nearest: t0 + 500, timeout: 300)
+        let deadline = Date().addingTimeInterval(10)
+        while ring.waiting == 0 && Date() < deadline { await Task.yield() }
+        #expect(ring.waiting == 1)
+        let stopped = Date()
+        ring.detached()
+        #expect(await never == nil)
+        #expect(Date().timeIntervalSince(stopped) < 60, "answered by the stop, not by its 300 s timeout")
+        // Detached: nothing more, and nothing waits.
+        #expect(await ring.frame(nearest: t0 + 59 * Self.interval, timeout: 30) == nil)
+    }
+}
