@@ -30,6 +30,9 @@ final class MQTTBridge: Sendable {
     /// Per camera level: the newest state not yet sent, and when the last went out.
     private let pendingStates = Locked([String: (state: SessionState?, sent: Double)]())
     private let flushAlarm: Alarm
+    /// Commands running now.
+    private let inFlight = Locked(0)
+    static let maxInFlight = 64
     private let snapshotAlarm: Alarm
 
     init(settings: Configuration.MQTTSettings, options: MQTTOptions, router: Router, access: AccessControl,
@@ -115,8 +118,21 @@ final class MQTTBridge: Sendable {
             return
         }
         guard let request = commands.request(for: m) else { return }
-        Task { [commands, client, logger] in
+        // A flood of commands waits for no one: beyond `maxInFlight` running, the next is
+        // answered 503 at once (as a full HTTP server answers), nothing queued behind it.
+        let admitted = inFlight.withLock { n -> Bool in
+            guard n < Self.maxInFlight else { return false }
+            n += 1
+            return true
+        }
+        guard admitted else {
+            let (status, body) = MQTTCommands.decode(errorBody(ServerRefusal.unavailable("Too many MQTT commands at once; try again.")))
+            if let answer = MQTTCommands.answer(to: m, status: status, body: body) { client.publish(answer) }
+            return
+        }
+        Task { [commands, client, logger, inFlight] in
             let (status, body) = await commands.run(request)
+            inFlight.withLock { $0 -= 1 }
             if status >= 400 { logger.info("mqtt: \(request.path): \(status)") }
             if let answer = MQTTCommands.answer(to: m, status: status, body: body) { client.publish(answer) }
         }
