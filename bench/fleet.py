@@ -25,13 +25,19 @@ def ms(x):
     return f"{x * 1000:.1f} ms"
 
 
-def latency(hosts, rounds=20):
+def started(hosts):
+    """A fleet whose every host is online and answers sets, and a watcher of its answers."""
     fleet = Fleet(hosts, keep_alive=10)
     watcher = Watcher(fleet.port, ["viewfinder/fleet/sets/#", "viewfinder/+/status"])
+    for i in range(1, hosts + 1):
+        watcher.wait(lambda m, i=i: m[1] == f"viewfinder/h{i}/status" and m[2] == "online", 60)
+    warm(fleet, watcher, hosts)
+    return fleet, watcher
+
+
+def latency(hosts, rounds=20):
+    fleet, watcher = started(hosts)
     try:
-        for i in range(1, hosts + 1):
-            watcher.wait(lambda m, i=i: m[1] == f"viewfinder/h{i}/status" and m[2] == "online", 60)
-        warm(fleet, watcher, hosts)
         per_host, whole = [], []
         for n in range(rounds):
             name = f"lat{hosts}-{n}"
@@ -75,12 +81,8 @@ def answers(watcher, name, hosts, timeout):
 
 
 def spread_and_traffic(hosts=8):
-    fleet = Fleet(hosts, keep_alive=10)
-    watcher = Watcher(fleet.port, ["viewfinder/fleet/sets/#", "viewfinder/+/status"])
+    fleet, watcher = started(hosts)
     try:
-        for i in range(1, hosts + 1):
-            watcher.wait(lambda m, i=i: m[1] == f"viewfinder/h{i}/status" and m[2] == "online", 60)
-        warm(fleet, watcher, hosts)
         spreads, complete, offsets = [], 0, []
         for n in range(SETS):
             name = f"spread{n}"
