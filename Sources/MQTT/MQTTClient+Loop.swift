@@ -23,23 +23,37 @@ final class LoopContext {
 }
 
 extension MQTTClient {
-    func run() {
-        _ = libraryReady
-        let context = LoopContext(client: self)
+    /// A connect (TCP, TLS, CONNACK) not done in this long is given up and made again: one the
+    /// network swallows (a cut link: no RST, no answer) would otherwise wait for the kernel's
+    /// SYN retries, minutes, and miss the link's return by up to half a minute.
+    public static let connectTimeout = 5.0
+
+    /// A handle with the options, credentials, TLS, will and callbacks; nil (the status says
+    /// why) when libmosquitto refuses them.
+    private func makeHandle(_ context: LoopContext) -> OpaquePointer? {
         let obj = Unmanaged.passUnretained(context).toOpaque()
         guard let m = mosquitto_new(options.clientID, true, obj) else {
             finish(status: .disconnected("mosquitto_new failed"))
-            return
+            return nil
         }
-        defer { mosquitto_destroy(m) }  // after the loop: the handle's one owner is this thread
         do throws(MQTTError) {
             try configure(m)
         } catch {
             logger.error("mqtt: \(error)")
+            mosquitto_destroy(m)
             finish(status: .disconnected(error.description))
-            return
+            return nil
         }
         installCallbacks(m)
+        return m
+    }
+
+    func run() {
+        _ = libraryReady
+        let context = LoopContext(client: self)
+        guard var m = makeHandle(context) else { return }
+        defer { mosquitto_destroy(m) }  // after the loop (the handle of that moment): this thread is its one owner
+        var connectingSince: Double?
         var attempt = 0
         var nextAttempt = 0.0
         while !shared.withLock({ $0.stopping }) {
@@ -66,10 +80,21 @@ extension MQTTClient {
                 }
                 socket = mosquitto_socket(m)
                 if socket < 0 { continue }
+                connectingSince = Clock.monotonic()
             }
             if context.connected {
                 attempt = 0
+                connectingSince = nil
                 move(into: m)
+            } else if let since = connectingSince, Clock.monotonic() - since > Self.connectTimeout {
+                context.failure = "connect to \(options.host):\(options.port): no answer in \(Int(Self.connectTimeout)) s"
+                shared.withLock { $0.status = .disconnected(context.failure) }
+                logger.warning("mqtt: \(context.failure); retrying")
+                guard let fresh = makeHandle(context) else { return }  // the old one is still the defer's
+                mosquitto_destroy(m)  // closes its socket; the fresh handle connects from scratch
+                m = fresh
+                connectingSince = nil
+                continue
             }
             let ready = wait(socket: socket, wantWrite: mosquitto_want_write(m), timeout: 0.5)
             if ready.readable { _ = mosquitto_loop_read(m, 1) }

@@ -18,11 +18,12 @@ public final class Broker: @unchecked Sendable {  // one test drives it; Process
 
     /// `users`: name → password (a password file, anonymous refused). `tls`: a CA, a server
     /// certificate for 127.0.0.1, and a client certificate (`clientCertificate`, `clientKey`).
-    public init(users: [String: String] = [:], tls: Bool = false) throws {
+    /// `port`: this one (0: a free one).
+    public init(users: [String: String] = [:], tls: Bool = false, port: Int = 0) throws {
         directory = NSTemporaryDirectory() + "vf-broker-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.tls = tls
-        port = 0
+        self.port = port
         var lines = ["allow_anonymous \(users.isEmpty)", "persistence false", "log_dest stderr", "log_type error",
                      "log_type warning", "user \(Self.userName())"]
         if !users.isEmpty {
@@ -98,7 +99,7 @@ public final class Broker: @unchecked Sendable {  // one test drives it; Process
         return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
     }
 
-    static func freePort() -> Int {
+    public static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var a = sockaddr_in()

@@ -82,6 +82,47 @@ import Testing
     }
 }
 
+/// A broker the network swallows: a listener whose accept queue is full drops every SYN,
+/// as a cut link does (no RST, no answer). The client gives the connect up after
+/// `connectTimeout`, says so, and reaches the broker that then answers on that port.
+@Suite(.serialized) struct MQTTSwallowedConnectTests {
+    @Test func aConnectWithNoAnswerIsGivenUpAndMadeAgain() async throws {
+        let port = Broker.freePort()
+        let hole = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(hole, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(UInt16(port).bigEndian)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        try #require(withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(hole, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0)
+        try #require(listen(hole, 0) == 0)
+        // Fill the accept queue (never accepted): later connections hang, unanswered. A keep-alive
+        // of a minute: libmosquitto's own keep-alive check would end the wait after 1.5 × that.
+        var fillers: [Int32] = []
+        for _ in 0..<3 {
+            let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            fillers.append(f)
+        }
+        var logger = Logger(label: "mqtt-test")
+        logger.logLevel = .critical
+        let client = try MQTTClient(options: MQTTOptions(host: "127.0.0.1", port: port, clientID: "swallowed", keepAlive: 60),
+                                    logger: logger, handlers: .init(connected: {}, message: { _ in }))
+        client.start()
+        defer { client.stop() }
+        #expect(await waitUntil(MQTTClient.connectTimeout + 5) {
+            if case .disconnected(let why) = client.status { return why.contains("no answer") }
+            return false
+        }, "\(client.status)")
+        close(hole)
+        for f in fillers { close(f) }
+        let broker = try Broker(port: port)
+        #expect(await waitUntil(MQTTClient.connectTimeout + 5) { client.status == .connected }, "\(client.status)")
+        withExtendedLifetime(broker) {}
+    }
+}
+
 /// Run on its own (make test): it holds 1,100 descriptors, which no other suite should see.
 @Suite(.serialized) struct MQTTHighDescriptorTests {
     /// select() cannot watch a socket numbered 1024 or more; poll() can.

@@ -141,6 +141,8 @@ import Testing
             try await waitForFrames(port, 20)
             let events = try TestConnection(port: port)
             try events.request("GET", "/api/events")
+            // Subscribed once its first state is in: a prepare before that would end the movie unseen.
+            try await events.read { String(decoding: $0, as: UTF8.self).contains("event: state") }
             _ = try await fetch(port, "POST", "/api/session/prepare", body: #"{"preset": "640x480"}"#)
             try await events.read { String(decoding: $0, as: UTF8.self).contains(#""event":"finished""#) }
             #expect(events.text.contains(#""reason":"formatChanged""#))
