@@ -127,7 +127,46 @@ def spread_and_traffic(hosts=8):
         fleet.close()
 
 
+def ring_cost(preset, seconds=10, runs=3):
+    """CPU of one host's process (one synthetic camera at `preset`, 30 fps, no viewer) with
+    mqtt.fleet on (every frame encoded into the ring) and off (the reference): medians of `runs`."""
+    import socket, tempfile
+    work = Path(tempfile.mkdtemp(prefix="vf-ringcost-"))
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    (work / "m.conf").write_text(f"allow_anonymous true\npersistence false\nuser root\nlistener {port} 127.0.0.1\n")
+    broker = subprocess.Popen(["/usr/sbin/mosquitto", "-c", str(work / "m.conf")], stderr=subprocess.DEVNULL)
+    out = {}
+    try:
+        for fleet in (False, True):
+            shares = []
+            for _ in range(runs):
+                (work / "c.json").write_text(json.dumps({
+                    "mqtt": {"url": f"mqtt://127.0.0.1:{port}", "node": "cost", "fleet": fleet, "discovery": False},
+                    "rtsp": {"enabled": False}, "webrtc": {"enabled": False},
+                    "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"}],
+                    "session": {"preset": preset, "fps": 30},
+                    "capture": {"directory": str(work / "p")}, "recording": {"directory": str(work / "m")}}))
+                p = subprocess.Popen([os.environ["VIEWFINDER_BINARY"], "--config", str(work / "c.json"), "--port", "0",
+                                      "--log-level", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(4)
+                ticks = lambda: sum(int(x) for x in Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
+                a = ticks()
+                time.sleep(seconds)
+                shares.append((ticks() - a) / os.sysconf("SC_CLK_TCK") / seconds * 100)
+                p.terminate()
+                p.wait()
+            out[fleet] = statistics.median(shares)
+    finally:
+        broker.kill()
+        broker.wait()
+    return out
+
+
 def main():
+    costs = {preset: ring_cost(preset) for preset in ("1280x720", "1920x1080")}
     one = latency(1)
     eight = latency(8)
     spreads, complete, offsets, msgs, calls = spread_and_traffic()
@@ -155,7 +194,14 @@ def main():
              f"Broker traffic with state changes flowing (8 hosts × 2 cameras, every camera's zoom set "
              f"{calls / 16:.0f} times a second over HTTP): {msgs:.0f} messages a second on the broker, all topics; "
              f"without the state rate limit (`mqtt.stateInterval` 0.25 s) each change would be its own state message: "
-             f"{calls:.0f} a second.", ""]
+             f"{calls:.0f} a second.", "",
+             "The ring's cost (`mqtt.fleet` on: every frame of every camera encoded at capture quality, kept 1.5 s), "
+             "one synthetic camera at 30 fps with its sensor noise, no viewer; the host's CPU with `mqtt.fleet` off is "
+             "the reference (medians of 3 runs of 10 s):", "",
+             "| camera | fleet off (reference) | fleet on | the ring |", "|---|---|---|---|"]
+    for preset, c in costs.items():
+        lines.append(f"| {preset}@30 | {c[False]:.1f} % of a core | {c[True]:.1f} % | +{c[True] - c[False]:.1f} % |")
+    lines += [""]
     write_section(lines[0], lines)
     print("\n".join(lines))
 
