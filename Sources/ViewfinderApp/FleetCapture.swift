@@ -3,7 +3,9 @@
 // with `at` = now + delay) makes every camera of every host subscribed store the frame whose
 // capture time is nearest `at`, from its FrameRing: a command up to `ringSpan` late still gets
 // that frame, one that arrives early waits for it. Each host answers on
-// `<prefix>/fleet/sets/<set>` with its photos (URL, capture time, offset from `at`).
+// `<prefix>/fleet/sets/<set>` with its photos (URL, capture time, offset from `at`). The rings
+// start with a host's first set (a host that never takes part encodes nothing more): that
+// first set must not be late.
 
 import Foundation
 import JSON
@@ -83,6 +85,7 @@ final class FleetCapture: Sendable {
                 group.addTask { [photos] in
                     do {
                         let ring = try await session.frameRing()
+                        ring.activate()  // from this host's first set on: every frame kept
                         let wait = max(0, command.at - Clock.now()) + 2
                         guard let frame = await ring.frame(nearest: command.at, timeout: wait) else {
                             return ["camera": .string(session.id), "error": .string("no frame near that moment (more than \(Self.ringSpan) s late?)")]

@@ -24,9 +24,27 @@ import Testing
         }
     }
 
+    @Test func anInactiveRingTakesNothingAndAJustStartedOneKnowsNoPast() async {
+        let ring = FrameRing(name: "ring-idle", span: 1.0, quality: 80)
+        let bytes = [UInt8](repeating: 0, count: 16 * 8 * 2)
+        let wanted = bytes.withUnsafeBytes { b in
+            ring.wants(RawFrame(format: Self.format, bytes: b, stride: 32, sequence: 0, timestamp: 1), now: 0)
+        }
+        #expect(!wanted, "no encode until a fleet command")
+        ring.activate()
+        // Asked for a moment before its first frame: not the first frame, nothing.
+        async let past = ring.frame(nearest: 1_000.0 - 0.5, timeout: 30)
+        let deadline = Date().addingTimeInterval(10)
+        while ring.waiting == 0 && Date() < deadline { await Task.yield() }
+        Self.feed(ring, 0, t0: 1_000.0)
+        #expect(await past == nil)
+        ring.detached()
+    }
+
     @Test func theFrameNearestTheMomentEarlyLateOrGone() async {
         let ring = FrameRing(name: "ring-test", span: 1.0, quality: 80)
         let t0 = 1_000.0
+        ring.activate()
         // A waiter for frame 40's moment (plus a little: 40 is still the nearest), before it exists.
         async let early = ring.frame(nearest: t0 + 40 * Self.interval + 0.004, timeout: 30)
         for n in UInt64(0)..<60 {

@@ -1,7 +1,8 @@
 // The last seconds of a camera's frames, each encoded as a photo is, for a synchronized
 // capture (a fleet): the frame nearest a moment is taken from here, so a command that arrives
-// up to `span` late still gets the right frame and one that arrives early waits for it. Only
-// while `span` > 0 (`mqtt.fleet`): it encodes every frame, on its own thread.
+// up to `span` late still gets the right frame and one that arrives early waits for it. It
+// encodes every frame, on its own thread — so only once `activate`d (a host's first fleet
+// command): a host that never takes part in a set pays nothing.
 
 import CameraCore
 import Foundation
@@ -13,6 +14,7 @@ public final class FrameRing: CaptureOutput {
     public let span: Double
     private let handoff: FrameHandoff<Job>
     private let state = Locked<(frames: [EncodedFrame], waiters: [Waiter], open: Bool)>(([], [], true))
+    private let active = Locked(false)
 
     struct Job: Sendable {
         var sequence: UInt64
@@ -45,7 +47,10 @@ public final class FrameRing: CaptureOutput {
         ring.withLock { $0 = self }
     }
 
-    public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { span > 0 }
+    public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { active.withLock { $0 } }
+
+    /// Keeps frames from now on (until the camera stops).
+    public func activate() { active.withLock { $0 = true } }
 
     /// Requests waiting for their moment's frame.
     var waiting: Int { state.withLock { $0.waiters.count } }
@@ -69,9 +74,12 @@ public final class FrameRing: CaptureOutput {
             s.frames.append(frame)
             s.frames.removeAll { $0.timestamp < frame.timestamp - span }
             var ready: [(Waiter, EncodedFrame?)] = []
+            let gap = s.frames.count > 1 ? s.frames[1].timestamp - s.frames[0].timestamp : 0
             s.waiters.removeAll { w in
                 guard frame.timestamp >= w.at else { return false }
-                ready.append((w, Self.nearest(w.at, in: s.frames)))
+                // A moment from before the ring's first frame (asked late, just after it started): not kept.
+                let kept = w.at >= s.frames[0].timestamp - gap / 2
+                ready.append((w, kept ? Self.nearest(w.at, in: s.frames) : nil))
                 return true
             }
             return ready
