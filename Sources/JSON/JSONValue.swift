@@ -67,3 +67,11 @@ extension JSONValue: ExpressibleByDictionaryLiteral, ExpressibleByFloatLiteral, 
     public init(floatLiteral value: Double) { self = .number(value) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
+
+extension JSONValue {
+    /// An object's member; nil for a missing key or a value that is not an object.
+    public subscript(_ key: String) -> JSONValue? {
+        if case .object(let o) = self { return o[key] }
+        return nil
+    }
+}

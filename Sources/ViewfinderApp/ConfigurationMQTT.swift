@@ -40,13 +40,11 @@ extension Configuration {
         /// The host name, kept to what a topic level and an HA id may hold.
         public static func defaultNode() -> String {
             let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "viewfinder"
-            let safe = String(host.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") ? $0 : "_" })
+            let safe = String(MQTTTopics.level(host).prefix(64))
             return safe.isEmpty ? "viewfinder" : safe
         }
 
-        static func isSafeName(_ s: String) -> Bool {
-            !s.isEmpty && s.count <= 64 && s.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
-        }
+        static func isSafeName(_ s: String) -> Bool { !s.isEmpty && s.count <= 64 && MQTTTopics.level(s) == s }
 
         /// Host, port and TLS from `url`.
         public func endpoint() throws(JSONFieldError) -> (host: String, port: Int, tls: Bool)? {

@@ -41,6 +41,9 @@ final class FleetCapture: Sendable {
         var set: String
     }
 
+    /// A set named by its moment, in microseconds.
+    static func defaultSet(_ at: Double) -> String { String(Int64((at * 1e6).rounded())) }
+
     /// `{"at", "set"?}`: `at` within a day of now, `set` a safe name (default: `at` in µs).
     static func parse(_ payload: [UInt8], now: Double) -> Result<Command, JSONFieldError> {
         guard let value = try? JSONValue.parse(payload) else { return .failure(JSONFieldError(path: "", problem: "expected a JSON object {\"at\", \"set\"?}")) }
@@ -49,7 +52,7 @@ final class FleetCapture: Sendable {
             guard let at = try o.double("at", in: (now - 86400)...(now + 86400)) else {
                 throw JSONFieldError(path: "at", problem: "required: the moment, in Unix seconds")
             }
-            let set = try o.string("set") ?? String(Int64((at * 1e6).rounded()))
+            let set = try o.string("set") ?? defaultSet(at)
             guard Configuration.MQTTSettings.isSafeName(set) else {
                 throw JSONFieldError(path: "set", problem: "letters, digits, '_' and '-' only, at most 64")
             }
@@ -70,7 +73,7 @@ final class FleetCapture: Sendable {
     /// does not come back to us).
     func start(delay: Double, set: String?) -> Command {
         let at = Clock.now() + delay
-        let command = Command(at: at, set: set ?? String(Int64((at * 1e6).rounded())))
+        let command = Command(at: at, set: set ?? Self.defaultSet(at))
         let body = JSONValue.object(["at": .number(at), "set": .string(command.set)]).encoded()
         publish?(MQTTMessage(topic: topics.fleetCapture, payload: body, qos: 1))
         Task { await run(command) }
@@ -108,12 +111,5 @@ final class FleetCapture: Sendable {
                                  "photos": .array(taken), "errors": .array(errors)]
         publish?(MQTTMessage(topic: topics.fleetReplies(command.set), payload: answer.encoded(), qos: 1, contentType: "application/json"))
         logger.info("fleet: set \(command.set): \(taken.count) photo(s), \(errors.count) error(s)")
-    }
-}
-
-private extension JSONValue {
-    subscript(_ key: String) -> JSONValue? {
-        if case .object(let o) = self { return o[key] }
-        return nil
     }
 }

@@ -183,10 +183,16 @@ final class MQTTBridge: Sendable {
             return false
         }
         if due {
-            client.publish(MQTTMessage(topic: topics.state(level), text: SessionEvent.state(state).json, qos: 0, retain: true))
+            send(state)
         } else {
             flushAlarm.set(after: settings.stateInterval / 2)
         }
+    }
+
+    /// A camera's state, retained on its state topic.
+    private func send(_ state: SessionState) {
+        guard let camera = state.camera?.id else { return }
+        client.publish(MQTTMessage(topic: topics.state(MQTTTopics.level(camera)), text: SessionEvent.state(state).json, qos: 0, retain: true))
     }
 
     private func flushStates() {
@@ -199,10 +205,7 @@ final class MQTTBridge: Sendable {
             }
             return (due, waiting)
         }
-        for s in due {
-            client.publish(MQTTMessage(topic: topics.state(MQTTTopics.level(s.camera?.id ?? "")), text: SessionEvent.state(s).json,
-                                       qos: 0, retain: true))
-        }
+        for s in due { send(s) }
         if waiting { flushAlarm.set(after: settings.stateInterval / 2) }
     }
 

@@ -46,10 +46,6 @@ struct Asker {
 }
 
 extension JSONValue {
-    subscript(_ key: String) -> JSONValue? {
-        if case .object(let o) = self { return o[key] }
-        return nil
-    }
     var number: Double? { if case .number(let n) = self { n } else { nil } }
     var string: String? { if case .string(let s) = self { s } else { nil } }
 }
