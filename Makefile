@@ -28,7 +28,12 @@ test: test-deps
 	@# Package.swift declares exactly what each target imports; one Swift module owns each C module.
 	scripts/check-imports $(SWIFT)
 	$(SWIFT) test --skip-build --skip ConnectionLimitTests --skip MovieAPITests --skip MovieRecorderTests --skip RepairTests \
-	  --skip MQTTHighDescriptorTests --skip RTSPTests --skip WHEPTests --skip LiveRecordingTests --skip LiveOrientationTests --skip LiveMP4Tests --skip LiveKeyframeIntervalTests
+	  --skip MQTTHighDescriptorTests --skip RTSPTests --skip WHEPTests --skip LiveRecordingTests --skip LiveOrientationTests --skip LiveMP4Tests --skip LiveKeyframeIntervalTests \
+	  --skip FleetTests --skip MotionAPITests
+	@# Suites that need every frame encoded at 30 fps (the fleet's ring, motion's pre-roll on the
+	@# live encode): each server in the test process has its own encode pool, as a server process
+	@# has, so beside the other suites' servers they would compete with every one of them.
+	$(SWIFT) test --skip-build --filter 'FleetTests|MotionAPITests'
 	@# The live H.264 suites run their real clients (ffmpeg, gst-launch decoding, libx264
 	@# encoding) beside their servers: together, apart from the suites that time the server.
 	$(SWIFT) test --skip-build --filter 'RTSPTests|WHEPTests|LiveRecordingTests|LiveOrientationTests|LiveMP4Tests|LiveKeyframeIntervalTests'
@@ -45,6 +50,8 @@ test: test-deps
 	/usr/bin/python3 Tests/browser/test_page.py
 	@# Live clients (WHEP, RTSP, live.mp4) coming and going 200 times each leave no descriptor or thread.
 	/usr/bin/python3 Tests/live/test_leaks.py
+	@# Four cameras with every output at work: one capture thread each and the one encode pool, no output's own thread.
+	/usr/bin/python3 Tests/live/test_threads.py
 	@# The broker restarted 100 times under a running host: back online within 5 s each time, no descriptor, thread or memory growth.
 	/usr/bin/python3 Tests/mqtt/test_restarts.py
 

@@ -1,7 +1,7 @@
 // The movie output (AVCaptureMovieFileOutput): a CaptureOutput that wants every frame while
 // recording (a timelapse: the frames it is due). Frames go through a FrameHandoff queue of
 // `queueLimit` (never blocking the capture thread: a full queue drops the frame and counts
-// it) to the recorder's own thread, which converts, encodes and writes them.
+// it) to the recorder's lane of the shared pool (one slot), which converts, encodes and writes them.
 // The movie's clock is the frames' capture time, so it lasts as long as the recording did
 // even when frames were dropped; a timelapse's is its frame count at its own rate.
 
@@ -74,7 +74,7 @@ public final class MovieRecorder: CaptureOutput {
     private let store: MovieStore
     private let onEnd: @Sendable (RecordingOutcome) -> Void
     private let shared = Locked(Shared())
-    /// The recorder's thread and the frames waiting for it (at most `queueLimit`).
+    /// The recorder's lane and the frames waiting for it (at most `queueLimit`).
     private let handoff: FrameHandoff<Job>
 
     struct Job: Sendable {
@@ -101,8 +101,9 @@ public final class MovieRecorder: CaptureOutput {
     }
 
     /// Creates the file and the encoder (so a failure answers the start call) and starts
-    /// the recorder's thread. `onEnd` is called once, from that thread, when the movie is done.
-    public init(_ setup: Setup, store: MovieStore, onEnd: @escaping @Sendable (RecordingOutcome) -> Void) throws(MovieError) {
+    /// the recorder's lane. `onEnd` is called once, from a pool thread, when the movie is done.
+    public init(_ setup: Setup, store: MovieStore, pool: EncodePool,
+                onEnd: @escaping @Sendable (RecordingOutcome) -> Void) throws(MovieError) {
         Self.quietLibraries
         self.setup = setup
         self.store = store
@@ -113,7 +114,7 @@ public final class MovieRecorder: CaptureOutput {
         let work = try RecorderWork(setup, path: store.partialPath(setup.id))
         let shared = self.shared, stoppedItself = self.stoppedItself
         let limit = setup.encoded == nil ? Self.queueLimit : max(Self.unitQueueLimit, setup.unitBacklog ?? 0)
-        handoff = FrameHandoff(name: "movie", policy: .queue(limit: limit)) {
+        handoff = FrameHandoff(name: "\(setup.camera)-movie", policy: .queue(limit: limit), pool: pool) {
             { frame, job in
                 guard !shared.withLock({ $0.stoppedItself }) else { return }
                 let stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom,
@@ -134,11 +135,11 @@ public final class MovieRecorder: CaptureOutput {
         stoppedItself.withLock { $0 = { [weak self] in self?.close() } }
     }
 
-    /// Closes the recording from its own thread when a limit or a full disk ended it (set
-    /// once `self` exists; the thread's work is made before).
+    /// Closes the recording from its own work when a limit or a full disk ended it (set
+    /// once `self` exists; the lane's work is made before).
     private let stoppedItself = Locked<(@Sendable () -> Void)?>(nil)
 
-    /// The writer and its encoder, used by the recorder's thread alone (and, once that thread
+    /// The writer and its encoder, used by the recorder's lane alone (and, once that lane
     /// has worked off every frame, by `complete` on it).
     private let work: RecorderWork
 
@@ -153,6 +154,12 @@ public final class MovieRecorder: CaptureOutput {
                             startedAt: StoredName.iso8601(startedAt), duration: s.duration, frames: s.frames,
                             bytes: s.bytes, dropped: dropped, timelapse: setup.options.timelapse)
         }
+    }
+
+    /// A shared stream's recorder takes access units, not frames: they count all the same.
+    public var report: OutputReport {
+        let active = shared.withLock { $0.outcome == nil }
+        return OutputReport(type: .movie, active: active, figures: handoff.figures)
     }
 
     /// Frames taken and not yet written: 0 when the recorder has caught up.
@@ -179,7 +186,7 @@ public final class MovieRecorder: CaptureOutput {
         }
     }
 
-    /// Queues the frame for the recorder's thread (a full queue drops it and counts it).
+    /// Queues the frame for the recorder's lane (a full queue drops it and counts it).
     public func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
         let t = frame.timestamp
         guard handoff.submit(frame, Job(zoom: context.transform.zoom)) else { return }
@@ -190,7 +197,7 @@ public final class MovieRecorder: CaptureOutput {
     }
 
     /// One access unit of the shared stream (Annex B, `pts` in 90 kHz ticks), queued for the
-    /// recorder's thread: it travels through the hand-off as a frame's bytes. False when the
+    /// recorder's lane: it travels through the hand-off as a frame's bytes. False when the
     /// queue is full (the unit is dropped: the caller skips to the next keyframe).
     public func submit(unit: [UInt8], pts: Int64, keyframe: Bool) -> Bool {
         guard let encoded = setup.encoded else { return false }
@@ -228,7 +235,7 @@ public final class MovieRecorder: CaptureOutput {
     }
 
     /// No more frames; once those queued are worked off, the file is completed on the
-    /// recorder's thread (`finish(then:)` never waits, so the thread may call it too).
+    /// recorder's lane, on a pool thread (`finish(then:)` never waits, so the work may call it too).
     /// Idempotent: the completion runs once.
     private func close() {
         handoff.finish { [self] in
@@ -252,7 +259,7 @@ public final class MovieRecorder: CaptureOutput {
         }
     }
 
-    // MARK: - The recorder's thread
+    // MARK: - The recorder's lane
 
     private func complete(_ work: RecorderWork, _ ending: (reason: RecordingEndReason, message: String?)) {
         var reason = ending.reason, message = ending.message

@@ -1,5 +1,5 @@
-// The movie recorder's thread's own things (MovieRecorder): the writer and what feeds it —
-// the converter and libx264 for H.264, the JPEG encoder for a raw camera's MJPEG movie, or
+// The movie recorder's lane's own things (MovieRecorder; one slot, so one frame at a time):
+// the writer and what feeds it — the converter and libx264 for H.264, the JPEG encoder for a raw camera's MJPEG movie, or
 // nothing for a shared live stream's access units, which go into the file as they are.
 
 import CameraCore
@@ -7,8 +7,9 @@ import CFFmpeg
 import Foundation
 import JPEG
 
-/// The recorder thread's own things: the writer, the converter and the JPEG encoder.
-/// Created on the session's queue, then used by that one thread alone.
+/// The recorder lane's own things: the writer, the converter and the JPEG encoder.
+/// Created on the session's queue, then used by the lane's one slot alone (whichever pool
+/// thread serves a frame holds it; the lane's lock hands it from one to the next).
 final class RecorderWork: @unchecked Sendable {
     let writer: FragmentedMP4Writer
     let format: VideoFormat

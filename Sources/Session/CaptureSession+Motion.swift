@@ -64,7 +64,7 @@ extension CaptureSession {
 
     /// The motion output of a launch.
     func makeMotionOutput(camera id: String) -> MotionOutput {
-        MotionOutput(camera: id, settings: motionSettings, figures: motionFigures) { [weak self] event in
+        MotionOutput(camera: id, settings: motionSettings, figures: motionFigures, pool: configuration.pool) { [weak self] event in
             Task { await self?.motionEvent(event) }
         }
     }
@@ -144,7 +144,7 @@ extension CaptureSession {
                                 * Double(max(1, first.info.fps)))
         let recorder: MovieRecorder
         do throws(MovieError) {
-            recorder = try MovieRecorder(setup, store: configuration.movies) { [weak self] outcome in
+            recorder = try MovieRecorder(setup, store: configuration.movies, pool: configuration.pool) { [weak self] outcome in
                 Task { await self?.recordingEnded(outcome) }
             }
         } catch {

@@ -2,7 +2,7 @@
 // the file and attaches the recorder to the running pipeline; anything that ends the
 // camera's stream as it was — stop, prepare, switch, device loss — ends the movie with its
 // reason (the new format is not recorded until the next start). The recorder finishes the
-// file on its own thread; `recordingEnded` announces it however it ended.
+// file on the shared pool; `recordingEnded` announces it however it ended.
 
 import CameraCore
 import Foundation
@@ -24,7 +24,7 @@ extension CaptureSession {
             encoded: shared.map { MovieRecorder.EncodedStream(extradata: $0.info.extradata, width: $0.info.width, height: $0.info.height) })
         let r: MovieRecorder
         do throws(MovieError) {
-            r = try MovieRecorder(setup, store: configuration.movies) { [weak self] outcome in
+            r = try MovieRecorder(setup, store: configuration.movies, pool: configuration.pool) { [weak self] outcome in
                 Task { await self?.recordingEnded(outcome) }
             }
         } catch {
@@ -95,7 +95,7 @@ extension CaptureSession {
         logger.info("camera \(camera.descriptor.id) recording \(r.id) ends: \(reason.rawValue)")
     }
 
-    /// The recorder's thread finished the file (asked to, or by itself: a limit, a full disk).
+    /// The recorder finished the file (asked to, or by itself: a limit, a full disk).
     func recordingEnded(_ outcome: RecordingOutcome) {
         if let r = recorder, r.id == outcome.id {
             recorder = nil

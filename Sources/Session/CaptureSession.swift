@@ -38,7 +38,7 @@ public actor CaptureSession {
     /// DESCRIBE is answered 503 rather than left hanging on a camera that is not running).
     public nonisolated var isCapturing: Bool { runMirror.withLock { $0 == .running } }
     var format: VideoFormat
-    private var preset: String
+    var preset: String
     /// The device's settings as it last answered them (read back), plus the session's own
     /// parts: the zoom factor and the orientation.
     var settings: DeviceSettings
@@ -84,7 +84,7 @@ public actor CaptureSession {
         }
         camera = chosen
         motionSettings = configuration.motion
-        metadata = MetadataOutput(camera: chosen.descriptor.id, rate: configuration.metadataRate) { [events] in
+        metadata = MetadataOutput(camera: chosen.descriptor.id, rate: configuration.metadataRate, pool: configuration.pool) { [events] in
             events.publish(.metadata($0))
         }
         let resolved = try FormatResolution.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),
@@ -96,38 +96,8 @@ public actor CaptureSession {
         pipelineSettings.opticalMax = chosen.capabilities.zoom.opticalMax
     }
 
-    // MARK: - State
-
-    public func state() -> SessionState {
-        let latest = hub.latestFrame
-        let now = Clock.monotonic(), ramp = pipelineSettings.ramp
-        var s = settings
-        s.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
-        s.zoom.digital = (pipelineSettings.digitalZoom(at: now) * 1000).rounded() / 1000
-        s.zoom.ramping = ramp.isRamping(at: now) || lensRamping
-        return SessionState(
-            state: runState, online: runState == .running,
-            camera: SessionState.CameraRef(id: camera.descriptor.id, name: camera.descriptor.name,
-                                           position: camera.descriptor.position.rawValue,
-                                           kind: camera.descriptor.kind.rawValue),
-            format: format, preset: preset,
-            zoom: s.zoom, focus: s.focus, exposure: s.exposure,
-            whiteBalance: s.whiteBalance, torch: s.torch, orientation: s.orientation,
-            stream: .init(clients: hub.viewerCount, fps: (hub.fps * 10).rounded() / 10,
-                          quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue,
-                          workers: min(configuration.streamWorkers, EncodePool.shared.threads)),
-            frames: .init(sequence: latest?.sequence ?? 0,
-                          dropped: pipeline?.output(PreviewOutput.self).map { $0.dropped + camera.rejectedFrames } ?? 0),
-            error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state, motion: motionState)
-    }
-
     public var isRunning: Bool { runState == .running }
 
-    /// Frames the preview's encode took since the camera started: by copying them, and on the
-    /// camera's lent buffer (V4L2: zero copies before the encode).
-    public var previewHandoffs: (copied: UInt64, lent: UInt64) {
-        pipeline?.output(PreviewOutput.self).map { ($0.copied, $0.lent) } ?? (0, 0)
-    }
 
     // MARK: - Running
 
@@ -173,28 +143,6 @@ public actor CaptureSession {
                                                     currentFps: format.fps)
         try reconfigure(to: target, format: resolved.format)
         preset = resolved.preset
-        return announce()
-    }
-
-    /// Switches rear ↔ front, or to the camera named. Transactional like `prepare`.
-    @discardableResult
-    public func switchCamera(to id: String?) throws(SessionError) -> SessionState {
-        let target: any CaptureDevice
-        if let id {
-            target = try find(id)
-        } else {
-            let opposite: CameraDescriptor.Position? = switch camera.descriptor.position {
-            case .rear: .front
-            case .front: .rear
-            default: nil
-            }
-            let index = cameras.firstIndex { $0 === camera } ?? 0
-            target = cameras.first { opposite != nil && $0.descriptor.position == opposite }
-                ?? cameras[(index + 1) % cameras.count]
-        }
-        let resolved = try FormatResolution.resolve(PrepareRequest(), formats: target.formats, currentPreset: preset,
-                                                    currentFps: format.fps)
-        try reconfigure(to: target, format: resolved.format)
         return announce()
     }
 
@@ -289,11 +237,13 @@ public actor CaptureSession {
         let name = device.descriptor.id
         let outputs: [any CaptureOutput] = [
             metadata,
-            PhotoOutput(name: name),
-            PreviewOutput(hub: hub, settings: pipelineSettings, workers: configuration.streamWorkers, name: name, logger: logger),
-            LiveOutput(hub: live, settings: configuration.live, name: name, logger: logger),
+            PhotoOutput(name: name, pool: configuration.pool),
+            PreviewOutput(hub: hub, settings: pipelineSettings, workers: configuration.streamWorkers, name: name,
+                          pool: configuration.pool, logger: logger),
+            LiveOutput(hub: live, settings: configuration.live, name: name, pool: configuration.pool, logger: logger),
             makeMotionOutput(camera: name),
-        ] + (configuration.frameRing > 0 ? [FrameRing(name: name, span: configuration.frameRing, quality: configuration.captureQuality)] : [])
+        ] + (configuration.frameRing > 0 ? [FrameRing(name: name, span: configuration.frameRing, quality: configuration.captureQuality,
+                                                      pool: configuration.pool)] : [])
         let p = FramePipeline(outputs: outputs, settings: pipelineSettings, nextSequence: { [hub] in hub.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
         device.setInterruptionHandler { [weak self] error in

@@ -96,6 +96,8 @@ public final class EventHub: Sendable {
         var wake: (@Sendable () -> Void)?
         /// Only this camera's events (nil: every camera's).
         var camera: String?
+        /// What it is, for the state's counts (`sse`, `mqtt`).
+        var kind: String
     }
 
     private let subscribers = Locked([ObjectIdentifier: Subscriber]())
@@ -104,12 +106,21 @@ public final class EventHub: Sendable {
 
     public var subscriberCount: Int { subscribers.withLock { $0.count } }
 
-    public func subscribe(_ id: ObjectIdentifier, initial: [SessionEvent], camera: String? = nil) {
-        subscribers.withLock { $0[id] = Subscriber(pending: initial, camera: camera) }
+    public func subscribe(_ id: ObjectIdentifier, initial: [SessionEvent], camera: String? = nil, kind: String = "sse") {
+        subscribers.withLock { $0[id] = Subscriber(pending: initial, camera: camera, kind: kind) }
     }
 
     public func subscribe(_ id: ObjectIdentifier, initial: SessionEvent?) {
         subscribe(id, initial: initial.map { [$0] } ?? [])
+    }
+
+    /// The subscribers that receive `camera`'s events, by kind.
+    public func clientCounts(camera: String) -> [String: Int] {
+        subscribers.withLock { all in
+            all.values.reduce(into: [:]) { counts, s in
+                if s.camera == nil || s.camera == camera { counts[s.kind, default: 0] += 1 }
+            }
+        }
     }
 
     public func unsubscribe(_ id: ObjectIdentifier) { subscribers.withLock { _ = $0.removeValue(forKey: id) } }

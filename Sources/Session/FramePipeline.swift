@@ -59,6 +59,9 @@ final class FramePipeline: Sendable {
         if removed { output.detached() }
     }
 
+    /// The registered outputs, in the order they are offered frames.
+    var outputs: [any CaptureOutput] { intake.withLock { $0.outputs } }
+
     /// The registered output of type `T`, if there is one.
     func output<T: CaptureOutput>(_ type: T.Type) -> T? {
         intake.withLock { i in i.outputs.lazy.compactMap { $0 as? T }.first }

@@ -23,8 +23,9 @@ public final class MultiCamSession: Sendable {
         var pinned: Set<Int> = []
     }
     private let pointer: Locked<Pointer>
-    /// What `/stream` viewers watch: the main session's hub, moved with it.
-    public let mainFeed: PreviewFeed
+    /// What the main session's clients watch (`/stream`, RTSP `/main`, WHEP `/api/whep`,
+    /// `/live.mp4`): moved with it.
+    public let mainFeed: SessionFeed
     /// Main-session switches take turns (each awaits a start and a stop).
     private let switching = TurnTaker()
 
@@ -33,7 +34,7 @@ public final class MultiCamSession: Sendable {
         self.sessions = sessions
         self.events = events
         pointer = Locked(Pointer(main: main))
-        mainFeed = PreviewFeed(sessions[main].hub, follows: true)
+        mainFeed = SessionFeed(sessions[main], follows: true)
     }
 
     public var main: CaptureSession { sessions[pointer.withLock { $0.main }] }
@@ -113,7 +114,7 @@ public final class MultiCamSession: Sendable {
                 p.main = to
                 return from != to && !p.pinned.contains(from)
             }
-            mainFeed.move(to: target.hub)
+            mainFeed.move(to: target)
             if leave {
                 await sessions[from].stop()
             } else if from != to {

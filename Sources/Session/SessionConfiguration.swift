@@ -2,6 +2,7 @@
 // often devices are read back, and the placeholder frame the application draws.
 
 import CameraCore
+import Foundation
 import Motion
 import Movie
 
@@ -33,6 +34,10 @@ public struct SessionConfiguration: Sendable {
     public var motion: MotionSettings
     /// Seconds of encoded frames kept for synchronized captures (FrameRing); 0: none.
     public var frameRing: Double = 0
+    /// The threads every output's work runs on: the application's one pool, shared by every
+    /// camera's session (`with(pool:)`). A configuration made without one has a pool of its
+    /// own, one thread per core (a session on its own, as in a test).
+    public var pool = EncodePool(threads: ProcessInfo.processInfo.activeProcessorCount, name: "encode")
 
     public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
@@ -62,6 +67,12 @@ extension SessionConfiguration {
     public func with(frameRing seconds: Double) -> SessionConfiguration {
         var c = self
         c.frameRing = seconds
+        return c
+    }
+
+    public func with(pool: EncodePool) -> SessionConfiguration {
+        var c = self
+        c.pool = pool
         return c
     }
 }

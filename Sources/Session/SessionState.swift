@@ -42,6 +42,10 @@ public struct SessionState: Sendable, Equatable, Codable {
     public var metadata = MetadataState(types: [], rectOfInterest: nil, objects: [])
     /// The motion output: its settings and what it sees now.
     public var motion = MotionState.off(MotionSettings())
+    /// The capture graph: the session's inputs (the camera) and every output with its clients
+    /// and figures (issue 36).
+    public var inputs: [InputReport] = []
+    public var outputs: [OutputReport] = []
     /// This camera's session is the main one (the one /api/session, /stream and /snapshot
     /// address); set by the multi-camera session, false for a session on its own.
     public var main = false
@@ -66,6 +70,8 @@ public struct SessionState: Sendable, Equatable, Codable {
         try c.encode(recording, forKey: .recording)
         try c.encode(metadata, forKey: .metadata)
         try c.encode(motion, forKey: .motion)
+        try c.encode(inputs, forKey: .inputs)
+        try c.encode(outputs, forKey: .outputs)
         try c.encode(main, forKey: .main)
     }
 }

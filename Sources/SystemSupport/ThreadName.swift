@@ -16,4 +16,32 @@ public enum ThreadName {
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
     }
+
+    /// The calling thread's name as the kernel has it.
+    public static var current: String {
+        let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "" }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        return String(decoding: bytes.prefix(max(0, n)), as: UTF8.self).trimmingSuffix { $0 == "\n" }
+    }
+
+    /// Runs `body` with the calling thread named `name`, then names it back: the threads a
+    /// library starts inside it (x264's, on an encoder's open) inherit that name, so a thread
+    /// list shows them as the library's rather than as the caller's (a pool thread).
+    public static func lending<T, E: Error>(_ name: String, _ body: () throws(E) -> T) throws(E) -> T {
+        let before = current
+        set(name)
+        defer { set(before) }
+        return try body()
+    }
+}
+
+private extension String {
+    func trimmingSuffix(while drop: (Character) -> Bool) -> String {
+        var s = self
+        while let last = s.last, drop(last) { s.removeLast() }
+        return s
+    }
 }

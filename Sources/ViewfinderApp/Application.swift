@@ -59,6 +59,8 @@ public final class Application: Sendable {
             logger.warning("movie \(m.id) was left unfinished (server killed or power lost): repaired, \(m.frames) frames, \(m.duration) s")
         }
         var sessions: [CaptureSession] = []
+        // Every output of every camera works on these threads (one per core), none on its own.
+        let pool = EncodePool(threads: ProcessInfo.processInfo.activeProcessorCount, name: "encode")
         for device in devices {
             let entry = entries[device.descriptor.id]
             if let synthetic = device as? SyntheticCamera {
@@ -85,7 +87,8 @@ public final class Application: Sendable {
                                                         live: LiveEncoderSettings(keyframeInterval: configuration.live.keyframeInterval,
                                                                                   bitrate: configuration.live.bitrate),
                                                         motion: entry?.motion?.applied(to: configuration.motion) ?? configuration.motion)
-                        .with(frameRing: configuration.mqtt.isEnabled && configuration.mqtt.fleet ? FleetCapture.ringSpan : 0),
+                        .with(frameRing: configuration.mqtt.isEnabled && configuration.mqtt.fleet ? FleetCapture.ringSpan : 0)
+                        .with(pool: pool),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")

@@ -3,7 +3,8 @@
 // unit, from a keyframe on, on the encoder's thread as the unit is made (a push only queues).
 // A new format (a prepare) ends the hub's clients; an RTP stream carries on, as a camera's
 // does: the feeder joins the new stream at its first IDR, whose in-band SPS gives the size.
-// A feeder for `/main` re-resolves its hub each second and moves when the main camera does.
+// A feeder for `/main` follows the main session's feed: told `.moved` by its hub when the
+// main camera switches, it joins the new camera's hub at once, as an MJPEG viewer does.
 
 import Session
 import Streaming
@@ -11,7 +12,9 @@ import SystemSupport
 
 final class LiveFeeder: Sendable {
     private let feed: H264Feed
-    private let resolve: @Sendable () -> LiveHub?
+    private let source: SessionFeed
+    /// The transport, for the state's counts (`rtsp`, `webrtc`).
+    private let kind: String
     private let onStop: @Sendable () -> Void
     private struct State {
         var hub: LiveHub?
@@ -21,41 +24,39 @@ final class LiveFeeder: Sendable {
     private let state = Locked(State())
     private let alarm = Locked<Alarm?>(nil)
 
-    /// `resolve` names the hub to follow (nil: none now); `onStop` runs once when the feed closes.
-    init(feed: H264Feed, resolve: @escaping @Sendable () -> LiveHub?, onStop: @escaping @Sendable () -> Void = {}) {
+    /// Feeds `feed` from `source`'s camera; `onStop` runs once when the feed closes.
+    init(feed: H264Feed, source: SessionFeed, kind: String, onStop: @escaping @Sendable () -> Void = {}) {
         self.feed = feed
-        self.resolve = resolve
+        self.source = source
+        self.kind = kind
         self.onStop = onStop
     }
 
     func start() {
-        let a = Alarm { [weak self] in self?.tick() }
+        let a = Alarm { [weak self] in self?.checkClosed() }
         alarm.withLock { $0 = a }
-        tick()
+        state.withLock { s in
+            guard !s.stopped else { return }
+            s.hub = source.joinLive(id, kind: kind) { [weak self] in self?.drain() }
+        }
+        // A new client is woken only once it has taken the init segment: take it now.
+        drain()
+        checkClosed()
     }
 
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
-    /// The hub to follow, checked each second; a closed feed stops the feeder.
-    private func tick() {
+    /// A pipeline that went away while no unit was pushed (a camera stopped) is noticed here,
+    /// each second: a push would have said so.
+    private func checkClosed() {
         if feed.isClosed { return stop() }
-        let wanted = resolve()
-        let moved = state.withLock { s -> Bool in
-            guard !s.stopped, s.hub !== wanted else { return false }
-            s.hub?.unsubscribe(id)
-            s.hub = wanted
-            wanted?.subscribe(id) { [weak self] in self?.drain() }
-            return true
-        }
         alarm.withLock { $0?.set(after: 1, leeway: 0.1) }
-        // A new client is woken only once it has taken the init segment: take it now.
-        if moved { drain() }
     }
 
     private func drain() {
         let closed = state.withLock { s -> Bool in
-            guard !s.stopped, let hub = s.hub else { return false }
-            while true {
+            guard !s.stopped else { return false }
+            while let hub = s.hub {
                 switch hub.next(id) {
                 case .initSegment: continue
                 case .fragment(let f):
@@ -67,9 +68,13 @@ final class LiveFeeder: Sendable {
                 case .wait: return false
                 case .end:  // a new format: joined again, from the new stream's first IDR
                     hub.unsubscribe(id)
-                    hub.subscribe(id) { [weak self] in self?.drain() }
+                    s.hub = source.joinLive(id, kind: kind) { [weak self] in self?.drain() }
+                case .moved:  // the main session switched cameras: the new one's stream, from its first IDR
+                    hub.unsubscribe(id)
+                    s.hub = source.joinLive(id, kind: kind) { [weak self] in self?.drain() }
                 }
             }
+            return false
         }
         if closed { stop() }
     }

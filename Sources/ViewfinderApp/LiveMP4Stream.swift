@@ -1,6 +1,8 @@
-// One client of `/cameras/{id}/live.mp4`: the live H.264 stream as fragmented MP4 — the init
-// segment, then a fragment per frame from a keyframe on — for Media Source Extensions, ffplay
-// and VLC. It ends when the stream restarts at a new format (the client reconnects).
+// One client of `/live.mp4` or `/cameras/{id}/live.mp4`: the live H.264 stream as fragmented
+// MP4 — the init segment, then a fragment per frame from a keyframe on — for Media Source
+// Extensions, ffplay and VLC. It ends when the stream restarts at a new format, and a main
+// client's when the main session moves to another camera (an fMP4 stream has one init
+// segment): the client reconnects, to the new stream.
 
 import HTTPServer
 import Session
@@ -14,29 +16,34 @@ final class StreamCount: Sendable {
 }
 
 final class LiveMP4Stream: StreamBody, Sendable {
-    private let hub: LiveHub
+    private let feed: SessionFeed
+    private let hub = Locked<LiveHub?>(nil)
     private let clients: StreamCount
     private let closed = Locked(false)
 
-    init(hub: LiveHub, clients: StreamCount) {
-        self.hub = hub
+    init(feed: SessionFeed, clients: StreamCount) {
+        self.feed = feed
         self.clients = clients
         clients.add(1)
     }
 
-    func attach(waker: @escaping @Sendable () -> Void) { hub.subscribe(ObjectIdentifier(self), wake: waker) }
+    func attach(waker: @escaping @Sendable () -> Void) {
+        let joined = feed.joinLive(ObjectIdentifier(self), kind: "mp4", wake: waker)
+        hub.withLock { $0 = joined }
+    }
 
     func next() -> StreamChunk {
-        switch hub.next(ObjectIdentifier(self)) {
+        guard let hub = hub.withLock({ $0 }) else { return .end }
+        return switch hub.next(ObjectIdentifier(self)) {
         case .initSegment(let bytes): .data(bytes)
         case .fragment(let f): .data(f.mp4)
         case .wait: .wait
-        case .end: .end
+        case .end, .moved: .end
         }
     }
 
     func close() {
-        hub.unsubscribe(ObjectIdentifier(self))
+        hub.withLock { h in defer { h = nil }; return h }?.unsubscribe(ObjectIdentifier(self))
         if closed.withLock({ c in defer { c = true }; return !c }) { clients.add(-1) }
     }
 

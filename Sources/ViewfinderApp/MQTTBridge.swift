@@ -73,7 +73,7 @@ final class MQTTBridge: Sendable {
         if let discovery { client.subscribe(discovery.ownConfigs) }
         if fleet != nil { client.subscribe(topics.fleetCapture) }
         let id = ObjectIdentifier(self)
-        events.subscribe(id, initial: [])
+        events.subscribe(id, initial: [], kind: "mqtt")
         watch(id)
         client.start()
         if let every = settings.snapshotInterval { snapshotAlarm.set(after: every) }

@@ -1,12 +1,13 @@
 // GET /metrics: Prometheus's text format, one series per camera.
 
+import CameraCore
 import Foundation
 import HTTPServer
 import Session
 
 extension Application {
     func metrics() async -> Response {
-        var up = "", encoded = "", copies = "", clients = "", fps = "", recording = "", metadata = "", motion = ""
+        var up = "", encoded = "", copies = "", clients = "", fps = "", recording = "", metadata = "", motion = "", outputs = ""
         for s in cameras.sessions {
             let state = await s.state()
             let label = "{camera=\"\(Self.labelValue(s.id))\"}"
@@ -25,6 +26,7 @@ extension Application {
             metadata += "viewfinder_metadata_scans_total\(label) \(s.metadataScans)\n"
                 + "viewfinder_metadata_objects\(label) \(state.metadata.objects.count)\n"
             motion += Self.motionSeries(s.motionTotals, active: state.motion.active, camera: Self.labelValue(s.id))
+            outputs += Self.outputSeries(state.outputs, camera: Self.labelValue(s.id))
         }
         let text = """
         # HELP viewfinder_up 1 while the camera's session is running.
@@ -52,7 +54,13 @@ extension Application {
         # TYPE viewfinder_motion_detect_seconds_total counter
         # TYPE viewfinder_motion_active gauge
         # TYPE viewfinder_motion_score histogram
-        \(motion)# HELP viewfinder_storage_deleted_total Movies and photos retention deleted, by kind and the limit that made them go; viewfinder_storage_deleted_bytes_total: their bytes.
+        \(motion)# HELP viewfinder_output_active 1 while the output works (the state's outputs[]); viewfinder_output_frames_total: frames it took since the camera started; viewfinder_output_dropped_total: of those, dropped; viewfinder_output_ms_per_frame: its work per frame; viewfinder_output_clients: who it works for, by transport.
+        # TYPE viewfinder_output_active gauge
+        # TYPE viewfinder_output_frames_total counter
+        # TYPE viewfinder_output_dropped_total counter
+        # TYPE viewfinder_output_ms_per_frame gauge
+        # TYPE viewfinder_output_clients gauge
+        \(outputs)# HELP viewfinder_storage_deleted_total Movies and photos retention deleted, by kind and the limit that made them go; viewfinder_storage_deleted_bytes_total: their bytes.
         # TYPE viewfinder_storage_deleted_total counter
         # TYPE viewfinder_storage_deleted_bytes_total counter
         \(retention?.metrics ?? "")# HELP viewfinder_main_camera 1 for the camera /api/session and /stream address.
@@ -83,6 +91,21 @@ extension Application {
         text += "viewfinder_motion_score_bucket{camera=\"\(camera)\",le=\"+Inf\"} \(f.frames)\n"
             + "viewfinder_motion_score_sum\(label) \((f.scoreSum * 100).rounded() / 100)\n"
             + "viewfinder_motion_score_count\(label) \(f.frames)\n"
+        return text
+    }
+
+    static func outputSeries(_ outputs: [OutputReport], camera: String) -> String {
+        var text = ""
+        for o in outputs {
+            let label = "{camera=\"\(camera)\",output=\"\(o.type.rawValue)\"}"
+            text += "viewfinder_output_active\(label) \(o.active ? 1 : 0)\n"
+                + "viewfinder_output_frames_total\(label) \(o.framesIn)\n"
+                + "viewfinder_output_dropped_total\(label) \(o.framesDropped)\n"
+                + "viewfinder_output_ms_per_frame\(label) \(o.msPerFrame)\n"
+            for (transport, n) in o.clients.sorted(by: { $0.key < $1.key }) {
+                text += "viewfinder_output_clients{camera=\"\(camera)\",output=\"\(o.type.rawValue)\",transport=\"\(labelValue(transport))\"} \(n)\n"
+            }
+        }
         return text
     }
 

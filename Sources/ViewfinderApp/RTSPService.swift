@@ -39,16 +39,16 @@ final class RTSPService: RTSPServerDelegate {
 
     func mediaStarted(path: String, feed: H264Feed) {
         let cameras = self.cameras
-        let resolve: @Sendable () -> LiveHub?
+        let source: SessionFeed
         if path == "/main" {
-            resolve = { cameras.main.live }
+            source = cameras.mainFeed
         } else if let s = session(path) {
-            resolve = { s.live }
+            source = SessionFeed(s)
         } else {
             return
         }
         let box = Locked<ObjectIdentifier?>(nil)
-        let feeder = LiveFeeder(feed: feed, resolve: resolve) { [feeders] in
+        let feeder = LiveFeeder(feed: feed, source: source, kind: "rtsp") { [feeders] in
             if let id = box.withLock({ $0 }) { feeders.withLock { _ = $0.removeValue(forKey: id) } }
         }
         box.withLock { $0 = ObjectIdentifier(feeder) }

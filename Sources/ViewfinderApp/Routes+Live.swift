@@ -8,16 +8,13 @@ import Streaming
 
 extension Application {
     func addLiveRoutes(_ r: inout Router, main: @escaping SessionLookup, named: @escaping SessionLookup) {
-        r.get("/live.mp4") { [self] request in try liveMP4(request, main) }
-        r.get("/cameras/:id/live.mp4") { [self] request in try liveMP4(request, named) }
-        guard configuration.webrtc.enabled else { return }
         let cameras = self.cameras
+        r.get("/live.mp4") { [self] _ in try liveMP4(cameras.mainFeed) }
+        r.get("/cameras/:id/live.mp4") { [self] request in try liveMP4(SessionFeed(try named(request))) }
+        guard configuration.webrtc.enabled else { return }
         // The main preview follows the main camera across a switch, as /stream does.
-        r.post("/api/whep") { [self] request in try await whepOffer(request) { cameras.main.live } }
-        r.post("/api/cameras/:id/whep") { [self] request in
-            let session = try named(request)
-            return try await whepOffer(request) { session.live }
-        }
+        r.post("/api/whep") { [self] request in try await whepOffer(request, cameras.mainFeed) }
+        r.post("/api/cameras/:id/whep") { [self] request in try await whepOffer(request, SessionFeed(try named(request))) }
         r.delete("/api/whep/:session") { [self] request in
             guard whep.close(request.parameters["session"] ?? "") else {
                 throw HTTPError(404, "not_found", "No WHEP session \(request.parameters["session"] ?? "") (it ended, or never began).")
@@ -26,16 +23,16 @@ extension Application {
         }
     }
 
-    /// The live H.264 stream of `lookup`'s camera as fragmented MP4 (the camera at the time of
-    /// the request: a switch of the main session ends nothing, a new format ends the stream).
-    func liveMP4(_ request: Request, _ lookup: SessionLookup) throws -> Response {
-        let session = try lookup(request)
+    /// The live H.264 stream of `feed`'s camera as fragmented MP4: a new format ends the
+    /// stream, and so does a switch of the main session for a `/live.mp4` client (the player
+    /// reconnects to the new camera's stream).
+    func liveMP4(_ feed: SessionFeed) throws -> Response {
         try admitLiveClient()
         return Response(headers: [("Content-Type", "video/mp4")] + Response.noCache,
-                        body: .stream(LiveMP4Stream(hub: session.live, clients: liveStreams)))
+                        body: .stream(LiveMP4Stream(feed: feed, clients: liveStreams)))
     }
 
-    private func whepOffer(_ request: Request, _ resolve: @escaping @Sendable () -> LiveHub?) async throws -> Response {
+    private func whepOffer(_ request: Request, _ source: SessionFeed) async throws -> Response {
         let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type == "application/sdp" else {
             throw HTTPError(415, "unsupported_media_type", "A WHEP offer is SDP: send it with Content-Type: application/sdp.")
@@ -44,7 +41,7 @@ extension Application {
             throw HTTPError(400, "invalid_sdp", "The offer is empty or not UTF-8.")
         }
         try admitLiveClient()
-        let (id, answer) = try await whep.open(offer: offer, resolve: resolve)
+        let (id, answer) = try await whep.open(offer: offer, source: source)
         return Response(status: 201, contentType: "application/sdp", bytes: Array(answer.utf8),
                         headers: [("Location", "/api/whep/\(id)")] + iceLinks + Response.noCache)
     }

@@ -13,7 +13,7 @@ extension Application {
         // No stream.maxFps: the camera's own rate, as µStreamer and mjpg-streamer stream.
         let cap = configuration.stream.maxFps.map(Double.init) ?? .infinity
         let asked = request.query["fps"].flatMap(Double.init).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
-        let feed = followsMain ? cameras.mainFeed : PreviewFeed(session.hub)
+        let feed = followsMain ? cameras.mainFeed : SessionFeed(session)
         let fps = min(asked ?? cap, cap)
         let body = MJPEGStream(feed: feed, maxFps: fps.isFinite ? fps : 0)
         return Response(headers: [("Content-Type", Multipart.contentType)] + Response.noCache, body: .stream(body))

@@ -46,7 +46,7 @@ final class StorageRetention: Sendable {
     func start() {
         alarm.set(after: 0)
         let id = ObjectIdentifier(self)
-        events.subscribe(id, initial: [])
+        events.subscribe(id, initial: [], kind: "retention")
         watch(id)
     }
 

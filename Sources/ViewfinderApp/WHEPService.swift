@@ -56,9 +56,9 @@ final class WHEPService: Sendable {
     /// Seconds without a packet from a connected peer before it is taken for gone.
     static let silenceLimit = 5.0
 
-    /// Answers `offer` with a peer sending `resolve`'s hub: the session id and the SDP answer.
+    /// Answers `offer` with a peer sending `source`'s camera: the session id and the SDP answer.
     /// The peer's pipeline is built and ICE gathered on a thread of its own, not the caller's.
-    func open(offer: String, resolve: @escaping @Sendable () -> LiveHub?) async throws(HTTPError) -> (id: String, answer: String) {
+    func open(offer: String, source: SessionFeed) async throws(HTTPError) -> (id: String, answer: String) {
         let ice = self.ice
         let made: Result<WebRTCPeer, StreamingError> = await withCheckedContinuation { done in
             Thread.detachNewThread {
@@ -74,7 +74,7 @@ final class WHEPService: Sendable {
         case .failure(let e): throw HTTPError(500, "webrtc_failed", "WebRTC could not start: \(e).")
         }
         let id = UUID().uuidString.lowercased()
-        let feeder = LiveFeeder(feed: peer.feed, resolve: resolve)
+        let feeder = LiveFeeder(feed: peer.feed, source: source, kind: "webrtc")
         sessions.withLock { $0[id] = Entry(peer: peer, feeder: feeder, created: Clock.monotonic()) }
         feeder.start()
         return (id, peer.answer)

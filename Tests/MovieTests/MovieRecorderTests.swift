@@ -13,7 +13,7 @@ import Testing
                   format: VideoFormat? = nil) throws -> MovieRecorder {
         try MovieRecorder(.init(id: id, camera: "cam", format: format ?? self.format, orientation: orientation,
                                 options: options, preset: "ultrafast", jpegQuality: 90),
-                          store: store, onEnd: probe.handler)
+                          store: store, pool: EncodePool(threads: 1, name: "movie"), onEnd: probe.handler)
     }
 
     @Test func h264KeepsCaptureTimeAcrossDroppedFrames() async throws {

@@ -13,7 +13,7 @@ import Testing
         let store = MovieStore(directory: temporaryDirectory("movies"))
         let r = try MovieRecorder(.init(id: "1-cam", camera: "cam", format: format, orientation: .identity,
                                         options: RecordingOptions(), preset: "ultrafast", jpegQuality: 90),
-                                  store: store, onEnd: { _ in })
+                                  store: store, pool: EncodePool(threads: 1, name: "movie"), onEnd: { _ in })
         for i in 0..<90 {
             try await r.offerAndWait(yuyvFrame(width: 320, height: 240, index: i), format: format, at: 1_700_000_000 + Double(i) / 30)
         }
@@ -64,7 +64,7 @@ import Testing
         let store = MovieStore(directory: dir)
         let r = try MovieRecorder(.init(id: "1700000000000000-cam", camera: "cam", format: format, orientation: .identity,
                                         options: RecordingOptions(), preset: "ultrafast", jpegQuality: 90),
-                                  store: store, onEnd: { _ in })
+                                  store: store, pool: EncodePool(threads: 1, name: "movie"), onEnd: { _ in })
         for i in 0..<75 {
             try await r.offerAndWait(yuyvFrame(width: 320, height: 240, index: i), format: format, at: 1_700_000_000 + Double(i) / 30)
         }

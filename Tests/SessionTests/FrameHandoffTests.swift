@@ -58,11 +58,13 @@ private struct Job: Sendable {
 @Suite struct FrameHandoffTests {
     static let format = VideoFormat(pixelFormat: .yuyv, width: 4, height: 2, fps: 30)
 
-    /// A newest-wins pool publishing [first byte, 80] to `hub`, photos to `photos`.
+    /// A newest-wins lane (of a pool of its own, a thread per slot) publishing [first byte, 80]
+    /// to `hub`, photos to `photos`.
     private static func pool(_ gates: Gates, hub: FrameHub, workers: Int, name: String = "t",
                              photos: Locked<[[UInt8]]> = Locked([])) -> FrameHandoff<Job> {
         FrameHandoff(name: name, workers: workers, policy: .newestWins,
-                     merge: { older, newer in Job(photos: older.photos + newer.photos) }) {
+                     merge: { older, newer in Job(photos: older.photos + newer.photos) },
+                     pool: EncodePool(threads: workers, name: name)) {
             { frame, job in
                 let first = gates.pass(frame)
                 for q in job.photos { photos.withLock { $0.append([first, UInt8(q)]) } }
@@ -134,7 +136,7 @@ private struct Job: Sendable {
 
     @Test func aFullQueueDropsAndCountsTheNewFrameAndKeepsTheOrder() throws {
         let gates = Gates(), written = Locked<[UInt8]>([])
-        let queue = FrameHandoff<Job>(name: "q", policy: .queue(limit: 2)) {
+        let queue = FrameHandoff<Job>(name: "q", policy: .queue(limit: 2), pool: EncodePool(threads: 1, name: "q")) {
             { frame, _ in
                 let first = gates.pass(frame)
                 written.withLock { $0.append(first) }
@@ -168,7 +170,7 @@ private struct Job: Sendable {
 
     @Test func finishRunsItsCompletionOnceTheQueueIsWorkedOff() async throws {
         let gates = Gates(), order = Locked<[String]>([])
-        let queue = FrameHandoff<Job>(name: "f", policy: .queue(limit: 3)) {
+        let queue = FrameHandoff<Job>(name: "f", policy: .queue(limit: 3), pool: EncodePool(threads: 1, name: "f")) {
             { frame, _ in order.withLock { $0.append("frame \(gates.pass(frame))") } }
         }
         #expect(Self.submit(queue, fill: 1, sequence: 1))
@@ -182,21 +184,62 @@ private struct Job: Sendable {
         #expect(order.withLock { $0 } == ["frame 1", "frame 2", "done"])
     }
 
-    @Test func aHandoffLetGoWithoutCloseEndsItsThreads() throws {
-        // Named threads of this hand-off, from /proc (comm holds the first 15 bytes of the name).
-        func ours() -> Int {
-            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-            return tasks.filter { ((try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) ?? "").hasPrefix("letgo-encode") }.count
+    @Test func aOneSlotLaneHasOneWorkWhicheverPoolThreadServesIt() throws {
+        // A live encoder or a movie's writer keeps its state from frame to frame: one work
+        // for the lane, never two frames in it at once, in order, on a pool of three threads.
+        let pool = EncodePool(threads: 3, name: "one-slot")
+        let made = Locked(0), inWork = Locked(0), most = Locked(0), order = Locked<[UInt64]>([])
+        let lane = FrameHandoff<Job>(name: "one", policy: .queue(limit: 8), pool: pool) {
+            made.withLock { $0 += 1 }
+            return { frame, _ in
+                let n = inWork.withLock { n -> Int in n += 1; return n }
+                most.withLock { $0 = max($0, n) }
+                usleep(500)
+                order.withLock { $0.append(frame.sequence) }
+                inWork.withLock { $0 -= 1 }
+            }
         }
+        for s: UInt64 in 1...40 {
+            _ = Self.submit(lane, fill: UInt8(s), sequence: s)
+            if s % 4 == 0 { usleep(2000) }
+        }
+        lane.close()
+        #expect(made.withLock { $0 } == 1)
+        #expect(most.withLock { $0 } == 1)
+        let done = order.withLock { $0 }
+        #expect(done == done.sorted() && done.count == 40 - Int(lane.dropped))
+        #expect(lane.figures.worked == UInt64(done.count) && lane.figures.taken == UInt64(done.count))
+    }
+
+    @Test func finishRunsItsCompletionOnAPoolThreadNeverTheCallers() throws {
+        let pool = EncodePool(threads: 1, name: "errand")
+        let lane = FrameHandoff<Job>(name: "idle", policy: .queue(limit: 2), pool: pool) { { _, _ in } }
+        let ranOn = Locked<String?>(nil), done = DispatchSemaphore(value: 0)
+        lane.finish { ranOn.withLock { $0 = ThreadName.current }; done.signal() }  // idle: nothing to wait for
+        #expect(done.wait(timeout: .now() + 5 * TestTime.scale) == .success)
+        #expect(ranOn.withLock { $0 } == "errand-0")
+    }
+
+    @Test func aHandoffLetGoWithoutCloseLetsItsWorksGo() throws {
+        // The lane leaves the pool once its frame is worked off, and its slot's work (an
+        // encoder's handles) goes with it: nothing of it stays in the pool.
+        final class Canary: Sendable {
+            let gone: Locked<Bool>
+            init(_ gone: Locked<Bool>) { self.gone = gone }
+            deinit { gone.withLock { $0 = true } }
+        }
+        let gone = Locked(false), worked = DispatchSemaphore(value: 0)
+        let pool = EncodePool(threads: 1, name: "letgo")
         do {
-            let pool = Self.pool(Gates(), hub: FrameHub(), workers: 3, name: "letgo-encode")
-            #expect(pool.workers == 3)
-            let deadline = TestTime.deadline(5)
-            while ours() < 3 && Date() < deadline { usleep(10_000) }  // threads name themselves as they start
-            #expect(ours() == 3)
+            let lane = FrameHandoff<Job>(name: "letgo", policy: .newestWins, pool: pool) {
+                let canary = Canary(gone)
+                return { _, _ in _ = canary; worked.signal() }
+            }
+            #expect(Self.submit(lane, fill: 1, sequence: 1))
+            #expect(worked.wait(timeout: .now() + 5 * TestTime.scale) == .success)
         }
-        let deadline = TestTime.deadline(5)  // the threads end once let go; the kernel reaps them just after
-        while ours() > 0 && Date() < deadline { usleep(10_000) }
-        #expect(ours() == 0)
+        let deadline = TestTime.deadline(5)
+        while !gone.withLock({ $0 }) && Date() < deadline { usleep(1000) }
+        #expect(gone.withLock { $0 })
     }
 }

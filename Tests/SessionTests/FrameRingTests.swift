@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func anInactiveRingTakesNothingAndAJustStartedOneKnowsNoPast() async {
-        let ring = FrameRing(name: "ring-idle", span: 1.0, quality: 80)
+        let ring = FrameRing(name: "ring-idle", span: 1.0, quality: 80, pool: EncodePool(threads: 1, name: "ring"))
         let bytes = [UInt8](repeating: 0, count: 16 * 8 * 2)
         let wanted = bytes.withUnsafeBytes { b in
             ring.wants(RawFrame(format: Self.format, bytes: b, stride: 32, sequence: 0, timestamp: 1), now: 0)
@@ -42,7 +42,7 @@ import Testing
     }
 
     @Test func theFrameNearestTheMomentEarlyLateOrGone() async {
-        let ring = FrameRing(name: "ring-test", span: 1.0, quality: 80)
+        let ring = FrameRing(name: "ring-test", span: 1.0, quality: 80, pool: EncodePool(threads: 1, name: "ring"))
         let t0 = 1_000.0
         ring.activate()
         // A waiter for frame 40's moment (plus a little: 40 is still the nearest), before it exists.

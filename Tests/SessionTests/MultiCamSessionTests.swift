@@ -141,4 +141,52 @@ import SystemSupport
         if case .state(let s)? = seen.first(where: { $0.camera == "b" }).map(m.marked) { #expect(!s.main) }
         await m.stop(try m.session("a")); await m.stop(try m.session("b"))
     }
+
+    /// Following the main camera is one mechanism for every client: a switch tells an MJPEG
+    /// viewer and a live client (an RTSP media, a WHEP peer) alike, at once — by the time the
+    /// switch returns, the live client is the new camera's and the old camera has none.
+    @Test func everyKindOfMainClientMovesAtOnceOnASwitch() async throws {
+        let rear = FakeWebcam.c920(), front = FakeWebcam.c920()
+        let m = try multi([camera("rear", rear, position: .rear), camera("front", front, position: .front)])
+        let r = try m.session("rear"), f = try m.session("front")
+        _ = try await r.start()
+        /// A live client as LiveFeeder is one: woken, it pulls; told `.moved`, it joins again.
+        final class LiveClient: Sendable {
+            let feed: SessionFeed
+            let hub = Locked<LiveHub?>(nil)
+            let moves = Locked(0)
+            init(_ feed: SessionFeed) { self.feed = feed }
+            func join() { hub.withLock { $0 = feed.joinLive(ObjectIdentifier(self), kind: "rtsp") { [weak self] in self?.pull() } } }
+            func pull() {
+                guard let h = hub.withLock({ $0 }) else { return }
+                while true {
+                    switch h.next(ObjectIdentifier(self)) {
+                    case .moved:
+                        h.unsubscribe(ObjectIdentifier(self))
+                        moves.withLock { $0 += 1 }
+                        join()
+                        return pull()
+                    case .initSegment, .fragment: continue
+                    case .wait, .end: return
+                    }
+                }
+            }
+        }
+        let live = LiveClient(m.mainFeed)
+        live.join()
+        let viewer = m.mainFeed.joinPreview(maxFps: 0)
+        #expect(viewer.hub === r.hub && r.live.hasClients && !f.live.hasClients)
+        _ = try await m.switchMain(to: "front")
+        #expect(live.moves.withLock { $0 } == 1)
+        #expect(f.live.hasClients && !r.live.hasClients, "the live client is the front camera's the moment the switch returns")
+        guard case .moved = viewer.hub.next(viewer.slot) else { Issue.record("the MJPEG viewer is told to follow"); return }
+        // A camera's own feed never moves.
+        let own = SessionFeed(f)
+        let ownViewer = own.joinPreview(maxFps: 0)
+        _ = try await m.switchMain(to: "rear")
+        #expect(ownViewer.hub === f.hub)
+        if case .moved = f.hub.next(ownViewer.slot) { Issue.record("a camera's own viewer stays") }
+        #expect(r.live.hasClients && live.moves.withLock { $0 } == 2)
+        await m.stop(r); await m.stop(f)
+    }
 }

@@ -237,6 +237,46 @@ import Session
         }
     }
 
+    /// The capture graph in the state (issue 36): the camera as the input; every output with
+    /// its clients and figures — a viewer counted on the preview, which takes and encodes
+    /// frames; a photo taken by the photo output; the live output idle with nobody watching —
+    /// the same on the SSE state event, and per output on /metrics.
+    @Test func theStateShowsTheCaptureGraph() async throws {
+        func outputs(_ state: [String: Any]) -> [String: [String: Any]] {
+            Dictionary(((state["outputs"] as? [[String: Any]]) ?? []).map { ($0["type"] as? String ?? "?", $0) }) { a, _ in a }
+        }
+        try await withServer { _, port in
+            let idle = try #require(try await fetch(port, "/api/session").json as? [String: Any])
+            #expect((idle["inputs"] as? [[String: String]]) == [["device": "rear", "mediaType": "video"]])
+            #expect(outputs(idle).keys.sorted() == ["live", "metadata", "motion", "movie", "photo", "preview"])
+            let viewer = try TestConnection(port: port)
+            try viewer.request("GET", "/stream")
+            try await viewer.read { Multipart.parse($0).parts.count >= 10 }
+            #expect(try await fetch(port, "POST", "/api/session/capture").status == 200)
+            let state = try #require(try await fetch(port, "/api/session").json as? [String: Any])
+            let graph = outputs(state)
+            let preview = try #require(graph["preview"])
+            #expect(preview["active"] as? Bool == true && (preview["clients"] as? [String: Int]) == ["mjpeg": 1])
+            #expect((preview["framesIn"] as? Int ?? 0) >= 10 && (preview["msPerFrame"] as? Double ?? 0) > 0, "\(preview)")
+            #expect((graph["photo"]?["framesIn"] as? Int) == 1, "\(graph["photo"] ?? [:])")
+            #expect(graph["live"]?["active"] as? Bool == false && (graph["live"]?["framesIn"] as? Int) == 0)
+            #expect((graph["live"]?["clients"] as? [String: Int]) == ["rtsp": 0, "webrtc": 0, "mp4": 0])
+            // The state event carries the graph too.
+            let events = try TestConnection(port: port)
+            try events.request("GET", "/api/events")
+            try await events.read { String(decoding: $0, as: UTF8.self).contains("\n\n") }
+            let data = try #require(events.text.split(separator: "\n").first { $0.hasPrefix("data: ") }?.dropFirst(6))
+            let event = try #require(try JSONSerialization.jsonObject(with: Data(data.utf8)) as? [String: Any])
+            #expect(outputs(event)["preview"]?["clients"] as? [String: Int] == ["mjpeg": 1])
+            let after = try #require(try await fetch(port, "/api/session").json as? [String: Any])
+            #expect(outputs(after)["motion"]?["clients"] as? [String: Int] == ["sse": 1, "mqtt": 0], "an SSE client receives the motion events")
+            let metrics = try await fetch(port, "/metrics").text
+            #expect(metrics.contains(#"viewfinder_output_clients{camera="rear",output="preview",transport="mjpeg"} 1"#))
+            #expect(metrics.contains(#"viewfinder_output_frames_total{camera="rear",output="photo"} 1"#))
+            _ = viewer
+        }
+    }
+
     @Test func everySettingCallIsOneStateEvent() async throws {
         try await withServer { _, port in
             let events = try TestConnection(port: port)

@@ -77,6 +77,47 @@ import Testing
         }
     }
 
+    /// Following the main camera is one mechanism (issue 36): an RTSP `/main` client, a WHEP
+    /// `/api/whep` peer and an MJPEG `/stream` viewer are all the new camera's clients the
+    /// moment the switch has answered — the one state read after it shows them there, none
+    /// left on the old camera (a feeder that re-resolved its hub each second lagged by up to 1 s).
+    @Test func mainClientsOfEveryTransportFollowASwitchAtOnce() async throws {
+        func clients(_ port: Int, _ camera: String) async throws -> [String: [String: Int]] {
+            let state = try #require(try await fetch(port, "/api/cameras/\(camera)/session").json as? [String: Any])
+            let outputs = try #require(state["outputs"] as? [[String: Any]])
+            var byType: [String: [String: Int]] = [:]
+            for o in outputs { byType[o["type"] as? String ?? "?"] = o["clients"] as? [String: Int] ?? [:] }
+            return byType
+        }
+        try await withServer(Self.twoCameras) { app, port in
+            app.whep.connectTimeout.withLock { $0 = 600 }
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let viewer = try TestConnection(port: port)
+            try viewer.request("GET", "/stream")
+            let whep = try await WHEPTests.post(port, "/api/whep", WHEPTests.offer)
+            #expect(whep.status == 201)
+            // ffmpeg on /main, decoding 10 s of frames: past the switch, on either camera.
+            async let rtsp = Self.decode("rtsp://127.0.0.1:\(try Self.rtspPort(app))/main", transport: "tcp", frames: 300)
+            #expect(await eventually(timeout: 20) {
+                let rear = (try? await clients(port, "rear")) ?? [:]
+                return rear["live"]?["rtsp"] == 1 && rear["live"]?["webrtc"] == 1 && rear["preview"]?["mjpeg"] == 1
+            }, "every client watches the rear camera")
+            #expect(try await fetch(port, "POST", "/api/session/switch", body: #"{"camera": "front"}"#).status == 200)
+            let (front, rear) = (try await clients(port, "front"), try await clients(port, "rear"))
+            #expect(front["live"]?["rtsp"] == 1 && front["live"]?["webrtc"] == 1, "the live clients moved with the switch: \(front)")
+            #expect(front["preview"]?["mjpeg"] == 1, "the MJPEG viewer moved with it: \(front)")
+            #expect(rear["live"]?["rtsp"] ?? 0 == 0 && rear["live"]?["webrtc"] ?? 0 == 0, "none left behind: \(rear)")
+            // The live clients take the new camera's stream from its first IDR: units flow to them.
+            #expect(await eventually(timeout: 20) {
+                let live = (try? await fetch(port, "/api/cameras/front/session").json as? [String: Any])?["outputs"] as? [[String: Any]]
+                return (live?.first { $0["type"] as? String == "live" }?["framesIn"] as? Int ?? 0) > 0
+            })
+            if let location = whep.headers["location"] { _ = try await fetch(port, "DELETE", location) }
+            _ = try? await rtsp
+            _ = viewer
+        }
+    }
+
     @Test func anUnknownCameraIs404AndAStoppedOne503() async throws {
         try await withServer(Self.twoCameras) { app, _ in
             let base = "rtsp://127.0.0.1:\(try Self.rtspPort(app))"

@@ -5,7 +5,7 @@
 //
 // Both calls run on the camera's capture thread, for every frame: `wants` must be cheap (a
 // lock, no allocation), and `take` must never block — an output copies the frame into its
-// FrameHandoff and returns; its own threads do the work.
+// FrameHandoff and returns; the shared pool's threads do the work (no output has a thread).
 
 public protocol CaptureOutput: AnyObject, Sendable {
     /// Whether this output takes this frame (preview: someone watching; movie: recording and
@@ -21,6 +21,10 @@ public protocol CaptureOutput: AnyObject, Sendable {
     /// lost, or the output was detached): finish or drop what is in hand. Returns once nothing
     /// of this pipeline's frames is still being worked on, unless the output says otherwise.
     func detached()
+
+    /// What the state says of this output: its kind, whether it works now, its figures
+    /// (clients are the session's to add: it knows the hubs).
+    var report: OutputReport { get }
 }
 
 extension CaptureOutput {

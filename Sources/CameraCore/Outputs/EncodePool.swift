@@ -1,82 +1,119 @@
-// The encode threads every camera's preview shares: one per core for the whole process,
-// where each running camera used to start `stream.workers` of its own (four cameras, eight
-// threads idling while nobody watched). A hand-off on the pool is a *lane*: its frames wait
-// in the lane (newest wins, as before), and a free pool thread takes the next frame from the
-// lanes in turn, round robin, so a 4K camera's frames cannot starve a 720p camera's: after
-// each frame a thread serves, the next lane with a frame waiting goes first. A lane never has
-// more frames in hand than its own `workers` (and never more than the pool has threads).
-// Nobody watching, no lane has a frame, and the threads sleep.
+// The threads every output of every camera shares: one per core, made once by the
+// application (SessionConfiguration.pool) for all its cameras. An output's FrameHandoff is a
+// *lane* of the pool: its frames wait in the lane (newest wins, or a bounded queue), and a
+// free pool thread takes the next frame from the lanes in turn, round robin, so a 4K camera's
+// frames cannot starve a 720p camera's, nor a movie's encode a preview's: after each frame a
+// thread serves, the next lane with a frame waiting goes first. A lane never has more frames
+// in hand than its own slots (and never more than the pool has threads). Nobody watching, no
+// lane has a frame, and the threads sleep.
 //
-// Each thread keeps the lane's per-thread work (an encoder's libjpeg-turbo handles) while the
-// lane lives, made on that thread the first time it serves the lane.
+// Besides frames the pool runs errands: one-off work an output hands over so that it never
+// runs on the caller's thread (a movie's completion — its trailer and fsync — is one: the
+// session's queue must not wait for a disk). Errands go before the lanes' next frames.
+//
+// Every lane holds its pool, so the pool lives while any output uses it; once the last one
+// and the owner let go, its threads end (a test process that makes a server per test does
+// not keep every server's threads).
+//
+// Before issue 36 only the preview's lanes were on a pool; the photo, live, ring, metadata,
+// motion snapshot and movie outputs each started a thread per camera, idle most of the time.
 
 import Foundation
 import SystemSupport
 
-public final class EncodePool: @unchecked Sendable {  // every field under `condition`
-    /// One per core, for every camera of the process.
-    public static let shared = EncodePool(threads: ProcessInfo.processInfo.activeProcessorCount, name: "encode")
-
+public final class EncodePool: Sendable {
     public let threads: Int
-    private let name: String
-    private let condition = NSCondition()
-    private var lanes: [Lane] = []
-    /// Where the next scan starts: the lane after the one served last.
-    private var cursor = 0
-    private var started = false
-    /// Bumped when a lane leaves, so threads drop the work they kept for it.
-    private var epoch = 0
-    private var poolThreads: [pthread_t] = []
-
-    /// A hand-off's side of the pool: it has a frame to give, or not.
-    final class Lane: @unchecked Sendable {
-        let id: UInt64
-        /// Takes the lane's next frame and marks it in hand (nil: none, or at its limit).
-        let take: () -> ((PoolThread) -> Void)?
-        init(id: UInt64, take: @escaping () -> ((PoolThread) -> Void)?) {
-            self.id = id
-            self.take = take
-        }
-    }
-
-    private var nextLaneID: UInt64 = 0
+    private let core: PoolCore
 
     public init(threads: Int, name: String) {
         self.threads = max(1, threads)
-        self.name = name
+        core = PoolCore(threads: self.threads, name: name)
+    }
+
+    deinit { core.shutDown() }
+
+    /// A hand-off's side of the pool: it has a frame to give, or not.
+    final class Lane: Sendable {
+        /// Takes the lane's next frame and marks it in hand (nil: none, or at its limit).
+        let take: @Sendable () -> (() -> Void)?
+        init(take: @escaping @Sendable () -> (() -> Void)?) { self.take = take }
     }
 
     /// Adds a lane whose `take` hands out its next frame's work (run on a pool thread).
-    func join(take: @escaping () -> ((PoolThread) -> Void)?) -> Lane {
+    func join(take: @escaping @Sendable () -> (() -> Void)?) -> Lane { core.join(Lane(take: take)) }
+
+    func leave(_ lane: Lane) { core.leave(lane) }
+
+    /// A lane may have a frame for a thread (one was queued, or one finished and freed a slot).
+    func signal() { core.signal() }
+
+    /// Runs `errand` on a pool thread, before the lanes' next frames.
+    public func perform(_ errand: @escaping @Sendable () -> Void) { core.perform(errand) }
+
+    /// True on one of the pool's threads (a lane closing from the pool's own work cannot wait
+    /// for it: the thread it would wait for may be itself).
+    var isPoolThread: Bool { core.isPoolThread }
+}
+
+/// The pool's lanes, errands and threads. Every field is under `condition`.
+private final class PoolCore: @unchecked Sendable {
+    private let threads: Int
+    private let name: String
+    private let condition = NSCondition()
+    private var lanes: [EncodePool.Lane] = []
+    private var errands: [@Sendable () -> Void] = []
+    /// Where the next scan starts: the lane after the one served last.
+    private var cursor = 0
+    private var started = false
+    private var ending = false
+    private var poolThreads: [pthread_t] = []
+
+    init(threads: Int, name: String) {
+        self.threads = threads
+        self.name = name
+    }
+
+    func join(_ lane: EncodePool.Lane) -> EncodePool.Lane {
         condition.lock()
         defer { condition.unlock() }
-        nextLaneID += 1
-        let lane = Lane(id: nextLaneID, take: take)
         lanes.append(lane)
         if !started { start() }
         return lane
     }
 
-    func leave(_ lane: Lane) {
+    func leave(_ lane: EncodePool.Lane) {
         condition.lock()
         defer { condition.unlock() }
         lanes.removeAll { $0 === lane }
-        epoch += 1
     }
 
-    /// A lane may have a frame for a thread (one was queued, or one finished and freed a slot).
     func signal() {
         condition.lock()
         condition.signal()
         condition.unlock()
     }
 
-    /// True on one of the pool's threads (a lane closing from its own work cannot wait for itself).
+    func perform(_ errand: @escaping @Sendable () -> Void) {
+        condition.lock()
+        errands.append(errand)
+        if !started { start() }
+        condition.signal()
+        condition.unlock()
+    }
+
     var isPoolThread: Bool {
         condition.lock()
         defer { condition.unlock() }
         let me = pthread_self()
         return poolThreads.contains { pthread_equal($0, me) != 0 }
+    }
+
+    /// The pool's owner let go (and with it every lane): the threads end once idle.
+    func shutDown() {
+        condition.lock()
+        ending = true
+        condition.broadcast()
+        condition.unlock()
     }
 
     private func start() {
@@ -92,46 +129,36 @@ public final class EncodePool: @unchecked Sendable {  // every field under `cond
         }
     }
 
-    /// One thread's life: the next frame from the lanes in turn, worked outside the lock.
+    /// One thread's life: an errand, else the next frame from the lanes in turn, worked
+    /// outside the lock; it ends once the pool is let go and nothing is left.
     private func run() {
-        let me = PoolThread()
-        var seenEpoch = 0
         condition.lock()
         poolThreads.append(pthread_self())
         while true {
-            if seenEpoch != epoch {  // a lane left: its per-thread work (encoder handles) goes
-                seenEpoch = epoch
-                let live = Set(lanes.map(\.id))
-                me.kept = me.kept.filter { live.contains($0.key) }
-            }
-            var work: ((PoolThread) -> Void)?
-            for i in 0..<lanes.count {
-                let lane = lanes[(cursor + i) % lanes.count]
-                if let w = lane.take() {
-                    work = w
-                    cursor = (cursor + i + 1) % lanes.count
-                    break
+            var work: (() -> Void)?
+            if !errands.isEmpty {
+                work = errands.removeFirst()
+            } else {
+                for i in 0..<lanes.count {
+                    let lane = lanes[(cursor + i) % lanes.count]
+                    if let w = lane.take() {
+                        work = w
+                        cursor = (cursor + i + 1) % lanes.count
+                        break
+                    }
                 }
             }
             guard let work else {
+                if ending { break }
                 condition.wait()
                 continue
             }
             condition.unlock()
-            work(me)
+            work()
             condition.lock()
         }
-    }
-}
-
-/// What one pool thread keeps per lane: the lane's work as made on this thread.
-final class PoolThread {
-    var kept: [UInt64: AnyObject] = [:]
-
-    func kept<T: AnyObject>(_ lane: UInt64, make: () -> T) -> T {
-        if let k = kept[lane] as? T { return k }
-        let k = make()
-        kept[lane] = k
-        return k
+        let me = pthread_self()
+        poolThreads.removeAll { pthread_equal($0, me) != 0 }
+        condition.unlock()
     }
 }

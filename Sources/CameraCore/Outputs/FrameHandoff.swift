@@ -1,23 +1,26 @@
-// The one way a frame leaves the capture thread. The capture thread copies the frame into a
-// spare buffer the hand-off owns and returns at once; the hand-off's own threads (one, or a
-// pool: µStreamer's `--workers`) take the frames and run the output's work on them. It never
-// blocks the capture thread: the only lock it takes there guards a few fields, and the copy
-// happens outside it. Two policies, the two the outputs need:
+// The one way a frame leaves the capture thread. The capture thread hands the frame over —
+// kept on the camera's lent buffer, or copied into a spare buffer the hand-off owns — and
+// returns at once; the work on it runs on the shared EncodePool, where the hand-off is a lane
+// with `workers` slots (frames in hand at once). It never blocks the capture thread: the only
+// lock it takes there guards a few fields, and a copy happens outside it. Two policies, the
+// two the outputs need:
 //
-// - newest wins (preview encode, photos, metadata): a frame that waits for a busy worker is
-//   replaced by a newer one, counted as dropped (its job may be merged into the newer one's:
-//   the photos it would have answered are answered by the newer frame);
-// - a bounded queue (movie): up to `limit` frames wait in order; one that finds the queue
-//   full is not copied, and is counted as dropped.
+// - newest wins (preview encode, photos, live, metadata): a frame that waits for a busy slot
+//   is replaced by a newer one, counted as dropped (its job may be merged into the newer
+//   one's: the photos it would have answered are answered by the newer frame);
+// - a bounded queue (movie, ring): up to `limit` frames wait in order; one that finds the
+//   queue full is not taken, and is counted as dropped.
 //
-// A worker that is idle counts as a free slot: a frame never waits or is dropped while a
-// worker could take it. Closing lets the frames already taken be worked on, then ends the
-// threads; nothing taken is lost, no thread outlives its hand-off.
+// A free slot counts as room: a frame never waits or is dropped while a slot could take it.
+// Each slot has its own work (made by the `worker` factory the first time a frame needs it,
+// kept with the lane, used by whichever pool thread serves that frame): a one-slot lane has
+// exactly one — a live encoder, a movie's writer — and frames reach it one at a time, in
+// order. Closing lets the frames already taken be worked on; nothing taken is lost, and the
+// lane leaves the pool once it has no frame left.
 //
-// On an EncodePool (the preview) the hand-off starts no threads: it is a lane of the shared
-// pool, with `workers` slots. And a hand-off that `lends` keeps a frame the camera lends
-// (RawFrame.lease: a V4L2 mmap buffer) instead of copying it: the buffer goes back to the
-// driver once the work on it is done, or once a newer frame replaced it.
+// A hand-off that `lends` keeps a frame the camera lends (RawFrame.lease: a V4L2 mmap
+// buffer) instead of copying it: the buffer goes back to the driver once the work on it is
+// done, or once a newer frame replaced it.
 
 import Foundation
 import SystemSupport
@@ -28,47 +31,35 @@ public final class FrameHandoff<Job: Sendable>: Sendable {
         case queue(limit: Int)
     }
 
-    /// The work done on one taken frame, on a hand-off thread. Made once per thread by the
-    /// `worker` factory, on that thread: it may keep per-thread things (an encoder's handles).
+    /// The work done on one taken frame, on a pool thread. Made once per slot by the `worker`
+    /// factory: it may keep state from frame to frame (an encoder's handles, a movie's writer).
     public typealias Work = (_ frame: borrowing RawFrame, _ job: Job) -> Void
 
     private let core: HandoffCore<Job>
+    /// Frames this hand-off may have in work at once (at most the pool's threads).
     public let workers: Int
+    /// What the hand-off is for (`rear-photo`), for logs and figures.
+    public let name: String
 
-    /// Starts `workers` threads named `name` (`name-0`, `name-1`… when more than one, or when
-    /// `numbered`: a pool whose size is a setting keeps one naming scheme at every size) — or,
-    /// with `pool`, none: the hand-off is a lane of the pool with `workers` slots (at most the
-    /// pool's threads). `merge` combines the job of a frame replaced under `newestWins` into
-    /// the newer frame's. `lends`: keep a lent frame's buffer rather than copy it.
-    public init(name: String, workers: Int = 1, numbered: Bool = false, policy: Policy,
+    /// A lane of `pool` with `workers` slots. `merge` combines the job of a frame replaced
+    /// under `newestWins` into the newer frame's. `lends`: keep a lent frame's buffer rather
+    /// than copy it.
+    public init(name: String, workers: Int = 1, policy: Policy,
                 merge: (@Sendable (_ older: Job, _ newer: Job) -> Job)? = nil,
-                lends: Bool = false, pool: EncodePool? = nil,
+                lends: Bool = false, pool: EncodePool,
                 worker makeWork: @escaping @Sendable () -> Work) {
-        let n = max(1, pool.map { min(workers, $0.threads) } ?? workers)
+        let n = max(1, min(workers, pool.threads))
         self.workers = n
-        core = HandoffCore(workers: n, policy: policy, merge: merge, lends: lends)
-        if let pool {
-            core.joinPool(pool, makeWork)
-            return
-        }
-        for i in 0..<n {
-            let threadName = n == 1 && !numbered ? name : "\(name)-\(i)"
-            let core = self.core
-            let t = Thread {
-                ThreadName.set(threadName)
-                core.run(makeWork())
-            }
-            t.name = "viewfinder.\(threadName)"
-            t.start()
-        }
+        self.name = name
+        core = HandoffCore(slots: n, policy: policy, merge: merge, lends: lends, pool: pool, makeWork: makeWork)
     }
 
-    /// A hand-off let go without `close` (a camera that failed to start) still ends its
-    /// threads, once they have worked off what they took.
+    /// A hand-off let go without `close` (a camera that failed to start) still leaves the
+    /// pool, once the frames it took are worked off.
     deinit { core.finish(then: nil) }
 
-    /// Copies `frame` for the workers, with `job`. False when it was not taken: the hand-off
-    /// is closed, or (queue policy) full; a full queue counts it as dropped.
+    /// Hands `frame` over for work, with `job`. False when it was not taken: the hand-off is
+    /// closed, or (queue policy) full; a full queue counts it as dropped.
     @discardableResult
     public func submit(_ frame: borrowing RawFrame, _ job: Job) -> Bool { core.submit(frame, job) }
 
@@ -79,23 +70,54 @@ public final class FrameHandoff<Job: Sendable>: Sendable {
     public var copied: UInt64 { core.locked { $0.copied } }
     public var lent: UInt64 { core.locked { $0.lent } }
 
+    /// What the hand-off has done: frames taken (copied or lent), frames worked on, the time
+    /// spent working, and the milliseconds of the last frames' work (a moving average).
+    public var figures: HandoffFigures {
+        core.locked { f in
+            HandoffFigures(taken: f.copied + f.lent, dropped: f.dropped, worked: f.worked, workSeconds: f.workSeconds,
+                           msPerFrame: f.msPerFrame)
+        }
+    }
+
     /// Frames taken and not yet worked off (waiting or in hand).
     public var backlog: Int { core.locked { $0.queue.count + $0.busy } }
 
-    /// No frame waiting or in hand: the next one would be taken by an idle worker at once.
+    /// No frame waiting or in hand: the next one would be taken by a free slot at once.
     public var isIdle: Bool { core.locked { $0.queue.isEmpty && $0.busy == 0 } }
 
-    /// Takes no more frames, works off those taken, and returns once the threads have ended.
-    /// From one of the hand-off's own threads it only stops the intake (it cannot wait for
-    /// itself). Idempotent.
+    /// Takes no more frames, works off those taken, and returns once they are done. From a
+    /// pool thread it only stops the intake (the frame it would wait for may be its own).
+    /// Idempotent.
     public func close() { core.close() }
 
-    /// Takes no more frames; `then` runs once the frames taken are worked off and the threads
-    /// have ended, on the last of them (or at once, here, if they already have).
+    /// Takes no more frames; `then` runs on a pool thread once the frames taken are worked off.
     public func finish(then: (@Sendable () -> Void)?) { core.finish(then: then) }
 }
 
-/// The hand-off's state and its threads' loop. Every field is guarded by `condition`.
+/// A hand-off's figures (`FrameHandoff.figures`).
+public struct HandoffFigures: Sendable, Equatable {
+    public var taken: UInt64
+    public var dropped: UInt64
+    public var worked: UInt64
+    public var workSeconds: Double
+    public var msPerFrame: Double
+
+    public init(taken: UInt64 = 0, dropped: UInt64 = 0, worked: UInt64 = 0, workSeconds: Double = 0, msPerFrame: Double = 0) {
+        self.taken = taken
+        self.dropped = dropped
+        self.worked = worked
+        self.workSeconds = workSeconds
+        self.msPerFrame = msPerFrame
+    }
+
+    /// Two hand-offs' figures as one output's (a movie's before and after a restart).
+    public static func + (a: HandoffFigures, b: HandoffFigures) -> HandoffFigures {
+        HandoffFigures(taken: a.taken + b.taken, dropped: a.dropped + b.dropped, worked: a.worked + b.worked,
+                       workSeconds: a.workSeconds + b.workSeconds, msPerFrame: b.worked > 0 ? b.msPerFrame : a.msPerFrame)
+    }
+}
+
+/// The hand-off's state and its lane. Every field is guarded by `condition`.
 private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
     struct Entry {
         /// The copy (nil when the frame is lent), and the lease that keeps a lent buffer.
@@ -112,34 +134,43 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         var queue: [Entry] = []
         /// Buffers no frame occupies; grows to what the policy can hold at once.
         var spare: [FrameBuffer] = []
+        /// The slots' works not in use (made on demand, at most one per slot).
+        var works: [WorkBox] = []
         var open = true
-        /// Frames in a worker's hand.
+        /// Frames in a slot's hand.
         var busy = 0
-        /// Threads not ended (a lane: its slots, until it has finished); those not holding a
-        /// frame (`alive - busy`) are free slots, also before they first reach their wait.
-        var alive: Int
+        /// Left the pool (closed and worked off): nothing more to do.
+        var left = false
         var dropped: UInt64 = 0
         var copied: UInt64 = 0
         var lent: UInt64 = 0
-        var threads: [pthread_t] = []
+        var worked: UInt64 = 0
+        var workSeconds = 0.0
+        var msPerFrame = 0.0
         var then: (@Sendable () -> Void)?
     }
 
-    /// NSCondition rather than `Locked`: the workers sleep on it while the queue is empty.
+    /// NSCondition rather than `Locked`: `close` waits on it for the frames in hand.
     private let condition = NSCondition()
-    private var fields: Fields
+    private var fields = Fields()
+    private let slots: Int
     private let policy: FrameHandoff<Job>.Policy
     private let merge: (@Sendable (Job, Job) -> Job)?
     private let lends: Bool
-    /// Set when the hand-off is a lane of a pool (before any frame can be submitted).
-    private var pool: EncodePool?
+    private let pool: EncodePool
+    private let makeWork: @Sendable () -> FrameHandoff<Job>.Work
+    /// Set once, right after init, before any frame can be submitted.
     private var lane: EncodePool.Lane?
 
-    init(workers: Int, policy: FrameHandoff<Job>.Policy, merge: (@Sendable (Job, Job) -> Job)?, lends: Bool) {
-        fields = Fields(alive: workers)
+    init(slots: Int, policy: FrameHandoff<Job>.Policy, merge: (@Sendable (Job, Job) -> Job)?, lends: Bool,
+         pool: EncodePool, makeWork: @escaping @Sendable () -> FrameHandoff<Job>.Work) {
+        self.slots = slots
         self.policy = policy
         self.merge = merge
         self.lends = lends
+        self.pool = pool
+        self.makeWork = makeWork
+        lane = pool.join { [weak self] in self?.takeForPool() }
     }
 
     func locked<R>(_ body: (inout Fields) -> R) -> R {
@@ -148,7 +179,7 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         return body(&fields)
     }
 
-    /// Frames that may wait beside the idle workers.
+    /// Frames that may wait beside the free slots.
     private var waitingRoom: Int {
         switch policy {
         case .newestWins: 1
@@ -161,7 +192,7 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         let lease = lends ? frame.lease : nil
         let buffer = locked { f -> FrameBuffer?? in
             guard f.open else { return nil }
-            if case .queue = policy, f.queue.count >= room + f.alive - f.busy {
+            if case .queue = policy, f.queue.count >= room + slots - f.busy {
                 f.dropped += 1
                 return nil
             }
@@ -181,7 +212,7 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         if copy == nil { fields.lent += 1 } else { fields.copied += 1 }
         // Newest wins: the oldest waiting frames give way (their jobs merged into this one's).
         var replaced: [Entry] = []  // a lent buffer goes back to the camera once its entry is gone
-        while fields.queue.count >= room + fields.alive - fields.busy, !fields.queue.isEmpty {
+        while fields.queue.count >= room + slots - fields.busy, !fields.queue.isEmpty {
             let older = fields.queue.removeFirst()
             if let b = older.buffer { fields.spare.append(b) }
             fields.dropped += 1
@@ -189,137 +220,107 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
             replaced.append(older)
         }
         fields.queue.append(entry)
-        condition.signal()
         condition.unlock()
         replaced.removeAll()
-        pool?.signal()
+        pool.signal()
         return true
     }
 
-    /// The oldest waiting frame, now in a worker's hand; nil when none waits or every slot is
-    /// busy. Called with the lock held.
-    private func takeLocked() -> Entry? {
-        guard !fields.queue.isEmpty, fields.busy < fields.alive else { return nil }
-        fields.busy += 1
-        return fields.queue.removeFirst()
+    fileprivate final class WorkBox {
+        let work: FrameHandoff<Job>.Work
+        init(_ w: @escaping FrameHandoff<Job>.Work) { work = w }
     }
-
-    /// A worker is done with `e`. Called with the lock held; true when a closed lane has
-    /// just worked off its last frame.
-    private func doneLocked(_ e: Entry) -> Bool {
-        fields.busy -= 1
-        if let b = e.buffer { fields.spare.append(b) }
-        return lane != nil && !fields.open && fields.queue.isEmpty && fields.busy == 0
-    }
-
-    private static func work(_ e: Entry, _ work: FrameHandoff<Job>.Work) {
-        let frame = RawFrame(format: e.format, bytes: e.bytes, stride: e.stride, sequence: e.sequence,
-                             timestamp: e.timestamp)
-        work(frame, e.job)
-    }
-
-    /// One thread's life: take the oldest waiting frame, work on it outside the lock, give
-    /// the buffer back; end once closed and nothing is left.
-    func run(_ work: FrameHandoff<Job>.Work) {
-        condition.lock()
-        fields.threads.append(pthread_self())
-        while true {
-            while fields.queue.isEmpty && fields.open { condition.wait() }
-            guard var e = takeLocked() else { break }  // closed, and nothing left to do
-            condition.unlock()
-            Self.work(e, work)
-            e.lease = nil  // the camera's buffer goes back before the frame counts as done
-            condition.lock()
-            _ = doneLocked(e)
-        }
-        fields.alive -= 1
-        let then = fields.alive == 0 ? fields.then : nil
-        if fields.alive == 0 { fields.then = nil }
-        condition.broadcast()  // `close` waits for the last thread
-        condition.unlock()
-        then?()
-    }
-
-    // MARK: On a pool
-
-    private final class WorkBox { let work: FrameHandoff<Job>.Work; init(_ w: @escaping FrameHandoff<Job>.Work) { work = w } }
-    /// A taken frame, held by its work closure until done (then emptied, so nothing of it,
-    /// the camera's buffer above all, outlives the moment it counts as done).
-    private final class Taken: @unchecked Sendable { var entry: Entry?; init(_ e: Entry) { entry = e } }
-
-    func joinPool(_ pool: EncodePool, _ makeWork: @escaping @Sendable () -> FrameHandoff<Job>.Work) {
-        self.pool = pool
-        lane = pool.join { [weak self] in self?.takeForPool(makeWork) }
+    /// A taken frame and the slot's work, held by the work closure until done (then emptied,
+    /// so nothing of the frame, the camera's buffer above all, outlives the moment it counts
+    /// as done).
+    private final class Taken: @unchecked Sendable {  // handed from the taking thread to the one working, under the pool's lock
+        var entry: Entry?
+        let box: WorkBox?
+        init(_ e: Entry, _ box: WorkBox?) { entry = e; self.box = box }
     }
 
     /// A pool thread asks for this lane's next frame: the work to run on it, if there is one.
-    private func takeForPool(_ makeWork: @escaping @Sendable () -> FrameHandoff<Job>.Work) -> ((PoolThread) -> Void)? {
+    /// Called with the pool's lock held (the order is pool, then lane, everywhere).
+    private func takeForPool() -> (() -> Void)? {
         condition.lock()
-        let taken = takeLocked()
-        condition.unlock()
-        guard let e = taken, let id = lane?.id else { return nil }
-        let held = Taken(e)
-        return { [self] thread in
-            let box = thread.kept(id) { WorkBox(makeWork()) }
-            Self.work(held.entry!, box.work)
-            held.entry!.lease = nil  // the camera's buffer goes back before the frame counts as done
-            condition.lock()
-            let finished = doneLocked(held.entry!)
-            held.entry = nil
-            let then = finished ? fields.then : nil
-            if finished { fields.then = nil }
-            condition.broadcast()
+        guard !fields.queue.isEmpty, fields.busy < slots else {
             condition.unlock()
-            if finished { leavePool() }
-            then?()
-            pool?.signal()  // a slot is free: another frame of this lane may go
+            return nil
         }
+        fields.busy += 1
+        let taken = Taken(fields.queue.removeFirst(), fields.works.popLast())
+        condition.unlock()
+        return { [self] in run(taken) }
     }
 
-    private func leavePool() {
-        if let pool, let lane { pool.leave(lane) }
+    /// Works on a taken frame, on a pool thread, and gives its slot back.
+    private func run(_ taken: Taken) {
+        let box = taken.box ?? WorkBox(makeWork())  // a slot's first frame makes its work
+        let start = Clock.monotonic()
+        Self.work(taken, box.work)
+        let seconds = Clock.monotonic() - start
+        let buffer = taken.entry!.buffer
+        taken.entry = nil  // the camera's buffer (the entry's lease) goes back before the frame counts as done
+        condition.lock()
+        fields.busy -= 1
+        if let buffer { fields.spare.append(buffer) }
+        fields.works.append(box)
+        fields.worked += 1
+        fields.workSeconds += seconds
+        fields.msPerFrame = fields.worked == 1 ? seconds * 1000 : fields.msPerFrame * 0.9 + seconds * 100
+        let (finished, then, works) = leaveIfDoneLocked()
+        condition.broadcast()  // `close` waits for the frames in hand
+        condition.unlock()
+        _ = works  // the slots' works (an encoder's handles) are let go outside the lock
+        if finished { leave(); then?() }
+        pool.signal()  // a slot is free: another frame of this lane may go
     }
 
-    /// A lane with nothing waiting or in hand.
-    private var laneIdleLocked: Bool { fields.queue.isEmpty && fields.busy == 0 }
+    /// Runs `work` on the taken frame; no copy of its entry (and of the lease in it) outlives the call.
+    private static func work(_ taken: Taken, _ work: FrameHandoff<Job>.Work) {
+        let e = taken.entry!
+        work(RawFrame(format: e.format, bytes: e.bytes, stride: e.stride, sequence: e.sequence, timestamp: e.timestamp), e.job)
+    }
+
+    /// Closed with nothing waiting or in hand: the lane is done (once), and its completion
+    /// and works are taken. Called with the lock held; the caller leaves the pool after
+    /// unlocking (`leave`: the pool's lock comes before a lane's, never after).
+    private func leaveIfDoneLocked() -> (finished: Bool, then: (@Sendable () -> Void)?, works: [WorkBox]) {
+        guard !fields.open, !fields.left, fields.queue.isEmpty, fields.busy == 0 else { return (false, nil, []) }
+        fields.left = true
+        defer { fields.then = nil; fields.works = [] }
+        return (true, fields.then, fields.works)
+    }
+
+    private func leave() {
+        if let lane { pool.leave(lane) }
+    }
 
     func close() {
         // Asked before this lane's lock is taken: a pool thread holds the pool's lock while it
-        // takes a lane's (the order is pool, then lane, everywhere).
-        let onPoolThread = pool?.isPoolThread ?? false
+        // takes a lane's.
+        let onPoolThread = pool.isPoolThread
         condition.lock()
         fields.open = false
-        condition.broadcast()
-        if lane != nil {
-            let idle = laneIdleLocked
-            if !idle && !onPoolThread {
-                while !laneIdleLocked { condition.wait() }
-            }
-            let finished = laneIdleLocked
-            let then = finished ? fields.then : nil
-            if finished { fields.then = nil }
-            condition.unlock()
-            if finished { leavePool(); then?() }
-            return
+        if !onPoolThread {
+            while fields.busy > 0 || !fields.queue.isEmpty { condition.wait() }
         }
-        defer { condition.unlock() }
-        let me = pthread_self()
-        guard !fields.threads.contains(where: { pthread_equal($0, me) != 0 }) else { return }
-        while fields.alive > 0 { condition.wait() }
+        let (finished, then, works) = leaveIfDoneLocked()
+        condition.unlock()
+        _ = works
+        if finished { leave() }
+        if finished, let then { pool.perform(then) }
     }
 
     func finish(then: (@Sendable () -> Void)?) {
-        let now = locked { f -> Bool in
-            f.open = false
-            if lane != nil ? f.queue.isEmpty && f.busy == 0 : f.alive == 0 { return true }
-            if let then { let before = f.then; f.then = { before?(); then() } }
-            return false
-        }
-        condition.broadcast()
-        if now {
-            if lane != nil { leavePool() }
-            then?()
-        }
+        condition.lock()
+        fields.open = false
+        if let then { let before = fields.then; fields.then = { before?(); then() } }
+        let (finished, now, works) = leaveIfDoneLocked()
+        condition.unlock()
+        _ = works
+        if finished { leave() }
+        if finished, let now { pool.perform(now) }  // never on the caller's thread: it may be the session's
     }
 }
 

@@ -39,12 +39,14 @@ public final class V4L2Camera: CaptureDevice, Sendable {
 
     public init(id: String, path: String, name: String? = nil, position: CameraDescriptor.Position = .external,
                 formats: [FormatOption]? = nil, torchLED: LEDTorch? = nil, captureTimeout: Double = 3,
+                lending: Int = ProcessInfo.processInfo.activeProcessorCount + 1,
                 locate: (@Sendable () -> String?)? = nil,
                 open: @escaping V4L2Opener = { path throws(CameraError) in try V4L2Device(path: path) }) {
         self.torchLED = torchLED
         self.open = open
         self.locate = locate
         self.captureTimeout = captureTimeout
+        self.lending = max(1, lending)
         let node = formats == nil ? (try? V4L2Discovery.describe(path)) ?? nil : nil
         descriptor = CameraDescriptor(id: id, name: name ?? node?.name ?? path, position: position, kind: .v4l2, device: path)
         let probe = try? open(path)
@@ -54,6 +56,11 @@ public final class V4L2Camera: CaptureDevice, Sendable {
     }
 
     public var formats: [FormatOption] { state.withLock { $0.formats } }
+
+    /// Frames the camera lends out at once (its mmap buffers read in place, not copied): by
+    /// default one per core and one waiting — what an encode on every core can hold. The
+    /// camera's own setting: it asks REQBUFS for these and 3 more for the driver to fill.
+    public let lending: Int
 
     /// The node the camera was last opened at.
     public var path: String { state.withLock { $0.path } }
@@ -157,9 +164,8 @@ public final class V4L2Camera: CaptureDevice, Sendable {
                   applied.pixelFormat == format.pixelFormat else {
                 throw .unsupportedFormat("\(path) gave \(applied.width)x\(applied.height) \(applied.pixelFormat.rawValue) for \(format.width)x\(format.height) \(format.pixelFormat.rawValue)")
             }
-            // The preview may hold one frame per shared encode thread and one waiting (lent,
-            // not copied): those buffers come on top of what the driver needs to keep filling.
-            try device.startStreaming(bufferCount: V4L2Device.bufferCount(lending: EncodePool.shared.threads + 1))
+            // The frames this camera lends at once come on top of what the driver needs to keep filling.
+            try device.startStreaming(bufferCount: V4L2Device.bufferCount(lending: lending))
         } catch {
             device.close()
             throw error

@@ -42,10 +42,17 @@ public final class LiveHub: Sendable {
         case wait
         /// The stream restarted (a new format or camera): this client's stream ends.
         case end
+        /// The feed it followed moved to another camera: leave this hub and join that one's.
+        case moved
     }
 
     private struct Client {
         var wake: @Sendable () -> Void
+        /// The SessionFeed it follows (nil: this hub for good); a move marks it `moved`.
+        var feed: ObjectIdentifier?
+        /// What it is, for the state's counts (`rtsp`, `webrtc`, `mp4`, `movie`, `motion`).
+        var kind: String
+        var moved = false
         var queue: [LiveFragment] = []
         /// Joined the stream at a keyframe (fragments before it are not queued).
         var synced = false
@@ -72,17 +79,39 @@ public final class LiveHub: Sendable {
     /// Someone is watching: the live encoder runs only then.
     public var hasClients: Bool { state.withLock { !$0.clients.isEmpty } }
 
+    /// The clients by kind (a moved one counts where it goes, not here).
+    public var clientCounts: [String: Int] {
+        state.withLock { s in
+            s.clients.values.reduce(into: [:]) { counts, c in if !c.moved { counts[c.kind, default: 0] += 1 } }
+        }
+    }
+
     /// A client joins; it is woken (`wake`) whenever it may have more. An IDR is asked for, so
     /// it starts at once.
-    public func subscribe(_ id: ObjectIdentifier, wake: @escaping @Sendable () -> Void) {
+    public func subscribe(_ id: ObjectIdentifier, kind: String, feed: ObjectIdentifier? = nil,
+                          wake: @escaping @Sendable () -> Void) {
         state.withLock { s in
-            s.clients[id] = Client(wake: wake)
+            s.clients[id] = Client(wake: wake, feed: feed, kind: kind)
             s.keyframeWanted = true
         }
     }
 
     public func unsubscribe(_ id: ObjectIdentifier) {
         state.withLock { _ = $0.clients.removeValue(forKey: id) }
+    }
+
+    /// The clients following `feed` leave: each is told `.moved` at its next `next`, and woken for it.
+    func detach(feed: ObjectIdentifier) {
+        let wake = state.withLock { s -> [@Sendable () -> Void] in
+            var wake: [@Sendable () -> Void] = []
+            for id in s.clients.keys where s.clients[id]!.feed == feed {
+                s.clients[id]!.moved = true
+                s.clients[id]!.queue.removeAll()
+                wake.append(s.clients[id]!.wake)
+            }
+            return wake
+        }
+        for w in wake { w() }
     }
 
     /// A client's decoder lost its place (a PLI from a browser): the next frame is an IDR.
@@ -113,7 +142,7 @@ public final class LiveHub: Sendable {
             var i = s.clients.values.startIndex
             while i != s.clients.values.endIndex {
                 defer { s.clients.values.formIndex(after: &i) }
-                guard s.clients.values[i].generation == s.generation else { continue }
+                guard !s.clients.values[i].moved, s.clients.values[i].generation == s.generation else { continue }
                 if !s.clients.values[i].synced {
                     guard fragment.unit.keyframe else { continue }
                     s.clients.values[i].synced = true
@@ -137,6 +166,7 @@ public final class LiveHub: Sendable {
     public func next(_ id: ObjectIdentifier) -> Next {
         state.withLock { s in
             guard let c = s.clients.index(forKey: id) else { return .end }
+            if s.clients.values[c].moved { return .moved }
             guard let sent = s.clients.values[c].generation else {
                 guard let initSegment = s.initSegment else { return .wait }
                 s.clients.values[c].generation = s.generation

@@ -1,8 +1,8 @@
 // The live H.264 output (issue 27): while a live client watches, each frame goes through a
 // FrameHandoff (newest wins: a busy encoder skips frames rather than falling behind) to the
 // camera's one encoder, whose access units become fMP4 fragments published to the LiveHub.
-// The encoder and the muxer are made on the output's thread at its first frame (the format is
-// the launch's); one per running pipeline, like the preview's workers.
+// The encoder and the muxer are the lane's one slot's work, made at its first frame (the
+// format is the launch's) and used by whichever pool thread serves the next frame.
 
 import CameraCore
 import Logging
@@ -20,7 +20,7 @@ final class LiveOutput: CaptureOutput {
     private let hub: LiveHub
     private let handoff: FrameHandoff<Job>
 
-    init(hub: LiveHub, settings: LiveEncoderSettings, name: String, logger: Logger) {
+    init(hub: LiveHub, settings: LiveEncoderSettings, name: String, pool: EncodePool, logger: Logger) {
         self.hub = hub
         // A replaced frame's keyframe request passes to the newer frame.
         let merge: @Sendable (Job, Job) -> Job = { older, newer in
@@ -28,7 +28,7 @@ final class LiveOutput: CaptureOutput {
             job.keyframe = older.keyframe || newer.keyframe
             return job
         }
-        handoff = FrameHandoff(name: "\(name)-live", policy: .newestWins, merge: merge) { [hub] in
+        handoff = FrameHandoff(name: "\(name)-live", policy: .newestWins, merge: merge, pool: pool) { [hub] in
             var encoder: LiveEncoder?
             var fragmenter: LiveFragmenter?
             var failures = 0
@@ -38,7 +38,10 @@ final class LiveOutput: CaptureOutput {
                     // fMP4 clients reconnect; RTP clients go on at the new size, SPS in band).
                     let transposed = job.rotation == 90 || job.rotation == 270
                     if encoder == nil || encoder?.transposed != transposed {
-                        let e = try LiveEncoder(format: frame.format, settings: settings, transposed: transposed)
+                        // x264's threads, started by the open, are named for the camera, not the pool.
+                        let e = try ThreadName.lending("\(name)-x264") { () throws(MovieError) in
+                            try LiveEncoder(format: frame.format, settings: settings, transposed: transposed)
+                        }
                         let f = try LiveFragmenter(width: e.width, height: e.height, fps: frame.format.fps, extradata: e.extradata)
                         (encoder, fragmenter) = (e, f)
                         hub.start(initSegment: f.initSegment,
@@ -56,6 +59,8 @@ final class LiveOutput: CaptureOutput {
             }
         }
     }
+
+    var report: OutputReport { OutputReport(type: .live, active: hub.hasClients, figures: handoff.figures) }
 
     func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { hub.hasClients }
 

@@ -35,7 +35,7 @@ final class LiveRecording: Sendable {
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
     func start() {
-        hub.subscribe(id) { [weak self] in self?.drain() }
+        hub.subscribe(id, kind: "movie") { [weak self] in self?.drain() }
         drain()
     }
 
@@ -66,7 +66,7 @@ final class LiveRecording: Sendable {
                     }
                 case .wait:
                     return false
-                case .end:
+                case .end, .moved:  // (a recording follows its own camera's hub: never moved)
                     return true
                 }
             }

@@ -1,8 +1,8 @@
 // The metadata output (AVCaptureMetadataOutput): codes found by zbar in the live picture.
-// It wants a frame only when a scan is due (at most `rate` a second) and its thread is free;
+// It wants a frame only when a scan is due (at most `rate` a second) and its lane is free;
 // the thread takes the frame's luma, scans it, maps what it finds into the picture viewers
 // see (zoom, rotation, mirror), and announces the codes in view whenever their set changes.
-// Its settings outlive the camera's starts and stops; its thread runs while types are set.
+// Its settings outlive the camera's starts and stops; its lane of the pool is open while types are set.
 
 import CameraCore
 import Foundation
@@ -34,16 +34,20 @@ public final class MetadataOutput: CaptureOutput {
         var scans: UInt64 = 0
         /// Bumped by every configure: a scan begun under an older one is not announced.
         var generation = 0
-        /// The scanner's thread, while types are set.
+        /// The scanner's lane, while types are set.
         var handoff: FrameHandoff<Job>?
+        /// The figures of the lanes that ended (types cleared), for the report.
+        var past = HandoffFigures()
     }
 
     private let shared: Locked<Shared>
     private let interval: Double
+    private let pool: EncodePool
     private let announce: @Sendable (MetadataEvent) -> Void
 
-    /// `rate`: scans a second at most. `announce` is called from the scanner's thread.
-    init(camera: String, rate: Double, announce: @escaping @Sendable (MetadataEvent) -> Void) {
+    /// `rate`: scans a second at most. `announce` is called from the scan, on a pool thread.
+    init(camera: String, rate: Double, pool: EncodePool, announce: @escaping @Sendable (MetadataEvent) -> Void) {
+        self.pool = pool
         shared = Locked(Shared(camera: camera))
         interval = 1 / max(0.1, rate)
         self.announce = announce
@@ -56,6 +60,12 @@ public final class MetadataOutput: CaptureOutput {
     }
 
     var scans: UInt64 { shared.withLock { $0.scans } }
+
+    public var report: OutputReport {
+        shared.withLock { s in
+            OutputReport(type: .metadata, active: !s.types.isEmpty, figures: s.handoff.map { s.past + $0.figures } ?? s.past)
+        }
+    }
 
     func setCamera(_ id: String) { shared.withLock { $0.camera = id } }
 
@@ -70,11 +80,12 @@ public final class MetadataOutput: CaptureOutput {
             s.generation += 1
             s.nextDue = 0
             if types.isEmpty {
+                if let h = s.handoff { s.past = s.past + h.figures }
                 defer { s.handoff = nil }
                 return s.handoff
             }
             if s.handoff == nil {
-                s.handoff = FrameHandoff(name: "metadata", policy: .newestWins) { [weak self] in
+                s.handoff = FrameHandoff(name: "\(s.camera)-metadata", policy: .newestWins, pool: pool) { [weak self] in
                     let scanner = CodeScanner()
                     let luma = try? LumaDecoder()
                     return { frame, job in self?.scanned(frame, job, scanner: scanner, luma: luma) }
@@ -105,7 +116,7 @@ public final class MetadataOutput: CaptureOutput {
         if let (handoff, job) = taken { handoff.submit(frame, job) }
     }
 
-    // MARK: - The scanner's thread
+    // MARK: - The scan (on a pool thread)
 
     private func scanned(_ frame: borrowing RawFrame, _ job: Job, scanner: CodeScanner, luma: LumaDecoder?) {
         let objects = scan(frame, job, scanner: scanner, luma: luma)

@@ -2,7 +2,7 @@
 // already has. Its `take` runs the detector on the capture thread itself — the frame reduced
 // to a grid of cell means and compared, about a hundred microseconds at 720p (/metrics counts
 // its CPU) — so nothing is copied and no thread waits. Events go to the session; the frame of
-// an event's highest score is encoded (on the output's own snapshot thread) for the movie.
+// an event's highest score is encoded (on the output's snapshot lane of the shared pool) for the movie.
 // One per running pipeline, like the photo output; its settings are the session's.
 
 import CameraCore
@@ -35,10 +35,13 @@ final class MotionOutput: CaptureOutput {
         var box: NormalizedRect?
         /// The best frame since the session last took one (the event's, or merged events').
         var snapshot: Snapshot?
-        /// The score the snapshot thread was last given, and when.
+        /// The score the snapshot lane was last given, and when.
         var snapshotAsked = (score: 0.0, at: 0.0)
         /// When the last `started` or `moving` event was sent.
         var lastTold = 0.0
+        /// Frames judged this run, and the detector's milliseconds a frame (a moving average).
+        var judged: UInt64 = 0
+        var msPerFrame = 0.0
     }
 
     /// What the capture thread alone touches: the detector and the mask it uses.
@@ -64,12 +67,12 @@ final class MotionOutput: CaptureOutput {
 
     /// `onEvent` is called on the capture thread (or the caller of `configure`/`detached`).
     /// `figures`: the session's, kept across the camera's runs.
-    init(camera: String, settings: MotionSettings, figures: Locked<MotionFigures>, onEvent: @escaping @Sendable (MotionEvent) -> Void) {
+    init(camera: String, settings: MotionSettings, figures: Locked<MotionFigures>, pool: EncodePool, onEvent: @escaping @Sendable (MotionEvent) -> Void) {
         let shared = Locked(Shared(settings: settings, camera: camera))
         self.figures = figures
         self.shared = shared
         self.onEvent = onEvent
-        snapshots = FrameHandoff(name: "motion-snapshot", policy: .newestWins) {
+        snapshots = FrameHandoff(name: "\(camera)-motion-snapshot", policy: .newestWins, pool: pool) {
             let encoder = FrameEncoder()
             return { frame, job in
                 guard let image = try? encoder.encode(frame, quality: 85, transform: job.transform) else { return }
@@ -92,6 +95,14 @@ final class MotionOutput: CaptureOutput {
             m.score = s.score
             m.box = s.box
             return m
+        }
+    }
+
+    /// Its work is on the capture thread (no hand-off): frames judged, the detector's time.
+    var report: OutputReport {
+        shared.withLock { s in
+            OutputReport(type: .motion, active: s.settings.enabled, framesIn: s.judged,
+                         msPerFrame: (s.msPerFrame * 100).rounded() / 100)
         }
     }
 
@@ -134,6 +145,8 @@ final class MotionOutput: CaptureOutput {
         let spent = Self.threadCPU() - cpu
         let (event, snapshotDue) = shared.withLock { s -> (MotionEvent?, Bool) in
             guard s.settings.enabled, s.generation == generation else { return (nil, false) }
+            s.judged += 1
+            s.msPerFrame = s.judged == 1 ? spent * 1000 : s.msPerFrame * 0.9 + spent * 100
             s.score = observation.score
             s.box = box
             var event: MotionEvent?

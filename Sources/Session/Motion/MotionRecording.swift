@@ -45,7 +45,7 @@ final class MotionRecording: Sendable {
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
     func start() {
-        hub.subscribe(id) { [weak self] in self?.drain() }
+        hub.subscribe(id, kind: "motion") { [weak self] in self?.drain() }
         drain()
     }
 
@@ -142,14 +142,14 @@ final class MotionRecording: Sendable {
                             submit(u, &s.movie!)
                         }
                     }
-                case .end:
+                case .end, .moved:  // (never moved: the ring follows its own camera's hub)
                     // The stream this client joined ended (a new encoder): join the new one.
                     s.ring = []
                     s.lastKeyframe = nil
                     s.generation = nil
                     if let m = s.movie { done.append((m.recorder, .formatChanged)); s.movie = nil }
                     hub.unsubscribe(id)
-                    hub.subscribe(id) { [weak self] in self?.drain() }
+                    hub.subscribe(id, kind: "motion") { [weak self] in self?.drain() }
                 case .wait:
                     return
                 }

@@ -1,7 +1,7 @@
 // The last seconds of a camera's frames, each encoded as a photo is, for a synchronized
 // capture (a fleet): the frame nearest a moment is taken from here, so a command that arrives
 // up to `span` late still gets the right frame and one that arrives early waits for it. It
-// encodes every frame, on its own thread — so only once `activate`d (a host's first fleet
+// encodes every frame, on its lane of the shared pool — so only once `activate`d (a host's first fleet
 // command): a host that never takes part in a set pays nothing.
 
 import CameraCore
@@ -32,11 +32,11 @@ public final class FrameRing: CaptureOutput {
 
     let quality: Int
 
-    init(name: String, span: Double, quality: Int) {
+    init(name: String, span: Double, quality: Int, pool: EncodePool) {
         self.span = span
         self.quality = quality
         let ring = Locked<FrameRing?>(nil)
-        handoff = FrameHandoff(name: "\(name)-ring", policy: .queue(limit: 4)) {
+        handoff = FrameHandoff(name: "\(name)-ring", policy: .queue(limit: 4), pool: pool) {
             let encoder = FrameEncoder()
             return { frame, job in
                 guard let image = try? encoder.encode(frame, quality: job.quality, transform: job.transform, subsampling: .s422) else { return }
@@ -48,6 +48,8 @@ public final class FrameRing: CaptureOutput {
     }
 
     public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { active.withLock { $0 } }
+
+    public var report: OutputReport { OutputReport(type: .ring, active: active.withLock { $0 }, figures: handoff.figures) }
 
     /// Keeps frames from now on (until the camera stops).
     public func activate() { active.withLock { $0 = true } }

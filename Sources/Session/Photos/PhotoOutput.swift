@@ -1,6 +1,6 @@
 // The photo output (AVCapturePhotoOutput): pending requests, each fulfilled by the first
 // frame exposed at or after the request, encoded at the photo's own quality on the output's
-// own thread. It wants a frame only while a request is due. When its thread is still busy
+// lane of the shared pool. It wants a frame only while a request is due. When its slot is still busy
 // with an earlier photo, the waiting frame is replaced by a newer one and the requests it
 // would have answered move to that newer frame (newest wins, merged).
 //
@@ -57,15 +57,15 @@ final class PhotoOutput: CaptureOutput {
         var transform: FrameTransform
     }
 
-    init(name: String) {
+    init(name: String, pool: EncodePool) {
         // A replaced frame's tickets are answered by the newer one.
         let merge: @Sendable (Job, Job) -> Job = { older, newer in
             var j = newer
             j.tickets = older.tickets + newer.tickets
             return j
         }
-        handoff = FrameHandoff(name: "\(name)-photo", policy: .newestWins, merge: merge) {
-            let encoder = FrameEncoder()  // this thread's libjpeg-turbo handles
+        handoff = FrameHandoff(name: "\(name)-photo", policy: .newestWins, merge: merge, pool: pool) {
+            let encoder = FrameEncoder()  // this slot's libjpeg-turbo handles
             return { frame, job in
                 for t in job.tickets {
                     let image = try? encoder.encode(frame, quality: t.quality, transform: job.transform, subsampling: .s422)
@@ -86,6 +86,11 @@ final class PhotoOutput: CaptureOutput {
         }
         if !accepted { ticket.fulfil(nil) }
         return ticket
+    }
+
+    var report: OutputReport {
+        let waiting = pending.withLock { !$0.tickets.isEmpty }
+        return OutputReport(type: .photo, active: waiting || !handoff.isIdle, figures: handoff.figures)
     }
 
     /// A request is due at this frame's exposure (no allocation: this runs for every frame).

@@ -13,7 +13,7 @@ public final class FrameHub: Sendable {
     /// live in an array, found by their slot: the per-part path is one lock and an index, no
     /// dictionary, no key.
     private struct Viewer {
-        /// The PreviewFeed it follows (nil: this hub for good); a move marks it `moved`.
+        /// The SessionFeed it follows (nil: this hub for good); a move marks it `moved`.
         var feed: ObjectIdentifier?
         /// 1 / the viewer's fps cap; 0 for none.
         var minInterval: Double
@@ -122,7 +122,7 @@ public final class FrameHub: Sendable {
     }
 
     /// A viewer arrives (viewers create demand for encoding); returns its slot. `maxFps` caps
-    /// its rate (0: none); `feed` is the PreviewFeed it follows, if any.
+    /// its rate (0: none); `feed` is the SessionFeed it follows, if any.
     public func addViewer(maxFps: Double, feed: ObjectIdentifier? = nil) -> Int {
         let v = Viewer(feed: feed, minInterval: maxFps > 0 ? 1 / maxFps : 0)
         return state.withLock { s in

@@ -26,15 +26,14 @@ final class PreviewOutput: CaptureOutput {
     private let handoff: FrameHandoff<Job>
     private let failures = Locked(UInt64(0))
 
-    init(hub: FrameHub, settings: PipelineSettings, workers: Int, name: String, logger: Logger) {
+    init(hub: FrameHub, settings: PipelineSettings, workers: Int, name: String, pool: EncodePool, logger: Logger) {
         self.hub = hub
         self.settings = settings
         let failures = self.failures
         // A lane of the process's shared encode threads (`encode-N`), lent the camera's
         // buffer where it lends one (V4L2: no copy before the encode).
-        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, numbered: true, policy: .newestWins,
-                               lends: true, pool: .shared) { [hub] in
-            let encoder = FrameEncoder()  // this thread's libjpeg-turbo handles
+        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, policy: .newestWins, lends: true, pool: pool) { [hub] in
+            let encoder = FrameEncoder()  // this slot's libjpeg-turbo handles
             return { frame, job in
                 let timestamp = EncodedFrame.format(frame.timestamp)
                 do {
@@ -57,6 +56,12 @@ final class PreviewOutput: CaptureOutput {
     /// Frames handed to the encoder by copying them, and on the camera's own (lent) buffer.
     var copied: UInt64 { handoff.copied }
     var lent: UInt64 { handoff.lent }
+
+    var report: OutputReport {
+        var f = handoff.figures
+        f.dropped += failures.withLock { $0 }
+        return OutputReport(type: .preview, active: hub.hasDemand, figures: f)
+    }
 
     func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { hub.hasDemand }
 

@@ -1,0 +1,56 @@
+// What the state says of an output (issue 36): the capture graph as go2rtc's stream list
+// shows producers and consumers, so "why is my CPU at 80 %" has an answer — which outputs
+// work, for how many clients of which kind, how many frames they took and dropped, and what
+// a frame costs them.
+
+/// The kinds of output a camera's session has (AVCaptureOutput's subclasses, in spirit).
+public enum OutputKind: String, Sendable, Codable, CaseIterable {
+    case preview, photo, live, motion, metadata, ring, movie
+}
+
+/// What a session's input is.
+public enum MediaType: String, Sendable, Codable {
+    case video, audio
+}
+
+/// One input of a session: the device and what it gives.
+public struct InputReport: Sendable, Equatable, Codable {
+    public var device: String
+    public var mediaType: MediaType
+
+    public init(device: String, mediaType: MediaType) {
+        self.device = device
+        self.mediaType = mediaType
+    }
+}
+
+/// One output of a session, as the state reports it.
+public struct OutputReport: Sendable, Equatable, Codable {
+    public var type: OutputKind
+    /// Doing work now: someone watches, a request is due, it records, it detects or scans.
+    public var active: Bool
+    /// Who it works for, by transport (`mjpeg`, `webrtc`, `rtsp`, `mp4`, `sse`, `mqtt`…).
+    public var clients: [String: Int]
+    /// Frames it took since the camera started, and of those the ones it dropped (replaced by
+    /// a newer frame while its slots were busy, or refused by a full queue).
+    public var framesIn: UInt64
+    public var framesDropped: UInt64
+    /// Milliseconds of work a frame costs it (a moving average over the last frames).
+    public var msPerFrame: Double
+
+    public init(type: OutputKind, active: Bool, clients: [String: Int] = [:], framesIn: UInt64 = 0,
+                framesDropped: UInt64 = 0, msPerFrame: Double = 0) {
+        self.type = type
+        self.active = active
+        self.clients = clients
+        self.framesIn = framesIn
+        self.framesDropped = framesDropped
+        self.msPerFrame = msPerFrame
+    }
+
+    /// An output's figures from its hand-off.
+    public init(type: OutputKind, active: Bool, figures f: HandoffFigures, clients: [String: Int] = [:]) {
+        self.init(type: type, active: active, clients: clients, framesIn: f.taken, framesDropped: f.dropped,
+                  msPerFrame: (f.msPerFrame * 100).rounded() / 100)
+    }
+}
