@@ -12,7 +12,7 @@
 // SIGTERM or SIGINT.
 //
 // Done as Viewfinder does it (Sources/HTTPServer/HTTPServer.swift, StreamConnection.swift,
-// Sources/Session/FrameHub.swift, Sources/ViewfinderApp/MJPEGStream.swift): the same daemon
+// Sources/Session/Preview/FrameHub.swift, Sources/ViewfinderApp/Clients/MJPEGStream.swift): the same daemon
 // flags (one internal polling thread with epoll, suspend/resume), a response from
 // MHD_create_response_from_callback with 32 KB blocks (chunked under HTTP/1.1), the same part
 // layout and boundary (Multipart.swift: Content-Type, Content-Length, X-Timestamp, the JPEG,

@@ -32,15 +32,24 @@ public final class EncodePool: Sendable {
 
     deinit { core.shutDown() }
 
+    /// What a lane gives a pool thread that asks.
+    enum Take {
+        /// The next frame's work, now in hand.
+        case work(() -> Void)
+        /// Nothing now (no frame waits, or every slot is busy).
+        case none
+        /// The hand-off is gone: the lane leaves the pool.
+        case gone
+    }
+
     /// A hand-off's side of the pool: it has a frame to give, or not.
     final class Lane: Sendable {
-        /// Takes the lane's next frame and marks it in hand (nil: none, or at its limit).
-        let take: @Sendable () -> (() -> Void)?
-        init(take: @escaping @Sendable () -> (() -> Void)?) { self.take = take }
+        let take: @Sendable () -> Take
+        init(take: @escaping @Sendable () -> Take) { self.take = take }
     }
 
     /// Adds a lane whose `take` hands out its next frame's work (run on a pool thread).
-    func join(take: @escaping @Sendable () -> (() -> Void)?) -> Lane { core.join(Lane(take: take)) }
+    func join(take: @escaping @Sendable () -> Take) -> Lane { core.join(Lane(take: take)) }
 
     func leave(_ lane: Lane) { core.leave(lane) }
 
@@ -139,13 +148,23 @@ private final class PoolCore: @unchecked Sendable {
             if !errands.isEmpty {
                 work = errands.removeFirst()
             } else {
-                for i in 0..<lanes.count {
-                    let lane = lanes[(cursor + i) % lanes.count]
-                    if let w = lane.take() {
+                var i = 0
+                while i < lanes.count {
+                    let index = (cursor + i) % lanes.count
+                    switch lanes[index].take() {
+                    case .work(let w):
                         work = w
-                        cursor = (cursor + i + 1) % lanes.count
-                        break
+                        cursor = (index + 1) % lanes.count
+                    case .none:
+                        i += 1
+                        continue
+                    case .gone:  // let go with frames it never handed out: nothing will ask it to leave
+                        lanes.remove(at: index)
+                        if index < cursor { cursor -= 1 }
+                        if cursor >= lanes.count { cursor = 0 }
+                        continue
                     }
+                    break
                 }
             }
             guard let work else {

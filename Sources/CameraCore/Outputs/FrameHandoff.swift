@@ -170,7 +170,7 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         self.lends = lends
         self.pool = pool
         self.makeWork = makeWork
-        lane = pool.join { [weak self] in self?.takeForPool() }
+        lane = pool.join { [weak self] in self?.takeForPool() ?? .gone }
     }
 
     func locked<R>(_ body: (inout Fields) -> R) -> R {
@@ -241,16 +241,16 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
 
     /// A pool thread asks for this lane's next frame: the work to run on it, if there is one.
     /// Called with the pool's lock held (the order is pool, then lane, everywhere).
-    private func takeForPool() -> (() -> Void)? {
+    private func takeForPool() -> EncodePool.Take {
         condition.lock()
         guard !fields.queue.isEmpty, fields.busy < slots else {
             condition.unlock()
-            return nil
+            return .none
         }
         fields.busy += 1
         let taken = Taken(fields.queue.removeFirst(), fields.works.popLast())
         condition.unlock()
-        return { [self] in run(taken) }
+        return .work { [self] in run(taken) }
     }
 
     /// Works on a taken frame, on a pool thread, and gives its slot back.
