@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import JPEG
@@ -181,7 +182,8 @@ import Session
     /// mjpg-streamer's streams do: from a session at 60 fps, parts captured 1/60 s apart
     /// reach a viewer (a cap of 30 never lets two closer than 1/30 s through); `?fps=20`
     /// still caps (over any run of parts, at most one interval of burst).
-    @Test func aSixtyFpsCameraStreamsSixty() async throws {
+    @Test(.disabled(if: TestTime.scale > 1, "60 encodes a second beside the other suites' servers: beyond an instrumented build"))
+    func aSixtyFpsCameraStreamsSixty() async throws {
         func times(_ c: TestConnection) -> [Double] {
             Multipart.parse(c.body).parts.compactMap { $0.headers["x-timestamp"].flatMap(Double.init) }
         }

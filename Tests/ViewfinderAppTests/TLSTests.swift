@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import JPEG
@@ -72,7 +73,7 @@ import Testing
         try await withTLSServer({ $0.auth = accounts }) { _, port, cert in
             func probe(_ userinfo: String) async throws -> ToolResult {
                 try await offload {
-                    try runTool("/usr/bin/ffprobe", ["-v", "error", "-rw_timeout", "10000000", "-tls_verify", "1", "-ca_file", cert.certificate,
+                    try runTool("/usr/bin/ffprobe", ["-v", "error", "-rw_timeout", String(Int(10_000_000 * TestTime.scale)), "-tls_verify", "1", "-ca_file", cert.certificate,
                                                      "-select_streams", "v:0", "-show_entries", "stream=codec_name,width,height",
                                                      "-of", "csv=p=0", "https://\(userinfo)127.0.0.1:\(port)/stream"], timeout: 60)
                 }

@@ -30,7 +30,13 @@ public final class EncodePool: Sendable {
         core = PoolCore(threads: self.threads, name: name)
     }
 
-    deinit { core.shutDown() }
+    /// The last reference may go on one of the pool's own threads, inside the pool's lock (a
+    /// lane's frame let go there, which held its hand-off, which held the pool): the threads
+    /// are told from elsewhere, never here.
+    deinit {
+        let core = core
+        DispatchQueue.global().async { core.shutDown() }
+    }
 
     /// What a lane gives a pool thread that asks.
     enum Take {
@@ -144,6 +150,8 @@ private final class PoolCore: @unchecked Sendable {
         condition.lock()
         poolThreads.append(pthread_self())
         while true {
+            // The work is let go before the lock is taken again: it may hold the last reference
+            // to a hand-off, and what that frees must not run inside the pool's lock.
             var work: (() -> Void)?
             if !errands.isEmpty {
                 work = errands.removeFirst()
@@ -167,13 +175,14 @@ private final class PoolCore: @unchecked Sendable {
                     break
                 }
             }
-            guard let work else {
+            if work == nil {
                 if ending { break }
                 condition.wait()
                 continue
             }
             condition.unlock()
-            work()
+            work!()
+            work = nil
             condition.lock()
         }
         let me = pthread_self()
