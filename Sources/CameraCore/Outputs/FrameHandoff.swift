@@ -228,6 +228,9 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
 
     fileprivate final class WorkBox {
         let work: FrameHandoff<Job>.Work
+        /// The pool thread that used it last (under the lane's lock): a thread takes its own
+        /// back when it can, so an encoder's buffers stay warm in that core's cache.
+        var lastThread: pthread_t?
         init(_ w: @escaping FrameHandoff<Job>.Work) { work = w }
     }
     /// A taken frame and the slot's work, held by the work closure until done (then emptied,
@@ -248,7 +251,10 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
             return .none
         }
         fields.busy += 1
-        let taken = Taken(fields.queue.removeFirst(), fields.works.popLast())
+        let me = pthread_self()
+        let mine = fields.works.firstIndex { $0.lastThread.map { pthread_equal($0, me) != 0 } ?? false }
+        let work = mine.map { fields.works.remove(at: $0) } ?? fields.works.popLast()
+        let taken = Taken(fields.queue.removeFirst(), work)
         condition.unlock()
         return .work { [self] in run(taken) }
     }
@@ -264,6 +270,7 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         condition.lock()
         fields.busy -= 1
         if let buffer { fields.spare.append(buffer) }
+        box.lastThread = pthread_self()
         fields.works.append(box)
         fields.worked += 1
         fields.workSeconds += seconds
