@@ -25,8 +25,11 @@ import Testing
     }
 
     /// Runs a client to completion (bounded), answering its exit status and standard output.
-    func run(_ tool: String, _ args: [String], timeout: Double = 30) -> (status: Int32, out: String) {
-        do { return try runThrowing(tool, args, timeout: timeout) } catch { return (-1, "\(error)") }
+    /// On a thread of its own (`offload`): a wait on Swift's cooperative pool, which has a
+    /// thread per core, held one of the threads every in-process server's routes need, and two
+    /// such waits at once stalled every suite of the run until curl's timeouts freed them.
+    func run(_ tool: String, _ args: [String], timeout: Double = 30) async -> (status: Int32, out: String) {
+        do { return try await offload { try self.runThrowing(tool, args, timeout: timeout) } } catch { return (-1, "\(error)") }
     }
 
     func runThrowing(_ tool: String, _ args: [String], timeout: Double) throws -> (status: Int32, out: String) {
@@ -44,47 +47,47 @@ import Testing
     }
 
     /// curl's status code for a request.
-    func status(_ port: Int, _ path: String, _ extra: [String] = []) -> Int {
-        Int(run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10"] + extra
+    func status(_ port: Int, _ path: String, _ extra: [String] = []) async -> Int {
+        Int(await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10"] + extra
                     + ["http://127.0.0.1:\(port)\(path)"]).out) ?? 0
     }
 
     @Test func withoutCredentialsA401OffersBasicAndDigest() async throws {
         let a = try Self.accounts()
         try await withServer({ $0.auth = a }) { _, port in
-            let head = run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "http://127.0.0.1:\(port)/api/session"]).out
+            let head = await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "http://127.0.0.1:\(port)/api/session"]).out
             #expect(head.hasPrefix("HTTP/1.1 401"))
             #expect(head.contains("WWW-Authenticate: Basic realm=\"Viewfinder\""))
             #expect(head.range(of: "WWW-Authenticate: Digest realm=\"Viewfinder\".*algorithm=\"?MD5", options: .regularExpression) != nil, "\(head)")
-            #expect(status(port, "/healthz") == 200, "always open")
-            #expect(status(port, "/metrics") == 401, "viewers only by default")
-            #expect(status(port, "/") == 401, "the page too")
+            #expect(await status(port, "/healthz") == 200, "always open")
+            #expect(await status(port, "/metrics") == 401, "viewers only by default")
+            #expect(await status(port, "/") == 401, "the page too")
         }
         var open = try Self.accounts()
         open.metricsOpen = true
         try await withServer({ $0.auth = open }) { _, port in
-            #expect(status(port, "/metrics") == 200, "auth.metrics: open")
-            #expect(status(port, "/api/session") == 401, "nothing else opens with it")
+            #expect(await status(port, "/metrics") == 200, "auth.metrics: open")
+            #expect(await status(port, "/api/session") == 401, "nothing else opens with it")
         }
     }
 
     @Test func curlSignsInEveryWay() async throws {
         let a = try Self.accounts()
         try await withServer({ $0.auth = a }) { _, port in
-            #expect(status(port, "/api/session", ["--basic", "-u", "ann:pass word"]) == 200)
-            #expect(status(port, "/api/session", ["--digest", "-u", "ann:pass word"]) == 200)
-            #expect(status(port, "/api/session", ["--digest", "-u", "ann:wrong"]) == 401)
-            #expect(status(port, "/api/session", ["-H", "Authorization: Bearer \(Self.token)"]) == 200)
-            #expect(status(port, "/snapshot?token=\(Self.token)") == 200, "an <img> URL")
-            #expect(status(port, "/snapshot?token=nope") == 401)
-            #expect(status(port, "/api/session/zoom", ["--digest", "-u", "ann:pass word", "-X", "POST", "-d", "{\"factor\": 2}"]) == 200)
+            #expect(await status(port, "/api/session", ["--basic", "-u", "ann:pass word"]) == 200)
+            #expect(await status(port, "/api/session", ["--digest", "-u", "ann:pass word"]) == 200)
+            #expect(await status(port, "/api/session", ["--digest", "-u", "ann:wrong"]) == 401)
+            #expect(await status(port, "/api/session", ["-H", "Authorization: Bearer \(Self.token)"]) == 200)
+            #expect(await status(port, "/snapshot?token=\(Self.token)") == 200, "an <img> URL")
+            #expect(await status(port, "/snapshot?token=nope") == 401)
+            #expect(await status(port, "/api/session/zoom", ["--digest", "-u", "ann:pass word", "-X", "POST", "-d", "{\"factor\": 2}"]) == 200)
         }
         var sha = try Self.accounts(digest: "SHA-256")
         sha.failuresPerMinute = 100
         try await withServer({ $0.auth = sha }) { _, port in
-            let head = run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "http://127.0.0.1:\(port)/api/session"]).out
+            let head = await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "http://127.0.0.1:\(port)/api/session"]).out
             #expect(head.contains("algorithm=SHA-256"), "\(head)")
-            #expect(status(port, "/api/session", ["--digest", "-u", "ann:pass word"]) == 200, "RFC 7616 SHA-256")
+            #expect(await status(port, "/api/session", ["--digest", "-u", "ann:pass word"]) == 200, "RFC 7616 SHA-256")
         }
     }
 
@@ -92,15 +95,15 @@ import Testing
         let a = try Self.accounts()
         try await withServer({ $0.auth = a }) { _, port in
             let vic = ["--basic", "-u", "vic:viewer pw"]
-            #expect(status(port, "/api/session", vic) == 200)
-            #expect(status(port, "/snapshot", vic) == 200)
-            #expect(status(port, "/metrics", vic) == 200)
-            let me = run("/usr/bin/curl", ["-s", "-m", "10"] + vic + ["http://127.0.0.1:\(port)/api/me"]).out
+            #expect(await status(port, "/api/session", vic) == 200)
+            #expect(await status(port, "/snapshot", vic) == 200)
+            #expect(await status(port, "/metrics", vic) == 200)
+            let me = await run("/usr/bin/curl", ["-s", "-m", "10"] + vic + ["http://127.0.0.1:\(port)/api/me"]).out
             #expect(me.contains("\"role\":\"viewer\"") && me.contains("\"name\":\"vic\""), "\(me)")
-            let refused = run("/usr/bin/curl", ["-s", "-m", "10", "-X", "POST", "-d", "{\"factor\": 2}"] + vic
+            let refused = await run("/usr/bin/curl", ["-s", "-m", "10", "-X", "POST", "-d", "{\"factor\": 2}"] + vic
                                   + ["http://127.0.0.1:\(port)/api/session/zoom"]).out
             #expect(refused.contains("\"forbidden\""), "\(refused)")
-            #expect(status(port, "/api/session/zoom?token=\(Self.token)", ["-X", "POST", "-d", "{\"factor\": 2}"]) == 403)
+            #expect(await status(port, "/api/session/zoom?token=\(Self.token)", ["-X", "POST", "-d", "{\"factor\": 2}"]) == 403)
         }
     }
 
@@ -109,12 +112,12 @@ import Testing
         a.failuresPerMinute = 5
         try await withServer({ $0.auth = a }) { _, port in
             for _ in 0..<5 {
-                #expect(status(port, "/api/session", ["--interface", "127.0.0.3", "--basic", "-u", "ann:guess"]) == 401)
+                #expect(await status(port, "/api/session", ["--interface", "127.0.0.3", "--basic", "-u", "ann:guess"]) == 401)
             }
-            let head = run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "--interface", "127.0.0.3",
+            let head = await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "--interface", "127.0.0.3",
                                                  "--basic", "-u", "ann:pass word", "http://127.0.0.1:\(port)/api/session"]).out
             #expect(head.hasPrefix("HTTP/1.1 429") && head.contains("Retry-After: "), "\(head)")
-            #expect(status(port, "/api/session", ["--interface", "127.0.0.4", "--basic", "-u", "ann:pass word"]) == 200,
+            #expect(await status(port, "/api/session", ["--interface", "127.0.0.4", "--basic", "-u", "ann:pass word"]) == 200,
                     "another address is not locked out, nor is the user")
         }
     }
@@ -127,19 +130,19 @@ import Testing
         try await withServer({ $0.auth = a; $0.server.trustedProxies = ["127.0.0.3/32"] }) { _, port in
             let proxy = ["--interface", "127.0.0.3"]
             for _ in 0..<5 {
-                #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9", "--basic", "-u", "ann:guess"]) == 401)
+                #expect(await status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9", "--basic", "-u", "ann:guess"]) == 401)
             }
-            #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9", "--basic", "-u", "ann:pass word"]) == 429)
-            #expect(status(port, "/api/session", proxy + ["-H", "Forwarded: for=\"10.9.9.9:4711\"", "--basic", "-u", "ann:pass word"]) == 429,
+            #expect(await status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9", "--basic", "-u", "ann:pass word"]) == 429)
+            #expect(await status(port, "/api/session", proxy + ["-H", "Forwarded: for=\"10.9.9.9:4711\"", "--basic", "-u", "ann:pass word"]) == 429,
                     "Forwarded names the same client")
-            #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.10", "--basic", "-u", "ann:pass word"]) == 200,
+            #expect(await status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.10", "--basic", "-u", "ann:pass word"]) == 200,
                     "another client behind the same proxy is not locked out")
-            #expect(status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9, 10.9.9.11", "--basic", "-u", "ann:pass word"]) == 200,
+            #expect(await status(port, "/api/session", proxy + ["-H", "X-Forwarded-For: 10.9.9.9, 10.9.9.11", "--basic", "-u", "ann:pass word"]) == 200,
                     "the rightmost hop the proxy did not add is the client")
             for _ in 0..<5 {
-                _ = status(port, "/api/session", ["--interface", "127.0.0.4", "-H", "X-Forwarded-For: 10.9.9.12", "--basic", "-u", "ann:guess"])
+                _ = await status(port, "/api/session", ["--interface", "127.0.0.4", "-H", "X-Forwarded-For: 10.9.9.12", "--basic", "-u", "ann:guess"])
             }
-            #expect(status(port, "/api/session", ["--interface", "127.0.0.4", "-H", "X-Forwarded-For: 10.9.9.13", "--basic", "-u", "ann:pass word"]) == 429,
+            #expect(await status(port, "/api/session", ["--interface", "127.0.0.4", "-H", "X-Forwarded-For: 10.9.9.13", "--basic", "-u", "ann:pass word"]) == 429,
                     "an untrusted address is locked out as itself, whatever it forwards")
         }
     }
@@ -152,8 +155,8 @@ import Testing
         var a = try Self.accounts()
         a.failuresPerMinute = 1000
         try await withServer({ $0.auth = a }) { _, port in
-            #expect(status(port, "/api/session", ["-H", "Authorization: \(header)"]) == 401)
-            #expect(status(port, "/healthz") == 200, "still serving")
+            #expect(await status(port, "/api/session", ["-H", "Authorization: \(header)"]) == 401)
+            #expect(await status(port, "/healthz") == 200, "still serving")
         }
     }
 
@@ -192,9 +195,9 @@ import Testing
             print(results)
             sys.exit(0 if results == {"fresh": 200, "other realm": 401, "unknown user": 401, "expired": 401, "stale flag": True} else 1)
             """
-            let r = run("/usr/bin/python3", ["-c", script])
+            let r = await run("/usr/bin/python3", ["-c", script])
             #expect(r.status == 0, "\(r.out)")
-            #expect(status(port, "/healthz") == 200, "still serving")
+            #expect(await status(port, "/healthz") == 200, "still serving")
         }
     }
 
@@ -237,7 +240,7 @@ import Testing
             print(json.dumps(counts))
             sys.exit(0 if counts["in"] == len(paths) and counts["wrong"] == 0 and counts["other"] == 0 else 1)
             """
-            let r = run("/usr/bin/python3", ["-c", script])
+            let r = await run("/usr/bin/python3", ["-c", script])
             #expect(r.status == 0, "signed in / answered stale / refused as wrong: \(r.out)")
         }
     }
@@ -253,8 +256,8 @@ import Testing
             r = requests.get(url, auth=HTTPDigestAuth("ann", "pass word"), timeout=10)
             sys.exit(0 if first.status_code == 401 and r.status_code == 200 and r.content[:2] == b"\\xff\\xd8" else 1)
             """
-            #expect(run("/usr/bin/python3", ["-c", script]).status == 0, "GET, 401, retry with HTTPDigestAuth")
-            let probe = run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
+            #expect(await run("/usr/bin/python3", ["-c", script]).status == 0, "GET, 401, retry with HTTPDigestAuth")
+            let probe = await run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
                                                      "-of", "csv=p=0", "-f", "mjpeg", "http://cam:ffmpeg1@127.0.0.1:\(port)/stream"])
             #expect(probe.out.contains("mjpeg"), "ffprobe: \(probe.status) \(probe.out)")
         }
@@ -278,7 +281,7 @@ import Testing
         #expect(try Configuration.load(path: path, required: true).auth.mode == .unconfigured)
     }
 
-    @Test func theCommandLineReadsThePasswordFromStandardInput() throws {
+    @Test func theCommandLineReadsThePasswordFromStandardInput() async throws {
         let path = NSTemporaryDirectory() + "vf-cli-\(UUID().uuidString).json"
         defer { unlink(path) }
         try Data("{}".utf8).write(to: URL(fileURLWithPath: path))
@@ -296,7 +299,7 @@ import Testing
         #expect(!p.isRunning && p.terminationStatus == 0)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(!text.contains("tr0ub4dor") && text.contains("$y$"), "hashes only")
-        let token = run(packageRoot + "/.build/debug/viewfinder", ["token", "add", "ha", "--role", "viewer", "--config", path]).out
+        let token = await run(packageRoot + "/.build/debug/viewfinder", ["token", "add", "ha", "--role", "viewer", "--config", path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let after = try String(contentsOfFile: path, encoding: .utf8)
         #expect(token.hasPrefix("vf_") && !after.contains(token), "the token is shown once, only its hash kept")
@@ -304,7 +307,7 @@ import Testing
 
     /// Typed at a terminal (a pseudo-terminal here), the password is not echoed: the prompt
     /// shows, the characters typed do not, and only hashes reach the file.
-    @Test func aPasswordTypedAtATerminalIsNotEchoed() throws {
+    @Test func aPasswordTypedAtATerminalIsNotEchoed() async throws {
         let path = NSTemporaryDirectory() + "vf-tty-\(UUID().uuidString).json"
         defer { unlink(path) }
         try Data("{}".utf8).write(to: URL(fileURLWithPath: path))
@@ -334,7 +337,7 @@ import Testing
         sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and b"Password for tty: " in out
                  and b"typed-s3cret" not in out else 1)
         """
-        let r = run("/usr/bin/python3", ["-c", script, packageRoot + "/.build/debug/viewfinder", path])
+        let r = await run("/usr/bin/python3", ["-c", script, packageRoot + "/.build/debug/viewfinder", path])
         #expect(r.status == 0, "terminal output: \(r.out)")
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains("\"tty\"") && !text.contains("typed-s3cret"), "hashes only")
