@@ -38,7 +38,7 @@ extension CaptureSession {
     /// clients from the hubs, which outlive a run (a viewer waits on a stopped camera).
     var outputReports: [OutputReport] {
         var running: [OutputKind: OutputReport] = [:]
-        for o in pipeline?.outputs ?? [] { running[o.report.type] = o.report }
+        for o in pipeline?.outputs ?? [] { let r = o.report; running[r.type] = r }
         running[.metadata] = metadata.report  // kept across runs: scans since the server started
         let events = events.clientCounts(camera: id).filter { ["sse", "mqtt"].contains($0.key) }
             .merging(["sse": 0, "mqtt": 0]) { a, _ in a }

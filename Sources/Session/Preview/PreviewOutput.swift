@@ -49,14 +49,12 @@ final class PreviewOutput: CaptureOutput {
         }
     }
 
-    /// Frames someone was waiting for that did not reach them: a newer one replaced them
-    /// while every worker was busy, or the encode failed.
-    var dropped: UInt64 { handoff.dropped + failures.withLock { $0 } }
-
     /// Frames handed to the encoder by copying them, and on the camera's own (lent) buffer.
     var copied: UInt64 { handoff.copied }
     var lent: UInt64 { handoff.lent }
 
+    /// Its dropped frames: those someone waited for that did not reach them — a newer one
+    /// replaced them while every slot was busy, or the encode failed.
     var report: OutputReport {
         var f = handoff.figures
         f.dropped += failures.withLock { $0 }

@@ -66,11 +66,8 @@ final class LiveFeeder: Sendable {
                     case .closed: return true
                     }
                 case .wait: return false
-                case .end:  // a new format: joined again, from the new stream's first IDR
-                    hub.unsubscribe(id)
-                    s.hub = source.joinLive(id, kind: kind) { [weak self] in self?.drain() }
-                case .moved:  // the main session switched cameras: the new one's stream, from its first IDR
-                    hub.unsubscribe(id)
+                case .end, .moved:  // a new format, or the main session switched cameras: joined
+                    hub.unsubscribe(id)  // again (the new camera's hub), from the new stream's first IDR
                     s.hub = source.joinLive(id, kind: kind) { [weak self] in self?.drain() }
                 }
             }
