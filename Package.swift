@@ -49,15 +49,17 @@ let package = Package(
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         // libmosquitto, the MQTT 5 client (the MQTT module alone).
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
-        // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libavutil.
-        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev", "libavutil-dev"])]),
+        // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libswresample, libavutil.
+        // ALSA's libasound: microphones and speakers (the Sound module alone).
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CFFmpeg", providers: [.apt(["libavcodec-dev", "libavformat-dev", "libswscale-dev", "libswresample-dev", "libavutil-dev"])]),
         // GStreamer 1.22 (gst-rtsp-server, webrtcbin, appsrc) behind C glue: GObject's signals,
         // promises and the RTSP auth subclass stay in C; Swift sees opaque handles. The include
         // paths are pkg-config's for gstreamer-1.0 (a system-library target would also pass its
         // -pthread, which SwiftPM refuses with a warning per file).
         .target(name: "CGStreamerShim", cSettings: [.unsafeFlags(gstreamerIncludes)], linkerSettings: [
             .linkedLibrary("gstrtspserver-1.0"), .linkedLibrary("gstwebrtc-1.0"), .linkedLibrary("gstsdp-1.0"),
-            .linkedLibrary("gstrtsp-1.0"), .linkedLibrary("gstapp-1.0"), .linkedLibrary("gstbase-1.0"),
+            .linkedLibrary("gstrtsp-1.0"), .linkedLibrary("gstrtp-1.0"), .linkedLibrary("gstapp-1.0"), .linkedLibrary("gstbase-1.0"),
             .linkedLibrary("gstreamer-1.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"),
         ]),
 
@@ -67,6 +69,10 @@ let package = Package(
         // sees), the typed errno error, thread names, the clocks, the one timer mechanism
         // (Alarm) and the one atomic file write.
         .target(name: "SystemSupport"),
+        // The one subscription shape every client of every output takes (an MJPEG viewer, a
+        // live.mp4 or SSE client, an RTSP media, a WebRTC peer, the MQTT bridge): a leaf the
+        // hubs and the transports both import.
+        .target(name: "Subscriptions"),
         // The encode path's de-interleaves in SSE2/NEON (a C kernel, no system library).
         .target(name: "CPixels"),
         // The synthetic sensor's noise: a C kernel optimized in every build (a debug build's
@@ -79,29 +85,36 @@ let package = Package(
         .target(name: "Motion", dependencies: ["CMotion", "CameraCore"]),
         // Codes laid out as their standards draw them (QR through libqrencode), for the synthetic scene.
         .target(name: "Barcodes", dependencies: ["CQREncode", "CameraCore", "SystemSupport"]),
-        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "CSensorNoise", "Barcodes", "SystemSupport"]),
+        // Optimized in every build: the synthetic camera stands in for a device, whose frames
+        // cost the host nothing to draw. Drawn by debug code they cost several times a release
+        // build's, and make test runs dozens of them at once on two cores.
+        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "CSensorNoise", "Barcodes", "SystemSupport"],
+                swiftSettings: [.unsafeFlags(["-O"])]),
+        // Microphones and speakers: ALSA capture and playback, the synthetic microphone, and
+        // which sound card is a camera's own.
+        .target(name: "Sound", dependencies: ["CALSA", "CameraCore", "SystemSupport"]),
         // The metadata output's decoder: zbar on a luma plane.
         .target(name: "Metadata", dependencies: ["CZBar", "CameraCore"]),
         // The movie output: fragmented MP4 files, H.264 or MJPEG, repaired after a crash.
         .target(name: "Movie", dependencies: ["CFFmpeg", "CameraCore", "JPEG", "SystemSupport"]),
         .target(name: "Session", dependencies: [
-            "CameraCore", "JPEG", "Movie", "Metadata", "Motion", "SystemSupport",
+            "CameraCore", "JPEG", "Movie", "Metadata", "Motion", "Subscriptions", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         // An MQTT 5 client that stays connected: libmosquitto on a thread and poll() of our own.
         .target(name: "MQTT", dependencies: ["CMosquitto", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         // The live H.264 transports: an RTSP server and WebRTC peers, fed access units.
-        .target(name: "Streaming", dependencies: ["CGStreamerShim", "SystemSupport"]),
+        .target(name: "Streaming", dependencies: ["CGStreamerShim", "Subscriptions", "SystemSupport"]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
         .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto", "SystemSupport"]),
         // The strict JSON value and reader: request bodies (HTTPServer's error envelope too) and config.json.
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: [
-            "CMicroHTTPD", "JSON", "SystemSupport",
+            "CMicroHTTPD", "JSON", "Subscriptions", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "HTTPServer", "JSON", "Auth", "Streaming", "MQTT", "SystemSupport",
+            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "Sound", "HTTPServer", "JSON", "Auth", "Streaming", "MQTT", "Subscriptions", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
@@ -113,20 +126,23 @@ let package = Package(
         .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore", "Capture", "Motion", "Movie", "SystemSupport"]),
 
         // Stateful models of real cameras at the ioctl seam, shared by the test targets.
-        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "SystemSupport"], path: "Tests/CaptureTestSupport"),
-        .testTarget(name: "SessionTests", dependencies: ["Session", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes", "SystemSupport"]),
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "Movie", "SystemSupport"], path: "Tests/CaptureTestSupport"),
+        .testTarget(name: "SessionTests", dependencies: ["Session", "Movie", "Sound", "Subscriptions", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes", "SystemSupport",
+                                                          .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
         .testTarget(name: "MovieTests", dependencies: ["Movie", "JPEG", "CameraCore", "SystemSupport"]),
         .testTarget(name: "MetadataTests", dependencies: ["Metadata", "Barcodes", "CameraCore"]),
         .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "CaptureTestSupport", "CameraCore"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "SystemSupport"]),
+        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
+        .testTarget(name: "SoundTests", dependencies: ["Sound", "CameraCore", "CaptureTestSupport", "SystemSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .target(name: "MQTTTestSupport", dependencies: ["MQTT", "SystemSupport", .product(name: "Logging", package: "swift-log")], path: "Tests/MQTTTestSupport"),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "JSON", "Session", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport",
+            "ViewfinderApp", "HTTPServer", "JSON", "Session", "Streaming", "Movie", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

@@ -259,10 +259,10 @@ def timed(bench):
     return out, started, (load0, load_average()), took
 
 
-def written_by(script, started, load, took=None):
+def written_by(script, started, load, took=None, make="make bench"):
     """A section's line on when, where and on how loaded a machine `bench/{script}` ran."""
     when = started if took is None else f"{started}, {took:.0f} s"
-    return (f"Written by `make bench` or `python3 bench/{script}` ({when}). Machine: {machine()}. "
+    return (f"Written by `{make}` or `python3 bench/{script}` ({when}). Machine: {machine()}. "
             f"Load average before / after: {load[0]} / {load[1]}.")
 
 

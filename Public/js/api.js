@@ -63,10 +63,11 @@ export async function pollState() {
 }
 
 /** Opens /api/events (it reconnects by itself) and hands each event, its JSON parsed, to
- *  `on`: open(), error(), state(s), photo(), recording(event), metadata(event), motion(event). An event
+ *  `on`: open(), error(), state(s), photo(), recording(event), metadata(event), motion(event),
+ *  level(event). An event
  *  whose JSON does not parse is dropped. */
 export function openEvents(on) {
-  const events = new EventSource("/api/events");
+  const events = new EventSource("/api/events?levels=1");
   const parsed = (handler) => (e) => {
     let event = null;
     try { event = JSON.parse(e.data); } catch (_) { return; }
@@ -78,5 +79,6 @@ export function openEvents(on) {
   events.addEventListener("recording", parsed(on.recording));
   events.addEventListener("metadata", parsed(on.metadata)); // servers before the metadata output send none
   events.addEventListener("motion", parsed(on.motion)); // servers before motion detection send none
+  events.addEventListener("level", parsed(on.level)); // the microphones' meters (servers before sound send none)
   events.addEventListener("error", () => on.error());
 }

@@ -15,6 +15,8 @@ import { recordingEvent, renderRecording } from "./recording.js";
 import { loadMovies, loadPhotos } from "./gallery.js";
 import { renderCodeControls, renderCodes, renderRecentCodes, showCodes } from "./codes.js";
 import { renderMotion, renderMotionControls, renderMotionEvents, showMotion } from "./motion.js";
+import { renderSound, showLevel } from "./sound.js";
+import { renderTalk } from "./talk.js";
 
 // Opened as http://user:password@host/ the page would carry the credentials into every
 // relative URL, which fetch refuses; the browser has signed in by now, so drop them. The
@@ -35,7 +37,11 @@ subscribe("main", renderRecording);
 subscribe("main", renderCodes);
 subscribe("main", renderMotion);
 subscribe("main", renderControls);
+subscribe("main", renderSound);
+subscribe("main", renderTalk);
 subscribe("cameras", renderTiles);
+subscribe("cameras", renderTalk);
+subscribe("role", renderTalk);
 subscribe("unknown-camera", () => loadCameras());
 subscribe("connection", updateOffline);
 subscribe("role", renderRole);
@@ -67,6 +73,7 @@ function connectEvents() {
     recording: recordingEvent,
     metadata: applyMetadata,
     motion: applyMotion,
+    level: showLevel,
     error() { setEventsDown(true); }, // it reconnects by itself
   });
 }

@@ -1,21 +1,25 @@
-// The main session's live preview: WebRTC (H.264, webrtc.js) where it connects, MJPEG
-// otherwise. MJPEG shows at once; the <video> takes over at WebRTC's first frame and the
-// MJPEG stream closes; if WebRTC fails, now or later, MJPEG comes back (retried when it
-// drops, closed while the page is hidden). Also the offline and stopped overlays with the
+// The main session's live preview: WebRTC (H.264, or VP8: webrtc.js) where it connects, MJPEG
+// otherwise. A snapshot shows at once while WebRTC connects (not the MJPEG stream: on a slow
+// link its frames would fill the link WebRTC's first keyframe needs); the <video> takes over
+// at WebRTC's first frame; if WebRTC fails, now or later, MJPEG comes (retried when it drops,
+// closed while the page is hidden). Also the offline and stopped overlays with the
 // status and transport badges, and where the frame is drawn (for tap to focus, the code boxes
 // and the motion overlay).
 
 import { $ } from "./page.js";
 import { store, setStreamDown, setPaused, setTransport } from "./state.js";
 import { renderTiles } from "./tiles.js";
-import { startWebRTC, stopWebRTC, framesDecoded, webrtcFirstFrameMs } from "./webrtc.js";
+import { startWebRTC, stopWebRTC, framesDecoded, soundStats, videoCodec, videoHeaderExtensions, webrtcFirstFrameMs } from "./webrtc.js";
 
 let retries = 0, retryTimer = null; // the stream's retries since its last frame; the next one
 let webrtcFailed = false; // WebRTC failed on this page: MJPEG until the page is shown again
+let mjpegBecause = null; // why the page is on MJPEG when WebRTC failed, {short, detail} (the badge says so)
 
-/** Opens the preview (not while the page is hidden): MJPEG now, WebRTC when it has a frame. */
+/** Opens the preview (not while the page is hidden): a snapshot now and WebRTC when it has a
+ *  frame, or MJPEG where WebRTC cannot play. */
 export function startPreview() {
-  startMJPEG();
+  const tryWebRTC = !store.paused && !webrtcFailed && !!window.RTCPeerConnection;
+  if (tryWebRTC) startSnapshot(); else startMJPEG();
   if (!store.paused && !webrtcFailed) {
     startWebRTC($("live"), () => {
       $("live").hidden = false;
@@ -23,12 +27,40 @@ export function startPreview() {
       $("preview").removeAttribute("src");
       setTransport("WebRTC");
       renderTiles();
-    }, (reason) => {
-      console.warn(`WebRTC preview: ${reason}; MJPEG instead`);
+    }, (why) => {
+      console.warn(`WebRTC preview: ${why.detail}; MJPEG instead`);
       webrtcFailed = true;
+      mjpegBecause = why;
       showMJPEG();
-    });
+      renderTransport(); // already on MJPEG (no RTCPeerConnection): the badge still learns why
+    }, showListen);
   }
+}
+
+/** The sound button: shown while WebRTC brings a sound track; the <video> plays muted until
+ *  it is pressed (a browser plays sound only after a click), and it mutes again. */
+function showListen(has) {
+  $("listen").hidden = !has;
+  if (!has) { $("live").muted = true; renderListen(); }
+}
+
+function renderListen() {
+  const on = !$("live").muted;
+  $("listen").setAttribute("aria-pressed", String(on));
+  $("listen").textContent = on ? "Sound on" : "Sound off";
+}
+
+$("listen").addEventListener("click", () => {
+  $("live").muted = !$("live").muted;
+  if (!$("live").muted) $("live").play().catch(() => {});
+  renderListen();
+});
+
+function startSnapshot() {
+  clearTimeout(retryTimer);
+  if (store.paused) return;
+  $("preview").src = "/snapshot?" + Date.now();
+  renderTiles();
 }
 
 function startMJPEG() {
@@ -42,13 +74,14 @@ function showMJPEG() {
   $("live").hidden = true;
   $("preview").hidden = false;
   setTransport("MJPEG");
-  if (!$("preview").getAttribute("src")) startMJPEG();
+  if (!($("preview").getAttribute("src") || "").startsWith("/stream")) startMJPEG();
 }
 
-// For the browser test and bench/live.py: how the preview arrives, WebRTC's frames decoded and
-// time to its first frame, the element shown and the picture's size in it.
+// For the browser tests and bench/live.py: how the preview arrives, WebRTC's frames decoded, its
+// codec and time to its first frame, the element shown and the picture's size in it.
 window.viewfinderPreview = {
-  transport: () => store.transport, framesDecoded, firstFrameMs: webrtcFirstFrameMs,
+  transport: () => store.transport, badge: () => $("transport").textContent, framesDecoded, soundStats, videoCodec, videoHeaderExtensions,
+  firstFrameMs: webrtcFirstFrameMs,
   element: () => ($("live").hidden ? $("preview") : $("live")),
   size: () => { const s = pictureSize(); return [s.width, s.height]; },
 };
@@ -56,7 +89,7 @@ window.viewfinderPreview = {
 $("preview").addEventListener("load", () => {
   retries = 0;
   setStreamDown(false);
-  if (!store.transport) setTransport("MJPEG");
+  if (!store.transport && ($("preview").getAttribute("src") || "").startsWith("/stream")) setTransport("MJPEG");
 });
 $("preview").addEventListener("error", () => {
   if (store.paused || !$("preview").getAttribute("src")) return;
@@ -80,6 +113,7 @@ document.addEventListener("visibilitychange", () => {
   } else {
     retries = 0;
     webrtcFailed = false;
+    mjpegBecause = null;
     startPreview();
   }
 });
@@ -97,14 +131,39 @@ export function updateOffline() {
       ? `${state.camera.name} could not start${state.error ? `: ${state.error}` : "."}`
       : `${state.camera.name} is stopped.`;
   }
-  $("transport").textContent = store.transport;
-  $("transport").hidden = !store.transport;
+  renderTransport();
   const badge = $("status");
   if (eventsDown) { badge.textContent = "reconnecting…"; badge.className = "badge offline"; return; }
   if (!state) return;
   badge.textContent = state.online || halted ? state.state : `${state.state} · offline`;
   badge.className = "badge " + (state.online ? "running" : halted ? "" : "offline");
 }
+
+/** The transport badge: WebRTC with the stream it plays (the server moves a viewer to the sub
+ *  stream when its link cannot carry the main one: told by the picture's size), or MJPEG with
+ *  why, when WebRTC failed: "MJPEG · no WebRTC in this browser" (no RTCPeerConnection), "MJPEG ·
+ *  no H.264 or VP8 in this browser" (no codec the server sends in its offer: webrtc.js's
+ *  refused()), "MJPEG · WebRTC failed"; the title says more. */
+function renderTransport() {
+  const badge = $("transport");
+  let text = store.transport, why = "How the preview arrives: WebRTC (H.264 or VP8) or MJPEG";
+  if (store.transport === "WebRTC") {
+    const v = $("live"), live = (store.state && store.state.live) || [];
+    const sub = live.find((s) => s.name === "sub"), main = live.find((s) => s.name === "main");
+    const is = (s) => s && s.width === v.videoWidth && s.height === v.videoHeight;
+    if (is(sub) && !is(main)) {
+      text = "WebRTC · sub";
+      why = `The sub stream (${sub.width}×${sub.height}, ${sub.fps} fps): this link cannot carry the main one now`;
+    }
+  } else if (store.transport === "MJPEG" && mjpegBecause) {
+    text = `MJPEG · ${mjpegBecause.short}`;
+    why = `${mjpegBecause.detail}: the preview comes as MJPEG`;
+  }
+  badge.textContent = text;
+  badge.title = why;
+  badge.hidden = !store.transport;
+}
+$("live").addEventListener("resize", renderTransport);
 
 /** The picture's own size, whichever element shows it (0 × 0 before a frame). */
 export function pictureSize() {

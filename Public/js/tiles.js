@@ -1,15 +1,24 @@
-// The strip of camera tiles: every camera, each running one live (within the browser's
-// connection budget), with a button to start or stop it; click one to make it the main
-// view. Rendered from the store's cameras; its picture timers are its own.
+// The strip of camera tiles: every camera, each running one live, with a button to start or
+// stop it; click one to make it the main view. Rendered from the store's cameras; its
+// picture timers and WebRTC sessions are its own.
 
 import { $ } from "./page.js";
 import { call, cameraPath } from "./api.js";
 import { store } from "./state.js";
+import { openWHEP, closeWHEP, framesDecoded } from "./webrtc.js";
 
-// Live tiles beyond the main preview each hold a connection (the browser allows six per
-// server, the event stream and the preview take two): store.tileStreamLimit of them.
+// A running camera other than the main one plays its sub stream (640 wide, 15 fps) by WebRTC:
+// once answered a WHEP session holds no HTTP connection, so any number of tiles play at full
+// rate. Where WebRTC cannot play (no RTCPeerConnection, the POST refused, no frame in 5 s, the
+// connection lost), the tile falls back to MJPEG at TILE_FPS — each such stream holds one of
+// the six connections a browser allows a server (the event stream and the preview take two):
+// store.tileStreamLimit of them — and past those to snapshots.
 const TILE_FPS = 5;
 const tileTimers = new Map(); // camera id → snapshot refresh or stream retry timer
+const tileSessions = new Map(); // camera id → the WHEP session its tile plays
+// Cameras whose tile's WebRTC failed: MJPEG or snapshots until the page is shown again (as the
+// preview does) or the camera runs again (a stop can end its session before its state says so).
+const webrtcFailed = new Set();
 
 function tileFor(cam) {
   let li = [...$("tiles").children].find((el) => el.dataset.camera === cam.id);
@@ -47,11 +56,21 @@ function tileFor(cam) {
   return li;
 }
 
+// For the browser tests (Tests/browser/test_grid.py): a tile's WebRTC frames decoded so far,
+// null while it plays none.
+window.viewfinderTiles = {
+  framesDecoded: (id) => (tileSessions.has(id) ? framesDecoded(tileSessions.get(id)) : null),
+};
+
 /** The picture a tile shows: the main camera's is the preview's own request (the browser
- *  loads the same URL once); another running camera's is its stream at a few frames a
- *  second, or its snapshot once the live tiles are used up. */
+ *  loads the same URL once); another running camera's is its sub stream by WebRTC, or where
+ *  that failed its MJPEG stream at a few frames a second, or its snapshot once the live tiles
+ *  are used up. */
 function tileSource(cam, live) {
   if (store.paused || cam.state !== "running") return null;
+  if (!cam.main && window.RTCPeerConnection && !webrtcFailed.has(cam.id)) {
+    return { url: `/api/cameras/${encodeURIComponent(cam.id)}/whep?stream=sub`, webrtc: true };
+  }
   if (cam.main) {  // by WebRTC the preview has no URL to share: the tile refreshes from snapshots
     const src = $("preview").getAttribute("src");
     return src ? { url: src } : { url: `/cameras/${encodeURIComponent(cam.id)}/snapshot`, snapshot: true };
@@ -64,6 +83,9 @@ export function renderTiles() {
   const strip = $("tiles"), cameras = store.cameras, viewOnly = store.viewOnly;
   strip.hidden = cameras.length < 2; // one camera: the main view says it all
   let live = 0;
+  // Hidden (every picture closes) or a camera not running: WebRTC is tried afresh next time.
+  if (store.paused) webrtcFailed.clear();
+  for (const cam of cameras) if (cam.state !== "running") webrtcFailed.delete(cam.id);
   const items = cameras.map((cam) => {
     const li = tileFor(cam);
     li.className = `tile ${cam.state || "idle"}${cam.main ? " main" : ""}${cam.recording ? " recording" : ""}`;
@@ -80,7 +102,7 @@ export function renderTiles() {
     power.setAttribute("aria-label", power.title);
     power.disabled = viewOnly;
     const source = tileSource(cam, !cam.main && cam.state === "running" && live < store.tileStreamLimit);
-    if (source && !cam.main && !source.snapshot) live++;
+    if (source && !cam.main && !source.snapshot && !source.webrtc) live++; // MJPEG holds a connection
     showTilePicture(li, cam, source);
     return li;
   });
@@ -95,12 +117,14 @@ export function renderTiles() {
 
 function showTilePicture(li, cam, source) {
   let img = li.querySelector("img");
-  const want = source ? source.url : null;
-  if (!want) {
+  if (!source || !source.webrtc) closeTileVideo(li, cam.id);
+  if (!source || source.webrtc) {
     clearTimeout(tileTimers.get(cam.id)); tileTimers.delete(cam.id);
     if (img) { img.removeAttribute("src"); img.remove(); } // closes its stream
+    if (source) showTileVideo(li, cam.id, source.url);
     return;
   }
+  const want = source.url;
   if (!img) {
     img = document.createElement("img");
     img.alt = ""; img.draggable = false;
@@ -128,4 +152,33 @@ function showTilePicture(li, cam, source) {
   } else {
     img.src = img.dataset.kind === "stream" && Number(img.dataset.retries) > 0 ? `${want}&${Date.now()}` : want;
   }
+}
+
+/** Plays `url`'s sub stream by WebRTC in the tile (muted: a tile has no sound); once open it
+ *  stays, whatever renders, until closeTileVideo(). A failure falls back to MJPEG. */
+function showTileVideo(li, id, url) {
+  if (tileSessions.has(id)) return;
+  const video = document.createElement("video");
+  video.muted = true; video.autoplay = true; video.playsInline = true; // autoplay needs muted
+  video.disablePictureInPicture = true;
+  li.querySelector(".tile-picture").append(video);
+  const session = openWHEP(url, video, {
+    onFail: (why) => {
+      console.warn(`WebRTC tile ${id}: ${why.detail}; MJPEG instead`);
+      tileSessions.delete(id);
+      video.remove();
+      webrtcFailed.add(id);
+      renderTiles();
+    },
+  });
+  if (session) tileSessions.set(id, session);
+}
+
+/** Ends the tile's WebRTC session (DELETE at the server, the peer closed) and its <video>. */
+function closeTileVideo(li, id) {
+  const session = tileSessions.get(id);
+  tileSessions.delete(id);
+  closeWHEP(session);
+  const video = li.querySelector(".tile-picture video");
+  if (video) video.remove();
 }

@@ -1,83 +1,222 @@
 // The main preview by WebRTC (WHEP): an offer to POST /api/whep, the server's answer with
-// every candidate in it (no trickle), and the H.264 track in the <video> with the smallest
-// playout delay the browser allows. Whatever fails (no RTCPeerConnection, the POST refused,
-// ICE failed, no frame in 5 s, the connection lost later) ends it and tells the caller, which
-// shows MJPEG instead.
+// every candidate in it (no trickle), and the H.264 track (VP8 where the browser has no H.264)
+// — with the camera's sound in Opus when it has a microphone — in the <video> with the
+// smallest playout delay the browser allows. The <video> starts muted (browsers play sound only after a click): the page's
+// sound button unmutes it. Whatever fails (no RTCPeerConnection, the POST refused,
+// ICE failed, no frame in 5 s, the connection lost later) ends it and tells the caller why,
+// which shows MJPEG instead (and the reason on its badge). The camera tiles open the same
+// kind of session (openWHEP) for each other camera's sub stream, picture only.
 
 const FIRST_FRAME_MS = 5000; // connect and decode a frame within this, or use MJPEG
-let session = null; // {pc, location, video}
+let session = null; // the preview's: openWHEP()'s {pc, location, video, …}
 let firstFrameMs = null; // the last start's time to its first frame (for the benchmark)
 
-/** Starts the WebRTC preview in `video`; `onFrame()` at its first frame, `onFail(reason)` once if it ends badly. */
-export async function startWebRTC(video, onFrame, onFail) {
-  stopWebRTC();
-  if (!window.RTCPeerConnection) { onFail("this browser has no WebRTC"); return; }
+/** Why WebRTC cannot play: `short` for the badge ("MJPEG · " + it), `detail` for its title. */
+function reason(short, detail) { return { short, detail }; }
+
+/** The video codecs an offer (SDP) carries, by name, in its order: ["VP8", "VP9", "AV1"]
+ *  (retransmission and error correction left out). */
+function offeredVideoCodecs(sdp) {
+  const names = [];
+  let video = false;
+  for (const line of sdp.split(/\r?\n/)) {
+    if (line.startsWith("m=")) video = line.startsWith("m=video");
+    const m = video && /^a=rtpmap:\d+ ([^/]+)\//.exec(line);
+    if (m && !/^(rtx|red|ulpfec|flexfec-03)$/i.test(m[1]) && !names.includes(m[1].toUpperCase())) names.push(m[1].toUpperCase());
+  }
+  return names;
+}
+
+/** Why the server refused the offer (a non-201 answer to the WHEP POST to `url`, its JSON error). The
+ *  server sends H.264, or VP8 to an offer without H.264: 422 unsupported_codec says the offer
+ *  has neither (or VP8 could not be had): the badge names what this browser lacks. */
+function refused(url, status, error, offer) {
+  const said = error && error.message ? error.message.replace(/\.$/, "") : `HTTP ${status}`;
+  if (error && error.code === "unsupported_codec") {
+    const codecs = offeredVideoCodecs(offer), offered = codecs.join(", ").replace("H264", "H.264") || "no video";
+    if (codecs.includes("H264")) return reason("no common codec", `This browser's WebRTC offers ${offered}; the server said: ${said}`);
+    // Firefox has H.264 once it has downloaded Cisco's OpenH264 plugin (not without internet).
+    const hint = /Firefox\//.test(navigator.userAgent) ? " (Firefox gets H.264 by downloading its OpenH264 plugin)" : "";
+    return reason(codecs.includes("VP8") ? "no H.264 in this browser" : "no H.264 or VP8 in this browser",
+      `This browser's WebRTC offers ${offered}${hint}; the server said: ${said}`);
+  }
+  return reason("WebRTC failed", `POST ${url}: ${status}: ${said}`);
+}
+
+/** Opens a receive-only WHEP session: POSTs an offer to `url` and plays the answer's picture in
+ *  `video` (and its sound, `audio`: the preview's; the tiles take the picture alone). Calls
+ *  `onFrame()` at its first frame, and `onFail({short, detail})` once if it ends badly (why:
+ *  see reason()) — never after closeWHEP(), `onSound(has)` when a sound track comes (and with
+ *  false when it ends). Returns the session for closeWHEP(), or null when there is no WebRTC. */
+export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail = () => {}, onSound = () => {} } = {}) {
+  if (!window.RTCPeerConnection) {
+    onFail(reason("no WebRTC in this browser", "This browser has no WebRTC (RTCPeerConnection)"));
+    return null;
+  }
   const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle" });
-  const mine = { pc, location: null, video, failed: false };
-  const started = performance.now();
-  session = mine;
-  const fail = (reason) => {
-    if (mine.failed || session !== mine) return;
-    mine.failed = true;
-    stopWebRTC();
-    onFail(reason);
+  const s = { pc, location: null, video, stream: new MediaStream(), closed: false, sound: false, onSound, synced: {}, timer: null };
+  const fail = (why) => {
+    if (s.closed) return;
+    closeWHEP(s);
+    onFail(why);
   };
-  const timer = setTimeout(() => fail("no frame within 5 s"), FIRST_FRAME_MS);
-  try {
-    const transceiver = pc.addTransceiver("video", { direction: "recvonly" });
-    // As little buffering as the browser allows: the picture follows the camera.
-    if ("jitterBufferTarget" in transceiver.receiver) transceiver.receiver.jitterBufferTarget = 0;
-    else transceiver.receiver.playoutDelayHint = 0;
-    pc.ontrack = (e) => { video.srcObject = e.streams[0] || new MediaStream([e.track]); };
+  const failed = (detail) => fail(reason("WebRTC failed", detail));
+  s.timer = setTimeout(() => failed("WebRTC: no frame within 5 s"), FIRST_FRAME_MS);
+  (async () => {
+    // As little buffering as the browser allows: the picture follows the camera (the sound
+    // waits for it only as lip-sync needs).
+    for (const kind of audio ? ["video", "audio"] : ["video"]) {
+      const transceiver = pc.addTransceiver(kind, { direction: "recvonly" });
+      if ("jitterBufferTarget" in transceiver.receiver) transceiver.receiver.jitterBufferTarget = 0;
+      else transceiver.receiver.playoutDelayHint = 0;
+    }
+    // Both tracks in one stream: one element plays them, and the browser lines them up.
+    pc.ontrack = (e) => {
+      s.synced[e.track.kind] = e.streams.length ? e.streams[0].id : null;
+      s.stream.addTrack(e.track);
+      if (video.srcObject !== s.stream) video.srcObject = s.stream;
+      if (e.track.kind === "audio") { s.sound = true; onSound(true); }
+    };
     pc.onconnectionstatechange = () => {
-      if (pc.connectionState === "failed" || pc.connectionState === "closed") fail(`WebRTC ${pc.connectionState}`);
+      if (pc.connectionState === "failed" || pc.connectionState === "closed") failed(`WebRTC ${pc.connectionState}`);
     };
     await pc.setLocalDescription(await pc.createOffer());
     await gathered(pc);
-    const r = await fetch("/api/whep", { method: "POST", headers: { "Content-Type": "application/sdp" }, body: pc.localDescription.sdp });
-    if (r.status !== 201) throw new Error(`POST /api/whep: ${r.status}`);
-    mine.location = r.headers.get("Location");
+    if (s.closed) return;
+    const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/sdp" }, body: pc.localDescription.sdp });
+    if (r.status !== 201) {
+      let error = null;
+      try { error = (await r.json()).error; } catch (_) { /* not JSON */ }
+      fail(refused(url, r.status, error, pc.localDescription.sdp));
+      return;
+    }
+    s.location = r.headers.get("Location");
+    // Closed while the POST was on its way: the session it made ends now, not when the
+    // server gives up on a peer that never connects (15 s).
+    if (s.closed) { endAtServer(s); return; }
     await pc.setRemoteDescription({ type: "answer", sdp: await r.text() });
     const shown = () => {
-      if (session !== mine) return;
-      clearTimeout(timer);
-      firstFrameMs = performance.now() - started;
+      if (s.closed) return;
+      clearTimeout(s.timer);
       onFrame();
     };
     if (video.requestVideoFrameCallback) video.requestVideoFrameCallback(shown);
     else video.addEventListener("playing", shown, { once: true });
     video.play().catch(() => {});
-  } catch (e) {
-    clearTimeout(timer);
-    fail(String(e.message || e));
-  }
+  })().catch((e) => failed(`WebRTC: ${e.message || e}`));
+  return s;
+}
+
+/** Ends a session openWHEP() opened (and its session on the server); again does nothing. */
+export function closeWHEP(s) {
+  if (!s || s.closed) return;
+  s.closed = true;
+  clearTimeout(s.timer);
+  s.pc.close();
+  if (s.video.srcObject === s.stream) s.video.srcObject = null;
+  if (s.sound) s.onSound(false);
+  endAtServer(s);
+}
+
+function endAtServer(s) {
+  // keepalive: the DELETE still goes when the page is closing.
+  if (s.location) fetch(s.location, { method: "DELETE", keepalive: true }).catch(() => {});
+}
+
+/** Starts the WebRTC preview (the main camera, with its sound) in `video`: see openWHEP(). */
+export function startWebRTC(video, onFrame, onFail, onSound = () => {}) {
+  stopWebRTC();
+  const started = performance.now();
+  session = openWHEP("/api/whep", video, {
+    audio: true, onSound,
+    onFrame: () => { firstFrameMs = performance.now() - started; onFrame(); },
+    onFail: (why) => { session = null; onFail(why); },
+  });
 }
 
 /** Ends the WebRTC preview (and its session on the server). */
 export function stopWebRTC() {
   const s = session;
   session = null;
-  if (!s) return;
-  s.pc.close();
-  s.video.srcObject = null;
-  if (s.location) fetch(s.location, { method: "DELETE", keepalive: true }).catch(() => {});
+  closeWHEP(s);
 }
 
 /** From the offer's making to the first frame shown, in ms, of the last start (null before one). */
 export function webrtcFirstFrameMs() { return firstFrameMs; }
 
-/** The decoder's figures, for the test: frames decoded so far. */
-export async function framesDecoded() {
-  if (!session) return 0;
+/** The codec the WebRTC picture arrives in ("video/H264", "video/VP8"), for the tests; null before. */
+export async function videoCodec() {
+  if (!session) return null;
+  const stats = await session.pc.getStats();
+  let codec = null;
+  stats.forEach((r) => {
+    const c = r.type === "inbound-rtp" && r.kind === "video" && r.codecId && stats.get(r.codecId);
+    if (c) codec = c.mimeType;
+  });
+  return codec;
+}
+
+/** The RTP header extensions the picture's receiver negotiated (their URIs), for the tests:
+ *  the server's answer asks for libwebrtc's playout delay where the browser offers it. */
+export function videoHeaderExtensions() {
+  if (!session) return [];
+  const receiver = session.pc.getReceivers().find((r) => r.track && r.track.kind === "video");
+  return receiver ? receiver.getParameters().headerExtensions.map((e) => e.uri) : [];
+}
+
+/** The decoder's figures, for the tests: frames decoded so far by the preview's session, or `s`
+ *  (a tile's). */
+export async function framesDecoded(s = session) {
+  if (!s) return 0;
   let n = 0;
-  (await session.pc.getStats()).forEach((r) => { if (r.type === "inbound-rtp" && r.kind === "video") n = r.framesDecoded || 0; });
+  (await s.pc.getStats()).forEach((r) => { if (r.type === "inbound-rtp" && r.kind === "video") n = r.framesDecoded || 0; });
   return n;
+}
+
+/** The receiver's figures of the sound, for the test and bench/sound.py: packets, the codec,
+ *  whether the answer put both tracks in one stream (what the browser lines up: its lip-sync
+ *  group), how far it plays the sound after the picture (its estimated playout times, ms; null
+ *  where the browser gives none), and each track's age: the clock against the capture time of
+ *  what it plays now (the playout time is in the sender's clock, through its sender reports:
+ *  the same clock when both run on one machine), and what Chromium itself holds it for: its
+ *  jitter buffer's and its audio device's delays, summed over their samples (bench/sound.py
+ *  takes the means). A muted track is not played out. */
+export async function soundStats() {
+  if (!session) return null;
+  const ids = session.synced;
+  const out = { packets: 0, codec: null, samples: 0, skewMs: null, oneStream: !!ids.audio && ids.audio === ids.video,
+                soundAgeMs: null, pictureAgeMs: null };
+  let audioAt = null, videoAt = null;
+  const stats = await session.pc.getStats();
+  const now = Date.now() + 2208988800000; // the stats' NTP milliseconds (from 1900)
+  stats.forEach((r) => {
+    if (r.type === "media-playout") { // the audio device's side: seconds summed over its samples
+      out.playoutDelay = r.totalPlayoutDelay ?? null;
+      out.playoutSamples = r.totalSamplesCount ?? null;
+    }
+    if (r.type !== "inbound-rtp") return;
+    if (r.kind === "audio") {
+      out.packets = r.packetsReceived || 0;
+      out.samples = r.totalSamplesReceived || 0;
+      out.jitterBufferDelay = r.jitterBufferDelay ?? null; // seconds, summed over the samples emitted
+      out.jitterBufferEmitted = r.jitterBufferEmittedCount ?? null;
+      audioAt = r.estimatedPlayoutTimestamp ?? null;
+      const codec = r.codecId && stats.get(r.codecId);
+      out.codec = codec ? codec.mimeType : null;
+    } else if (r.kind === "video") {
+      videoAt = r.estimatedPlayoutTimestamp ?? null;
+    }
+  });
+  if (audioAt !== null && videoAt !== null) out.skewMs = videoAt - audioAt;
+  if (audioAt !== null) out.soundAgeMs = now - audioAt;
+  if (videoAt !== null) out.pictureAgeMs = now - videoAt;
+  return out;
 }
 
 /** Resolves once ICE gathering completes, or 40 ms after the first candidate (host
  *  candidates come together; Chromium calls gathering complete only some 100 ms later, and
  *  the server learns any candidate the offer lacks from the checks), or after 1 s. */
-function gathered(pc) {
+export function gathered(pc) {
   if (pc.iceGatheringState === "complete") return Promise.resolve();
   return new Promise((resolve) => {
     let soon = null;

@@ -1,6 +1,6 @@
-// FFmpeg's libavcodec (libx264 through it), libavformat (MP4 muxing), libswscale and
-// libavutil, for the Movie module alone. Macros Swift cannot import are spelled as
-// functions here.
+// FFmpeg's libavcodec (libx264 through it), libavformat (MP4 muxing), libswscale,
+// libswresample (a microphone's rate to a codec's) and libavutil, for the Movie module
+// alone. Macros Swift cannot import are spelled as functions here.
 #ifndef VIEWFINDER_CFFMPEG_H
 #define VIEWFINDER_CFFMPEG_H
 
@@ -11,9 +11,11 @@
 #include <libavutil/avutil.h>
 #include <libavutil/display.h>
 #include <libavutil/error.h>
+#include <libavutil/hwcontext.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
+#include <libswresample/swresample.h>
 #include <libswscale/swscale.h>
 
 static inline int cff_averror(int e) { return AVERROR(e); }

@@ -4,9 +4,14 @@
 // play is decided by the application for every request (the one GstRTSPAuth subclass below
 // overrides `check`), with the same users, roles and Digest/Basic answers as HTTP.
 #include "private.h"
+#include <gst/base/gstbasesink.h>
 #include <gst/rtsp-server/rtsp-server.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+#define GST_CAT_DEFAULT vfg_rtsp_debug
 
 struct vfg_rtsp {
     GstRTSPServer *server;
@@ -57,49 +62,249 @@ static void vfg_auth_init(VfgAuth *auth) { (void)auth; }
 
 // MARK: Media
 
+// A mount's factory and what its next media is made of: the sound the last DESCRIBE found
+// (written on the client threads, read when a media is built), and its shared media while
+// one exists (weakly: the factory owns it) with a condition signalled when it is gone.
 typedef struct {
     vfg_rtsp *owner;
     gchar *path;
+    gint references;
+    pthread_mutex_t lock;
+    pthread_cond_t gone;
+    GWeakRef media;
+    vfg_aac aac;  // rate 0: no sound
 } Mount;
 
-static void mount_free(gpointer data, GClosure *closure) {
-    (void)closure;
-    Mount *m = data;
+static Mount *mount_retain(Mount *m) {
+    g_atomic_int_inc(&m->references);
+    return m;
+}
+
+static void mount_release(Mount *m) {
+    if (!g_atomic_int_dec_and_test(&m->references)) return;
+    g_weak_ref_clear(&m->media);
+    pthread_cond_destroy(&m->gone);
+    pthread_mutex_destroy(&m->lock);
     g_free(m->path);
     g_free(m);
 }
 
+static void mount_free(gpointer data, GClosure *closure) {
+    (void)closure;
+    mount_release(data);
+}
+
+// The encoder puts SPS and PPS before every IDR (a client joins at any keyframe); h264parse
+// adds them only where missing, and the payloader adds none of its own. The sound's raw AAC
+// frames go out as RFC 3640's AAC-hbr (MPEG4-GENERIC), what NVRs and ffmpeg expect of a camera.
+static const char *const video_launch = "( appsrc name=src ! h264parse config-interval=-1 "
+                                        "! rtph264pay name=pay0 pt=96 aggregate-mode=zero-latency )";
+static const char *const av_launch = "( appsrc name=src ! h264parse config-interval=-1 "
+                                     "! rtph264pay name=pay0 pt=96 aggregate-mode=zero-latency "
+                                     "appsrc name=asrc ! rtpmp4gpay name=pay1 pt=97 )";
+
+static void on_new_state(GstRTSPMedia *media, gint state, gpointer data) {
+    (void)data;
+    GST_DEBUG("media %p: %s (status %d)", (void *)media, gst_element_state_get_name((GstState)state), gst_rtsp_media_get_status(media));
+}
+
 static void on_unprepared(GstRTSPMedia *media, gpointer data) {
-    (void)media;
+    GST_DEBUG("media %p unprepared", (void *)media);
     vfg_feed_close(data);
+}
+
+// After every other "unprepared" handler — the factory's, which takes the media out of its
+// cache — the mount forgets it and wakes a DESCRIBE waiting for it to be gone.
+static void on_media_gone(GstRTSPMedia *media, gpointer data) {
+    Mount *mount = data;
+    pthread_mutex_lock(&mount->lock);
+    GstRTSPMedia *current = g_weak_ref_get(&mount->media);
+    if (current == media) g_weak_ref_set(&mount->media, NULL);
+    if (current) g_object_unref(current);
+    pthread_cond_broadcast(&mount->gone);
+    pthread_mutex_unlock(&mount->lock);
+}
+
+
+// Lets a media go after the DESCRIBE that held it has long been answered.
+static gboolean release_hold(gpointer data) {
+    GST_DEBUG("media %p: the DESCRIBE's hold ends", data);
+    gst_rtsp_media_unprepare(data);
+    return G_SOURCE_REMOVE;
+}
+
+// A shared media whose last client just left is unpreparing for a few milliseconds, and
+// still in the factory's cache: a DESCRIBE then would be given it, fail to prepare it and be
+// answered 503 (a client reconnecting at once got 503 six times in seven). So before a
+// DESCRIBE: a media unpreparing is waited for (two seconds at most) until it is gone — the
+// DESCRIBE then makes a new one; a prepared one is held (prepared once more, let go two
+// seconds later), so a TEARDOWN racing this DESCRIBE cannot start taking it down before the
+// new client has prepared it too. (Tried before and left out when a held media, paused with
+// no client and played again, got nothing through: its feeds stamped the first units against
+// the stale base time — fixed in runtime.c's running_time.)
+static void hold_or_wait(Mount *mount) {
+    for (int step = 0; step < 200; step++) {  // 200 × 10 ms
+        pthread_mutex_lock(&mount->lock);
+        GstRTSPMedia *media = g_weak_ref_get(&mount->media);
+        pthread_mutex_unlock(&mount->lock);
+        if (!media) return;
+        GstRTSPMediaStatus status = gst_rtsp_media_get_status(media);
+        if (status == GST_RTSP_MEDIA_STATUS_PREPARED) {
+            // Outside the mount's lock: preparing takes the media's, under which it signals.
+            // A prepared media stops the thread it is given at once (it has its own); one
+            // taken down meanwhile refuses it (and the thread is stopped here).
+            GstRTSPThread *thread = gst_rtsp_thread_new(GST_RTSP_THREAD_TYPE_MEDIA);
+            if (thread && gst_rtsp_media_prepare(media, thread)) {
+                GST_DEBUG("media %p: held for a DESCRIBE", (void *)media);
+                GSource *later = g_timeout_source_new(2000);
+                g_source_set_callback(later, release_hold, media, g_object_unref);  // takes the reference
+                g_source_attach(later, vfg_main_context());
+                g_source_unref(later);
+                return;
+            }
+            if (thread) gst_rtsp_thread_stop(thread);
+            status = gst_rtsp_media_get_status(media);  // it was taken down meanwhile
+        }
+        g_object_unref(media);
+        if (status != GST_RTSP_MEDIA_STATUS_UNPREPARING && status != GST_RTSP_MEDIA_STATUS_UNPREPARED) return;
+        // Woken when a media goes; the status is read again every 10 ms all the same (a
+        // media's unprepare starts without a word to this mount).
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 10 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+        pthread_mutex_lock(&mount->lock);
+        GstRTSPMedia *still = g_weak_ref_get(&mount->media);
+        if (still) {
+            pthread_cond_timedwait(&mount->gone, &mount->lock, &until);
+            g_object_unref(still);
+        }
+        pthread_mutex_unlock(&mount->lock);
+    }
+}
+
+// rtpbin's sender reports map an RTP time to the wall clock at the moment a packet is *sent*
+// by default: the picture (sent after its encode) and the sound (sent after an AAC frame and
+// the encoder's delay, ~43 ms) would then be out of step by the difference of their latencies.
+// Mapped at the buffers' own times — their capture times — a client lines them up as captured.
+//
+// And what a stream sends while no client set it up is dropped at rtpbin instead of failing: a
+// client that sets up the picture alone (an NVR, a detector) left the sound's send pad of
+// rtpbin unlinked, its appsrc stopped "not-linked", and the shared media went to error — every
+// later DESCRIBE of the path was 503 until its last client left.
+static GstPadProbeReturn drop_unless_linked(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)info; (void)data;
+    return gst_pad_is_linked(pad) ? GST_PAD_PROBE_OK : GST_PAD_PROBE_DROP;
+}
+
+static void on_rtpbin_pad(GstElement *rtpbin, GstPad *pad, gpointer data) {
+    (void)rtpbin; (void)data;
+    if (GST_PAD_DIRECTION(pad) != GST_PAD_SRC || !g_str_has_prefix(GST_PAD_NAME(pad), "send_rt")) return;
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, drop_unless_linked, NULL, NULL);
+}
+
+static void on_element_added(GstBin *bin, GstBin *sub, GstElement *element, gpointer data) {
+    (void)bin; (void)sub; (void)data;
+    // The media's sinks (multiudpsink, and appsink for interleaved TCP) send each packet as it
+    // comes, without waiting for its running time on the clock: the units are live already,
+    // stamped with their capture times. A sink that synced held the appsrc's streaming thread
+    // in gst_base_sink_wait_clock — seen stalled for the whole of a client's 30 s under
+    // AddressSanitizer (a stack dump), every client of the media getting nothing.
+    if (GST_IS_BASE_SINK(element)) {
+        g_object_set(element, "sync", FALSE, NULL);
+        return;
+    }
+    GstElementFactory *f = gst_element_get_factory(element);
+    if (!f || !g_str_equal(GST_OBJECT_NAME(f), "rtpbin")) return;
+    g_object_set(element, "rtcp-sync-send-time", FALSE, NULL);
+    g_signal_connect(element, "pad-added", G_CALLBACK(on_rtpbin_pad), NULL);
 }
 
 static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media, gpointer data) {
     (void)factory;
     Mount *mount = data;
     GstElement *bin = gst_rtsp_media_get_element(media);
+    GstObject *pipeline = gst_object_get_parent(GST_OBJECT(bin));  // the media's pipeline: rtpbin joins it when prepared
+    if (pipeline) {
+        g_signal_connect(pipeline, "deep-element-added", G_CALLBACK(on_element_added), NULL);
+        gst_object_unref(pipeline);
+    }
     GstElement *appsrc = gst_bin_get_by_name_recurse_up(GST_BIN(bin), "src");
+    GstElement *asrc = gst_bin_get_by_name_recurse_up(GST_BIN(bin), "asrc");
     gst_object_unref(bin);
-    if (!appsrc) return;
+    if (!appsrc) {
+        if (asrc) gst_object_unref(asrc);
+        return;
+    }
     vfg_configure_appsrc(appsrc);
-    vfg_feed *feed = vfg_feed_new(appsrc);
+    vfg_feed *feed = vfg_feed_new(appsrc, 0);
     gst_object_unref(appsrc);
+    vfg_feed *audio = NULL;
+    if (asrc) {
+        pthread_mutex_lock(&mount->lock);
+        vfg_aac aac = mount->aac;
+        pthread_mutex_unlock(&mount->lock);
+        vfg_configure_aac_appsrc(asrc, &aac);
+        audio = vfg_feed_new(asrc, 1);
+        gst_object_unref(asrc);
+        g_signal_connect_data(media, "unprepared", G_CALLBACK(on_unprepared), audio, (GClosureNotify)(void (*)(void))vfg_feed_release, 0);
+    }
+    pthread_mutex_lock(&mount->lock);
+    g_weak_ref_set(&mount->media, media);
+    pthread_mutex_unlock(&mount->lock);
+    g_signal_connect_data(media, "unprepared", G_CALLBACK(on_media_gone), mount_retain(mount), mount_free, G_CONNECT_AFTER);
     // The media's reference goes when it is unprepared (its last client left, or the server stopped).
     g_signal_connect_data(media, "unprepared", G_CALLBACK(on_unprepared), feed, (GClosureNotify)(void (*)(void))vfg_feed_release, 0);
-    mount->owner->callbacks.media_started(mount->owner->callbacks.context, mount->path, vfg_feed_retain(feed));
+    g_signal_connect(media, "new-state", G_CALLBACK(on_new_state), NULL);
+    GST_DEBUG("media %p of %s built%s", (void *)media, mount->path, audio ? " with sound" : "");
+    g_object_set_data_full(G_OBJECT(media), "vfg-feed", vfg_feed_retain(feed), (GDestroyNotify)vfg_feed_release);
+    mount->owner->callbacks.media_started(mount->owner->callbacks.context, mount->path, vfg_feed_retain(feed),
+                                          audio ? vfg_feed_retain(audio) : NULL);
 }
 
 static GstRTSPStatusCode on_pre_describe(GstRTSPClient *client, GstRTSPContext *ctx, gpointer data) {
     (void)client;
     vfg_rtsp *owner = data;
     const char *path = ctx->uri && ctx->uri->abspath ? ctx->uri->abspath : "/";
-    int status = owner->callbacks.describe(owner->callbacks.context, path);
-    return status == 0 ? GST_RTSP_STS_OK : (GstRTSPStatusCode)status;
+    vfg_aac aac = {0};
+    int status = owner->callbacks.describe(owner->callbacks.context, path, &aac);
+    if (status != 0) return (GstRTSPStatusCode)status;
+    // What a media built for this DESCRIBE is made of (a shared media already playing stays
+    // as it was built: its clients see the same SDP).
+    GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(owner->server);
+    GstRTSPMediaFactory *factory = gst_rtsp_mount_points_match(mounts, path, NULL);
+    g_object_unref(mounts);
+    if (!factory) return GST_RTSP_STS_OK;
+    Mount *mount = g_object_get_data(G_OBJECT(factory), "vfg-mount");
+    if (mount) {
+        hold_or_wait(mount);
+        pthread_mutex_lock(&mount->lock);
+        mount->aac = aac.rate > 0 && aac.config_length <= sizeof aac.config ? aac : (vfg_aac){0};
+        gboolean sound = mount->aac.rate > 0;
+        pthread_mutex_unlock(&mount->lock);
+        gst_rtsp_media_factory_set_launch(factory, sound ? av_launch : video_launch);
+    }
+    g_object_unref(factory);
+    return GST_RTSP_STS_OK;
+}
+
+// A client joining a shared media that is already playing would start mid-GOP: nothing but
+// P-frames until the next interval's IDR (up to `live.keyframeInterval`, 2 s by default), which
+// its decoder reports as missing references. gst-rtsp-server asks for no keyframe itself, so
+// once the PLAY has made the client's transports active the picture's feed asks for one: the
+// next encode is an IDR and the joiner's first picture is a frame or two away.
+static void on_play(GstRTSPClient *client, GstRTSPContext *ctx, gpointer data) {
+    (void)client; (void)data;
+    if (!ctx || !ctx->media) return;
+    GST_DEBUG("media %p: a client plays", (void *)ctx->media);
+    vfg_feed *feed = g_object_get_data(G_OBJECT(ctx->media), "vfg-feed");
+    if (feed) vfg_feed_want_keyframe(feed);
 }
 
 static void on_client_connected(GstRTSPServer *server, GstRTSPClient *client, gpointer data) {
     (void)server;
     g_signal_connect(client, "pre-describe-request", G_CALLBACK(on_pre_describe), data);
+    g_signal_connect(client, "play-request", G_CALLBACK(on_play), data);
 }
 
 // MARK: The server
@@ -147,16 +352,17 @@ int vfg_rtsp_mount(vfg_rtsp *r, const char *path) {
         return -1;
     }
     GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
-    // The encoder puts SPS and PPS before every IDR (a client joins at any keyframe);
-    // h264parse adds them only where missing, and the payloader adds none of its own.
-    gst_rtsp_media_factory_set_launch(factory,
-        "( appsrc name=src ! h264parse config-interval=-1 "
-        "! rtph264pay name=pay0 pt=96 aggregate-mode=zero-latency )");
+    gst_rtsp_media_factory_set_launch(factory, video_launch);
     gst_rtsp_media_factory_set_shared(factory, TRUE);
     gst_rtsp_media_factory_set_protocols(factory, GST_RTSP_LOWER_TRANS_UDP | GST_RTSP_LOWER_TRANS_TCP);
     Mount *m = g_new0(Mount, 1);
     m->owner = r;
     m->path = g_strdup(path);
+    m->references = 1;
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->gone, NULL);
+    g_weak_ref_init(&m->media, NULL);
+    g_object_set_data_full(G_OBJECT(factory), "vfg-mount", mount_retain(m), (GDestroyNotify)mount_release);
     g_signal_connect_data(factory, "media-configure", G_CALLBACK(on_media_configure), m, mount_free, 0);
     gst_rtsp_mount_points_add_factory(mounts, path, factory);  // takes the factory
     g_object_unref(mounts);

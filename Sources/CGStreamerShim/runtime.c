@@ -6,6 +6,13 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+// What a feed dropped and why (GST_DEBUG=vfgfeed:6): the first thing to read when a client
+// gets nothing.
+GST_DEBUG_CATEGORY_STATIC(vfg_feed_debug);
+#define GST_CAT_DEFAULT vfg_feed_debug
+GST_DEBUG_CATEGORY(vfg_rtsp_debug);
 
 static GMainContext *main_context;
 static char start_error[256];
@@ -27,7 +34,7 @@ static void start_once(void) {
     }
     // Every element a pipeline names: a missing plugin package fails here, by name, not at
     // a client's first request.
-    static const char *const needed[] = {"appsrc", "h264parse", "rtph264pay", "webrtcbin", "nicesrc", "dtlssrtpenc", "rtpbin"};
+    static const char *const needed[] = {"appsrc", "h264parse", "rtph264pay", "rtpmp4gpay", "webrtcbin", "nicesrc", "dtlssrtpenc", "rtpbin"};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
         GstElementFactory *f = gst_element_factory_find(needed[i]);
         if (!f) {
@@ -36,6 +43,8 @@ static void start_once(void) {
         }
         gst_object_unref(f);
     }
+    GST_DEBUG_CATEGORY_INIT(vfg_feed_debug, "vfgfeed", 0, "Viewfinder's appsrc feeds");
+    GST_DEBUG_CATEGORY_INIT(vfg_rtsp_debug, "vfgrtsp", 0, "Viewfinder's RTSP mounts");
     main_context = g_main_context_new();
     GMainLoop *loop = g_main_loop_new(main_context, FALSE);
     g_thread_unref(g_thread_new("gst-main", run_main_loop, loop));
@@ -57,25 +66,44 @@ void vfg_free(void *pointer) { g_free(pointer); }
 
 // MARK: Feeds
 
+// Capture time (ns) → the pipeline's running time: the running time at which the unit was
+// captured, in the past by its latency — the wall clock's relation to the pipeline's clock,
+// read at each push. So a media's picture and sound (or a WebRTC peer's) keep the offset
+// between them they had when captured, and rtpbin's sender reports (which extrapolate from
+// the last buffer's time only forwards) never claim a buffer stamped ahead of now is now.
+//
+// Read at each push, not anchored once: an anchor shared by two streams was moved by whichever
+// strayed — a sound starved for seconds under a sanitizer (its packets 3 s old) re-anchored it
+// at every packet, the picture at every frame back again, and the picture was dropped as "not
+// after the last" half the time (RTSPSoundTests got 0 to 33 of its 90 frames).
+static GstClockTimeDiff capture_running_time(GstClockTime now, GstClockTimeDiff capture) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);  // the capture times' clock (Clock.now)
+    GstClockTimeDiff wall = (GstClockTimeDiff)ts.tv_sec * GST_SECOND + ts.tv_nsec;
+    return capture + ((GstClockTimeDiff)now - wall);
+}
+
 struct vfg_feed {
     gint references;
-    GMutex lock;
+    // A pthread mutex, not GLib's GMutex: GMutex is a futex ThreadSanitizer cannot see, and
+    // it reported the appsrc's close racing with the pump's check (make test-tsan, RTSPTests).
+    pthread_mutex_t lock;
     GstElement *appsrc;  // NULL once closed
     gint keyframe_wanted;
     gulong probe;
-    // Capture time (ns) → the pipeline's running time: set at the first unit and again when
-    // the stream's times jump (a new encoder), so units keep the camera's cadence and no
-    // push-time jitter.
-    gboolean anchored;
-    GstClockTimeDiff offset;
-    GstClockTime last;
+    // The running time of the last buffer pushed: a unit not after it is dropped.
+    gboolean pushed;
+    GstClockTimeDiff last;
+    // Sound: every packet decodes alone (no keyframes to wait for).
+    gboolean audio;
     // Units are dropped until an IDR: at the start, and after one was lost (pushed before
     // the pipeline played), so the first unit a pipeline sees decodes.
     gboolean need_key;
 };
 
-// An upstream GstForceKeyUnit event (rtph264pay or webrtcbin turn a PLI/FIR into one;
-// gst-rtsp-server sends one for a new client) reaches the appsrc's pad: the next push says so.
+// An upstream GstForceKeyUnit event (rtph264pay or webrtcbin turn a PLI/FIR into one) reaches
+// the appsrc's pad: the next push says so. (An RTSP client joining a playing media asks
+// through vfg_feed_want_keyframe: gst-rtsp-server sends no event for it.)
 static GstPadProbeReturn on_upstream_event(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad;
     vfg_feed *feed = data;
@@ -87,13 +115,14 @@ static GstPadProbeReturn on_upstream_event(GstPad *pad, GstPadProbeInfo *info, g
     return GST_PAD_PROBE_OK;
 }
 
-vfg_feed *vfg_feed_new(GstElement *appsrc) {
+vfg_feed *vfg_feed_new(GstElement *appsrc, int audio) {
     vfg_feed *feed = g_new0(vfg_feed, 1);
     feed->references = 1;
-    g_mutex_init(&feed->lock);
+    pthread_mutex_init(&feed->lock, NULL);
     feed->appsrc = gst_object_ref(appsrc);
-    feed->keyframe_wanted = 1;
-    feed->need_key = TRUE;
+    feed->audio = audio != 0;
+    feed->keyframe_wanted = !feed->audio;
+    feed->need_key = !feed->audio;
     GstPad *pad = gst_element_get_static_pad(appsrc, "src");
     if (pad) {
         // The probe holds a reference to the feed until vfg_feed_close removes it.
@@ -110,10 +139,10 @@ vfg_feed *vfg_feed_retain(vfg_feed *feed) {
 }
 
 void vfg_feed_close(vfg_feed *feed) {
-    g_mutex_lock(&feed->lock);
+    pthread_mutex_lock(&feed->lock);
     GstElement *appsrc = feed->appsrc;
     feed->appsrc = NULL;
-    g_mutex_unlock(&feed->lock);
+    pthread_mutex_unlock(&feed->lock);
     if (!appsrc) return;
     GstPad *pad = gst_element_get_static_pad(appsrc, "src");
     if (pad && feed->probe) gst_pad_remove_probe(pad, feed->probe);  // drops the probe's reference
@@ -121,8 +150,17 @@ void vfg_feed_close(vfg_feed *feed) {
     gst_object_unref(appsrc);
 }
 
-/// The running time of `element`'s pipeline now, or GST_CLOCK_TIME_NONE before it has a clock.
+/// The running time of `element`'s pipeline now, or GST_CLOCK_TIME_NONE unless it plays. Its
+/// clock is there a moment before its base time is (both come on the way to PLAYING) and stays
+/// while it is paused, when its base time is stale: "now" would then be the clock's own time
+/// (the machine's uptime) — a unit stamped hours ahead, and every later one dropped as not after
+/// it (an RTSP client that got nothing for its whole 30 s, once in a few runs under the
+/// sanitizers, which stretch that moment).
 static GstClockTime running_time(GstElement *element) {
+    GST_OBJECT_LOCK(element);
+    GstState state = GST_STATE(element);
+    GST_OBJECT_UNLOCK(element);
+    if (state != GST_STATE_PLAYING) return GST_CLOCK_TIME_NONE;
     GstClock *clock = gst_element_get_clock(element);
     if (!clock) return GST_CLOCK_TIME_NONE;
     GstClockTime now = gst_clock_get_time(clock), base = gst_element_get_base_time(element);
@@ -130,55 +168,63 @@ static GstClockTime running_time(GstElement *element) {
     return now > base ? now - base : 0;
 }
 
-int vfg_feed_push(vfg_feed *feed, const uint8_t *bytes, size_t length, int64_t pts90k, int keyframe) {
-    g_mutex_lock(&feed->lock);
+int vfg_feed_push(vfg_feed *feed, const uint8_t *bytes, size_t length, int64_t capture_ns, int keyframe) {
+    pthread_mutex_lock(&feed->lock);
     GstElement *appsrc = feed->appsrc ? gst_object_ref(feed->appsrc) : NULL;
-    g_mutex_unlock(&feed->lock);
+    pthread_mutex_unlock(&feed->lock);
     if (!appsrc) return -1;
     GstClockTime now = running_time(appsrc);
     if (now == GST_CLOCK_TIME_NONE) {  // not playing yet: the unit would be flushed
+        GST_LOG_OBJECT(appsrc, "not playing: unit dropped");
         gst_object_unref(appsrc);
-        feed->need_key = TRUE;
+        feed->need_key = !feed->audio;
         return 0;
     }
     if (feed->need_key && !keyframe) {  // playing, and waiting for an IDR: ask for one (once a frame)
+        GST_LOG_OBJECT(appsrc, "waiting for an IDR: unit dropped");
         gst_object_unref(appsrc);
         g_atomic_int_set(&feed->keyframe_wanted, 0);
         return 1;
     }
-    feed->need_key = FALSE;
-    GstClockTime pts = gst_util_uint64_scale((guint64)MAX(pts90k, 0), GST_SECOND, 90000);
-    GstClockTimeDiff at = (GstClockTimeDiff)pts + feed->offset;
-    if (!feed->anchored || at < (GstClockTimeDiff)feed->last || GST_CLOCK_DIFF(now, at) > GST_SECOND ||
-        GST_CLOCK_DIFF(at, now) > GST_SECOND) {
-        feed->offset = (GstClockTimeDiff)now - (GstClockTimeDiff)pts;
-        feed->anchored = TRUE;
-        at = (GstClockTimeDiff)now;
+    GstClockTimeDiff at = capture_running_time(now, (GstClockTimeDiff)capture_ns);
+    // Captured before the pipeline started (its running time began after), or not after the
+    // last: dropped (a picture then waits for an IDR). A negative time made unsigned would be
+    // centuries ahead, and the media's sinks would wait for it.
+    if (at < 0 || (feed->pushed && at <= feed->last)) {
+        GST_DEBUG_OBJECT(appsrc, "unit at %" G_GINT64_FORMAT " (running time now %" G_GUINT64_FORMAT ", last %" G_GINT64_FORMAT
+                         "): dropped", at, now, feed->last);
+        gst_object_unref(appsrc);
+        feed->need_key = !feed->audio;
+        return feed->audio ? 0 : 1;
     }
-    feed->last = (GstClockTime)at;
+    feed->need_key = FALSE;
+    feed->pushed = TRUE;
+    feed->last = at;
     GstBuffer *buffer = gst_buffer_new_memdup(bytes, length);
     GST_BUFFER_PTS(buffer) = GST_BUFFER_DTS(buffer) = (GstClockTime)at;  // no B-frames: decode order is display order
     if (!keyframe) GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
     GstFlowReturn flow = gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);  // takes the buffer
+    if (flow != GST_FLOW_OK) GST_DEBUG_OBJECT(appsrc, "push: %s", gst_flow_get_name(flow));
+    else GST_LOG_OBJECT(appsrc, "pushed %s at %" G_GINT64_FORMAT " (now %" G_GUINT64_FORMAT ")", keyframe ? "a keyframe" : "a unit", at, now);
     gst_object_unref(appsrc);
-    if (flow == GST_FLOW_FLUSHING) feed->need_key = TRUE;  // lost: start again at an IDR
+    if (flow == GST_FLOW_FLUSHING) feed->need_key = !feed->audio;  // lost: start again at an IDR
     if ((flow == GST_FLOW_FLUSHING || flow == GST_FLOW_EOS) && vfg_feed_closed(feed)) return -1;
-    return g_atomic_int_exchange(&feed->keyframe_wanted, 0) ? 1 : 0;
+    return g_atomic_int_exchange(&feed->keyframe_wanted, 0) && !feed->audio ? 1 : 0;
 }
 
 void vfg_feed_want_keyframe(vfg_feed *feed) { g_atomic_int_set(&feed->keyframe_wanted, 1); }
 
 int vfg_feed_closed(vfg_feed *feed) {
-    g_mutex_lock(&feed->lock);
+    pthread_mutex_lock(&feed->lock);
     int closed = feed->appsrc == NULL;
-    g_mutex_unlock(&feed->lock);
+    pthread_mutex_unlock(&feed->lock);
     return closed;
 }
 
 void vfg_feed_release(vfg_feed *feed) {
     if (!g_atomic_int_dec_and_test(&feed->references)) return;
     vfg_feed_close(feed);
-    g_mutex_clear(&feed->lock);
+    pthread_mutex_destroy(&feed->lock);
     g_free(feed);
 }
 
@@ -188,6 +234,36 @@ void vfg_configure_appsrc(GstElement *appsrc) {
     // units (a second) the oldest go; the hub resyncs a late client.
     g_object_set(appsrc, "caps", caps, "is-live", TRUE, "format", GST_FORMAT_TIME, "do-timestamp", FALSE,
                  "max-buffers", (guint64)30, "block", FALSE, NULL);
+    gst_util_set_object_arg(G_OBJECT(appsrc), "leaky-type", "downstream");
+    gst_caps_unref(caps);
+}
+
+void vfg_configure_vp8_appsrc(GstElement *appsrc) {
+    vfg_configure_appsrc(appsrc);
+    GstCaps *caps = gst_caps_from_string("video/x-vp8");
+    g_object_set(appsrc, "caps", caps, NULL);
+    gst_caps_unref(caps);
+}
+
+void vfg_configure_opus_appsrc(GstElement *appsrc, int channels) {
+    GstCaps *caps = gst_caps_new_simple("audio/x-opus", "channel-mapping-family", G_TYPE_INT, 0, "rate", G_TYPE_INT, 48000,
+                                        "channels", G_TYPE_INT, channels, NULL);
+    // Live and stamped like the picture; a second of 20 ms packets at most.
+    g_object_set(appsrc, "caps", caps, "is-live", TRUE, "format", GST_FORMAT_TIME, "do-timestamp", FALSE,
+                 "max-buffers", (guint64)50, "block", FALSE, NULL);
+    gst_util_set_object_arg(G_OBJECT(appsrc), "leaky-type", "downstream");
+    gst_caps_unref(caps);
+}
+
+void vfg_configure_aac_appsrc(GstElement *appsrc, const vfg_aac *aac) {
+    GstBuffer *config = gst_buffer_new_memdup(aac->config, aac->config_length);
+    GstCaps *caps = gst_caps_new_simple("audio/mpeg", "mpegversion", G_TYPE_INT, 4, "stream-format", G_TYPE_STRING, "raw",
+                                        "rate", G_TYPE_INT, aac->rate, "channels", G_TYPE_INT, aac->channels,
+                                        "codec_data", GST_TYPE_BUFFER, config, NULL);
+    gst_buffer_unref(config);
+    // Live and stamped like the picture; a second of packets (47 at 48 kHz) at most.
+    g_object_set(appsrc, "caps", caps, "is-live", TRUE, "format", GST_FORMAT_TIME, "do-timestamp", FALSE,
+                 "max-buffers", (guint64)50, "block", FALSE, NULL);
     gst_util_set_object_arg(G_OBJECT(appsrc), "leaky-type", "downstream");
     gst_caps_unref(caps);
 }

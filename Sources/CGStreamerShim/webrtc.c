@@ -1,11 +1,9 @@
-// One WebRTC peer per WHEP session: appsrc → h264parse → rtph264pay → webrtcbin, answering
-// the client's offer. WHEP here is not trickled: the answer waits for ICE gathering (host
+// One WebRTC peer per WHEP session: appsrc → h264parse → rtph264pay → webrtcbin, and for an
+// offer that receives Opus from a camera with sound, appsrc → rtpopuspay → webrtcbin beside
+// it (the camera's Opus packets, encoded once for every viewer), answering the client's offer. WHEP here is not trickled: the answer waits for ICE gathering (host
 // candidates take milliseconds) and carries every candidate. DTLS-SRTP and ICE are
 // webrtcbin's and libnice's.
 #include "private.h"
-#define GST_USE_UNSTABLE_API
-#include <gst/sdp/sdp.h>
-#include <gst/webrtc/webrtc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,25 +11,26 @@ struct vfg_peer {
     GstElement *pipeline;
     GstElement *webrtc;
     vfg_feed *feed;  // the peer's own reference
+    vfg_feed *audio;  // the sound's, or NULL
     int failed;
-    gint64 created;  // g_get_monotonic_time
-    /// When the last packet from the peer arrived, in ms after `created` plus one; 0 before one
-    /// (an int: atomic everywhere, and enough for 24 days of one peer).
-    gint last_received;
+    vfg_arrivals arrivals;
+    guint video_ssrc;
+    int vp8;  // the picture goes as VP8: the offer had no H.264
+    int main_profile;  // its H.264 may be Main (the offer has Main or High), else Constrained Baseline
 };
 
-// Everything the peer sends (RTCP reports and feedback, DTLS) comes up through libnice's
-// nicesrc: the last arrival tells a peer that went away (a closed laptop, a lost network)
-// from one that is only quiet, within seconds, whatever the ICE layer notices.
+// Everything the peer sends (RTCP reports and feedback, DTLS, a talker's RTP) comes up
+// through libnice's nicesrc: the last arrival tells a peer that went away (a closed laptop,
+// a lost network) from one that is only quiet, within seconds, whatever the ICE layer notices.
 static GstPadProbeReturn on_received(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
     (void)pad; (void)info;
-    vfg_peer *p = data;
-    g_atomic_int_set(&p->last_received, (gint)((g_get_monotonic_time() - p->created) / 1000) + 1);
+    vfg_arrivals *a = data;
+    g_atomic_int_set(&a->last, (gint)((g_get_monotonic_time() - a->created) / 1000) + 1);
     return GST_PAD_PROBE_OK;
 }
 
-static void watch_received(vfg_peer *p) {
-    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(p->webrtc));
+void vfg_watch_arrivals(GstElement *webrtc, vfg_arrivals *arrivals) {
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(webrtc));
     GValue item = G_VALUE_INIT;
     while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
         GstElement *e = g_value_get_object(&item);
@@ -39,7 +38,7 @@ static void watch_received(vfg_peer *p) {
         if (f && g_strcmp0(GST_OBJECT_NAME(f), "nicesrc") == 0) {
             GstPad *pad = gst_element_get_static_pad(e, "src");
             if (pad) {
-                gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_received, p, NULL);
+                gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, on_received, arrivals, NULL);
                 gst_object_unref(pad);
             }
         }
@@ -65,8 +64,34 @@ static int rank_format(const GstStructure *s) {
     return 1;
 }
 
-/// The offer's first video m-line carrying H.264 and its best format's caps (or -1).
-static int find_h264(const GstSDPMessage *sdp, GstCaps **caps) {
+/// VP8 at 90 kHz: what a browser without H.264 (Firefox without OpenH264) offers first.
+static int rank_vp8(const GstStructure *s) {
+    const gchar *name = gst_structure_get_string(s, "encoding-name");
+    return name && g_ascii_strcasecmp(name, "VP8") == 0 ? 0 : -1;
+}
+
+/// The id the offer's media `mline` gives header extension `uri` (`a=extmap:5 uri`, or
+/// `5/recvonly`), or 0 when it offers none. Ids 1–14: the one-byte header every receiver reads.
+static guint offered_extension(const GstSDPMessage *sdp, int mline, const char *uri) {
+    const GstSDPMedia *media = gst_sdp_message_get_media(sdp, (guint)mline);
+    for (guint i = 0; media && i < gst_sdp_media_attributes_len(media); i++) {
+        const GstSDPAttribute *a = gst_sdp_media_get_attribute(media, i);
+        if (g_strcmp0(a->key, "extmap") != 0 || !a->value) continue;
+        gchar *end = NULL;
+        guint64 id = g_ascii_strtoull(a->value, &end, 10);
+        if (end == a->value || id < 1 || id > 14) continue;
+        const gchar *named = strchr(end, ' ');
+        if (!named) continue;
+        while (*named == ' ') named++;
+        size_t length = strcspn(named, " ");
+        if (length == strlen(uri) && strncmp(named, uri, length) == 0) return (guint)id;
+    }
+    return 0;
+}
+
+/// The offer's first video m-line carrying H.264 and its best format's caps (or -1); with
+/// `vp8`, the first carrying VP8 instead.
+static int find_video(const GstSDPMessage *sdp, GstCaps **caps, int vp8) {
     for (guint i = 0; i < gst_sdp_message_medias_len(sdp); i++) {
         const GstSDPMedia *media = gst_sdp_message_get_media(sdp, i);
         if (g_strcmp0(gst_sdp_media_get_media(media), "video") != 0) continue;
@@ -75,7 +100,8 @@ static int find_h264(const GstSDPMessage *sdp, GstCaps **caps) {
             gint pt = atoi(gst_sdp_media_get_format(media, f));
             GstCaps *c = gst_sdp_media_get_caps_from_media(media, pt);
             if (!c) continue;
-            int rank = rank_format(gst_caps_get_structure(c, 0));
+            const GstStructure *st = gst_caps_get_structure(c, 0);
+            int rank = vp8 ? rank_vp8(st) : rank_format(st);
             if (rank > best) {
                 best = rank;
                 if (*caps) gst_caps_unref(*caps);
@@ -89,7 +115,86 @@ static int find_h264(const GstSDPMessage *sdp, GstCaps **caps) {
     return -1;
 }
 
-static GstPromise *emit_and_wait(GstElement *webrtc, const char *signal, GstWebRTCSessionDescription *description) {
+int vfg_sdp_find_opus(const GstSDPMessage *sdp, gint *pt) {
+    for (guint i = 0; i < gst_sdp_message_medias_len(sdp); i++) {
+        const GstSDPMedia *media = gst_sdp_message_get_media(sdp, i);
+        if (g_strcmp0(gst_sdp_media_get_media(media), "audio") != 0) continue;
+        for (guint f = 0; f < gst_sdp_media_formats_len(media); f++) {
+            gint format = atoi(gst_sdp_media_get_format(media, f));
+            GstCaps *c = gst_sdp_media_get_caps_from_media(media, format);
+            if (!c) continue;
+            const GstStructure *s = gst_caps_get_structure(c, 0);
+            const gchar *name = gst_structure_get_string(s, "encoding-name");
+            gint rate = 0;
+            gst_structure_get_int(s, "clock-rate", &rate);
+            gboolean opus = name && g_ascii_strcasecmp(name, "OPUS") == 0 && rate == 48000;
+            gst_caps_unref(c);
+            if (opus) {
+                *pt = format;
+                return (int)i;
+            }
+        }
+        return -1;  // the first audio section only: a second would need a second track
+    }
+    return -1;
+}
+
+/// The transceiver webrtcbin made for the sink pad that `element`'s src pad is linked to.
+static GstWebRTCRTPTransceiver *transceiver_after(GstElement *element) {
+    GstWebRTCRTPTransceiver *t = NULL;
+    GstPad *src = gst_element_get_static_pad(element, "src");
+    GstPad *sink = src ? gst_pad_get_peer(src) : NULL;
+    if (sink && g_object_class_find_property(G_OBJECT_GET_CLASS(sink), "transceiver")) g_object_get(sink, "transceiver", &t, NULL);
+    if (sink) gst_object_unref(sink);
+    if (src) gst_object_unref(src);
+    return t;
+}
+
+/// Sends only, in the one format given (the offer's other formats would ask the payloader
+/// for what it does not do), from an SSRC chosen now: the answer then names each stream's
+/// SSRC and msid — the picture's too, whose caps are otherwise known only at its first
+/// access unit — and a browser puts both tracks in one stream and lines them up (Chromium
+/// syncs only tracks of one msid stream).
+static guint prefer(GstElement *pipeline, const char *payloader, const char *capsfilter, GstCaps *rtp) {
+    GstElement *filter = gst_bin_get_by_name(GST_BIN(pipeline), capsfilter);
+    GstElement *pay = gst_bin_get_by_name(GST_BIN(pipeline), payloader);
+    if (!filter || !pay) {
+        if (filter) gst_object_unref(filter);
+        if (pay) gst_object_unref(pay);
+        return 0;
+    }
+    guint ssrc = g_random_int();
+    g_object_set(pay, "ssrc", ssrc, NULL);
+    gst_object_unref(pay);
+    gst_caps_set_simple(rtp, "ssrc", G_TYPE_UINT, ssrc, NULL);
+    g_object_set(filter, "caps", rtp, NULL);
+    GstWebRTCRTPTransceiver *t = transceiver_after(filter);
+    if (t) {
+        g_object_set(t, "direction", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences", rtp, NULL);
+        gst_object_unref(t);
+    }
+    gst_object_unref(filter);
+    return ssrc;
+}
+
+// rtpbin's sender reports map an RTP time to the wall clock when a packet is sent, by default:
+// the picture (sent after its encode, ~10 ms) and the sound (after an Opus frame and its
+// look-ahead, ~30 ms) would be out of step in a browser's lip-sync by the difference. Mapped
+// at the buffers' own times — their capture times — a browser lines them up as captured.
+static void sync_reports_at_buffer_times(GstElement *webrtc) {
+    GstIterator *it = gst_bin_iterate_recurse(GST_BIN(webrtc));
+    GValue item = G_VALUE_INIT;
+    while (gst_iterator_next(it, &item) == GST_ITERATOR_OK) {
+        GstElement *e = g_value_get_object(&item);
+        GstElementFactory *f = gst_element_get_factory(e);
+        if (f && g_strcmp0(GST_OBJECT_NAME(f), "rtpbin") == 0) g_object_set(e, "rtcp-sync-send-time", FALSE, NULL);
+        g_value_reset(&item);
+    }
+    g_value_unset(&item);
+    gst_iterator_free(it);
+}
+
+GstPromise *vfg_emit_and_wait(GstElement *webrtc, const char *signal, GstWebRTCSessionDescription *description) {
     GstPromise *promise = gst_promise_new();
     if (description) g_signal_emit_by_name(webrtc, signal, description, promise);
     else g_signal_emit_by_name(webrtc, signal, NULL, promise);
@@ -132,95 +237,33 @@ static void on_connection_state(GObject *webrtc, GParamSpec *spec, gpointer data
 
 static gint64 deadline_after(unsigned ms) { return g_get_monotonic_time() + (gint64)ms * 1000; }
 
-vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **feed, int *why,
-                          char *error, size_t error_len) {
-    *answer = NULL;
-    *feed = NULL;
-    *why = VFG_PEER_OK;
-    if (vfg_start(error, error_len) != 0) { *why = VFG_PEER_FAILED; return NULL; }
-    GstSDPMessage *sdp = NULL;
-    if (gst_sdp_message_new_from_text(o->offer, &sdp) != GST_SDP_OK || gst_sdp_message_medias_len(sdp) == 0) {
-        if (sdp) gst_sdp_message_free(sdp);
-        return fail(NULL, why, VFG_PEER_MALFORMED_OFFER, error, error_len, "the offer is not SDP with a media section");
-    }
-    GstCaps *codec = NULL;
-    int mline = find_h264(sdp, &codec);
-    if (mline < 0) {
-        gst_sdp_message_free(sdp);
-        return fail(NULL, why, VFG_PEER_NO_H264, error, error_len,
-                    "the offer has no video with H.264 in packetization-mode 1");
-    }
-    gint pt = 96;
-    GstStructure *cs = gst_caps_get_structure(codec, 0);
-    gst_structure_get_int(cs, "payload", &pt);
-    gst_structure_set_name(cs, "application/x-rtp");
-    // Only what identifies the format: the offer's rtcp-fb and extmap fields would ask the
-    // payloader for what it does not do.
-    GstCaps *rtp = gst_caps_new_simple("application/x-rtp", "media", G_TYPE_STRING, "video",
-                                       "encoding-name", G_TYPE_STRING, "H264", "clock-rate", G_TYPE_INT, 90000,
-                                       "payload", G_TYPE_INT, pt, "packetization-mode", G_TYPE_STRING, "1", NULL);
-    const gchar *profile = gst_structure_get_string(cs, "profile-level-id");
-    if (profile) gst_caps_set_simple(rtp, "profile-level-id", G_TYPE_STRING, profile, NULL);
-    gst_caps_unref(codec);
-
-    vfg_peer *p = g_new0(vfg_peer, 1);
-    p->created = g_get_monotonic_time();
-    gchar *launch = g_strdup_printf(
-        "appsrc name=src ! h264parse config-interval=-1 ! rtph264pay name=pay pt=%d mtu=1200 "
-        "aggregate-mode=zero-latency ! capsfilter name=rtpcaps ! webrtcbin name=webrtc bundle-policy=max-bundle latency=0",
-        pt);
-    GError *e = NULL;
-    // Linking webrtcbin's sink pad in the launch line makes a transceiver before the offer is
-    // set; the offer's m-line then finds it by kind and codec, with no second transceiver.
-    p->pipeline = gst_parse_launch(launch, &e);
-    g_free(launch);
-    if (!p->pipeline || e) {
-        char message[256];
-        snprintf(message, sizeof message, "gst_parse_launch: %s", e ? e->message : "failed");
-        g_clear_error(&e);
-        gst_sdp_message_free(sdp);
-        return fail(p, why, VFG_PEER_FAILED, error, error_len, message);
-    }
-    GstElement *capsfilter = gst_bin_get_by_name(GST_BIN(p->pipeline), "rtpcaps");
-    g_object_set(capsfilter, "caps", rtp, NULL);
-    gst_object_unref(capsfilter);
-    p->webrtc = gst_bin_get_by_name(GST_BIN(p->pipeline), "webrtc");
-    GstElement *appsrc = gst_bin_get_by_name(GST_BIN(p->pipeline), "src");
-    vfg_configure_appsrc(appsrc);
-    p->feed = vfg_feed_new(appsrc);
-    gst_object_unref(appsrc);
-    g_signal_connect(p->webrtc, "notify::connection-state", G_CALLBACK(on_connection_state), p->feed);
-
-    GArray *transceivers = NULL;
-    g_signal_emit_by_name(p->webrtc, "get-transceivers", &transceivers);
-    for (guint i = 0; transceivers && i < transceivers->len; i++) {
-        GstWebRTCRTPTransceiver *t = g_array_index(transceivers, GstWebRTCRTPTransceiver *, i);
-        g_object_set(t, "direction", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences", rtp, NULL);
-    }
-    if (transceivers) g_array_unref(transceivers);
-    gst_caps_unref(rtp);
-
-    if (o->stun_server) g_object_set(p->webrtc, "stun-server", o->stun_server, NULL);
+/// Configures ICE from `o` (STUN, TURN, the addresses to offer), starts `pipeline`, sets
+/// `sdp` (taken) as the remote offer on `webrtc` and answers it: the answer's text (vfg_free)
+/// with every candidate gathered by the deadline. VFG_PEER_OK, or the reason with `error`.
+int vfg_webrtc_answer(GstElement *pipeline, GstElement *webrtc, GstSDPMessage *sdp, const vfg_peer_options *o,
+                      char **answer, char *error, size_t error_len) {
+    if (o->stun_server) g_object_set(webrtc, "stun-server", o->stun_server, NULL);
     for (size_t i = 0; i < o->turn_count; i++) {
         gboolean added = FALSE;
-        g_signal_emit_by_name(p->webrtc, "add-turn-server", o->turn_servers[i], &added);
+        g_signal_emit_by_name(webrtc, "add-turn-server", o->turn_servers[i], &added);
     }
     if (o->address_count > 0) {
         GstWebRTCICE *ice = NULL;
-        g_object_get(p->webrtc, "ice-agent", &ice, NULL);
+        g_object_get(webrtc, "ice-agent", &ice, NULL);
         for (size_t i = 0; ice && i < o->address_count; i++) {
             gboolean added = FALSE;
             g_signal_emit_by_name(ice, "add-local-ip-address", o->addresses[i], &added);
         }
         if (ice) gst_object_unref(ice);
     }
-    if (gst_element_set_state(p->pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
         gst_sdp_message_free(sdp);
-        return fail(p, why, VFG_PEER_FAILED, error, error_len, "the WebRTC pipeline did not start");
+        snprintf(error, error_len, "the WebRTC pipeline did not start");
+        return VFG_PEER_FAILED;
     }
 
     GstWebRTCSessionDescription *offer = gst_webrtc_session_description_new(GST_WEBRTC_SDP_TYPE_OFFER, sdp);  // takes sdp
-    GstPromise *promise = emit_and_wait(p->webrtc, "set-remote-description", offer);
+    GstPromise *promise = vfg_emit_and_wait(webrtc, "set-remote-description", offer);
     gst_webrtc_session_description_free(offer);
     GstPromiseResult result = gst_promise_wait(promise);
     const GstStructure *reply = gst_promise_get_reply(promise);
@@ -231,10 +274,11 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **f
         char message[512];
         snprintf(message, sizeof message, "the offer was refused: %s", set_error ? set_error->message : "no reply");
         g_clear_error(&set_error);
-        return fail(p, why, VFG_PEER_MALFORMED_OFFER, error, error_len, message);
+        snprintf(error, error_len, "%s", message);
+        return VFG_PEER_MALFORMED_OFFER;
     }
 
-    promise = emit_and_wait(p->webrtc, "create-answer", NULL);
+    promise = vfg_emit_and_wait(webrtc, "create-answer", NULL);
     reply = gst_promise_get_reply(promise);
     GstWebRTCSessionDescription *local = NULL;
     GError *answer_error = NULL;
@@ -247,10 +291,11 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **f
         char message[512];
         snprintf(message, sizeof message, "no answer to the offer: %s", answer_error ? answer_error->message : "webrtcbin made none");
         g_clear_error(&answer_error);
-        return fail(p, why, VFG_PEER_MALFORMED_OFFER, error, error_len, message);
+        snprintf(error, error_len, "%s", message);
+        return VFG_PEER_MALFORMED_OFFER;
     }
     g_clear_error(&answer_error);
-    promise = emit_and_wait(p->webrtc, "set-local-description", local);
+    promise = vfg_emit_and_wait(webrtc, "set-local-description", local);
     gst_promise_unref(promise);
     gst_webrtc_session_description_free(local);
 
@@ -263,22 +308,145 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **f
     int seen = 0;
     while (g_get_monotonic_time() < deadline) {
         GstWebRTCICEGatheringState gathering = GST_WEBRTC_ICE_GATHERING_STATE_NEW;
-        g_object_get(p->webrtc, "ice-gathering-state", &gathering, NULL);
+        g_object_get(webrtc, "ice-gathering-state", &gathering, NULL);
         if (gathering == GST_WEBRTC_ICE_GATHERING_STATE_COMPLETE) break;
         if (host_only) {
-            int n = count_candidates(p->webrtc);
+            int n = count_candidates(webrtc);
             if (n != seen) { seen = n; steady_since = g_get_monotonic_time(); }
             else if (n > 0 && g_get_monotonic_time() - steady_since >= 20000) break;
         }
         g_usleep(2000);
     }
     GstWebRTCSessionDescription *described = NULL;
-    g_object_get(p->webrtc, "local-description", &described, NULL);
-    if (!described) return fail(p, why, VFG_PEER_FAILED, error, error_len, "webrtcbin kept no local description");
-    watch_received(p);
+    g_object_get(webrtc, "local-description", &described, NULL);
+    if (!described) {
+        snprintf(error, error_len, "webrtcbin kept no local description");
+        return VFG_PEER_FAILED;
+    }
     *answer = gst_sdp_message_as_text(described->sdp);
     gst_webrtc_session_description_free(described);
+    return VFG_PEER_OK;
+}
+
+vfg_peer *vfg_peer_answer(const vfg_peer_options *o, char **answer, vfg_feed **feed, vfg_feed **audio,
+                          int *why, char *error, size_t error_len) {
+    *answer = NULL;
+    *feed = NULL;
+    *audio = NULL;
+    *why = VFG_PEER_OK;
+    if (vfg_start(error, error_len) != 0) { *why = VFG_PEER_FAILED; return NULL; }
+    GstSDPMessage *sdp = NULL;
+    if (gst_sdp_message_new_from_text(o->offer, &sdp) != GST_SDP_OK || gst_sdp_message_medias_len(sdp) == 0) {
+        if (sdp) gst_sdp_message_free(sdp);
+        return fail(NULL, why, VFG_PEER_MALFORMED_OFFER, error, error_len, "the offer is not SDP with a media section");
+    }
+    // H.264 where the offer has it (the one encode every other client shares); VP8 where it
+    // has not (a second encode, while such viewers watch).
+    GstCaps *codec = NULL;
+    int vp8 = 0;
+    int mline = find_video(sdp, &codec, 0);
+    if (mline < 0) {
+        vp8 = 1;
+        mline = find_video(sdp, &codec, 1);
+    }
+    if (mline < 0) {
+        gst_sdp_message_free(sdp);
+        return fail(NULL, why, VFG_PEER_NO_H264, error, error_len,
+                    "the offer has no video with H.264 in packetization-mode 1, nor VP8");
+    }
+    gint pt = 96;
+    GstStructure *cs = gst_caps_get_structure(codec, 0);
+    gst_structure_get_int(cs, "payload", &pt);
+    gst_structure_set_name(cs, "application/x-rtp");
+    // Only what identifies the format: the offer's rtcp-fb and extmap fields would ask the
+    // payloader for what it does not do.
+    GstCaps *rtp = gst_caps_new_simple("application/x-rtp", "media", G_TYPE_STRING, "video",
+                                       "encoding-name", G_TYPE_STRING, vp8 ? "VP8" : "H264", "clock-rate", G_TYPE_INT, 90000,
+                                       "payload", G_TYPE_INT, pt, NULL);
+    int main_profile = 0;
+    if (!vp8) {
+        gst_caps_set_simple(rtp, "packetization-mode", G_TYPE_STRING, "1", NULL);
+        const gchar *profile = gst_structure_get_string(cs, "profile-level-id");
+        if (profile) gst_caps_set_simple(rtp, "profile-level-id", G_TYPE_STRING, profile, NULL);
+        // The best format is Main or High (rank_format prefers them): the shared Main stream
+        // plays. Else (42…, or none: RFC 6184's default is Baseline) it must be Constrained Baseline.
+        main_profile = profile && (g_ascii_strncasecmp(profile, "4d", 2) == 0 || g_ascii_strncasecmp(profile, "64", 2) == 0);
+    }
+    gst_caps_unref(codec);
+    gint opus_pt = -1;
+    if (o->opus_channels <= 0 || vfg_sdp_find_opus(sdp, &opus_pt) < 0) opus_pt = -1;
+
+    vfg_peer *p = g_new0(vfg_peer, 1);
+    p->vp8 = vp8;
+    p->main_profile = main_profile;
+    p->arrivals.created = g_get_monotonic_time();
+    gchar *sound = opus_pt < 0 ? g_strdup("")
+                               : g_strdup_printf(" appsrc name=asrc ! rtpopuspay name=apay pt=%d ! capsfilter name=artpcaps ! webrtc.", opus_pt);
+    gchar *launch = vp8 ? g_strdup_printf(
+        "appsrc name=src ! rtpvp8pay name=pay pt=%d mtu=1200 picture-id-mode=15-bit "
+        "! capsfilter name=rtpcaps ! webrtcbin name=webrtc bundle-policy=max-bundle latency=0%s", pt, sound)
+                        : g_strdup_printf(
+        "appsrc name=src ! h264parse config-interval=-1 ! rtph264pay name=pay pt=%d mtu=1200 "
+        "aggregate-mode=zero-latency ! capsfilter name=rtpcaps ! webrtcbin name=webrtc bundle-policy=max-bundle latency=0%s",
+        pt, sound);
+    g_free(sound);
+    GError *e = NULL;
+    // Linking webrtcbin's sink pad in the launch line makes a transceiver before the offer is
+    // set; the offer's m-line then finds it by kind and codec, with no second transceiver.
+    p->pipeline = gst_parse_launch(launch, &e);
+    g_free(launch);
+    if (!p->pipeline || e) {
+        char message[256];
+        snprintf(message, sizeof message, "gst_parse_launch: %s", e ? e->message : "failed");
+        g_clear_error(&e);
+        gst_sdp_message_free(sdp);
+        return fail(p, why, VFG_PEER_FAILED, error, error_len, message);
+    }
+    p->webrtc = gst_bin_get_by_name(GST_BIN(p->pipeline), "webrtc");
+    // Where the offer has libwebrtc's playout delay (Chromium's does), every packet says "show
+    // it at once": Chromium then holds no frame for its jitter estimate and render delay. The
+    // extmap in the codec preferences puts it in the answer.
+    guint playout = offered_extension(sdp, mline, VFG_PLAYOUT_DELAY_URI);
+    if (playout) {
+        GstElement *pay = gst_bin_get_by_name(GST_BIN(p->pipeline), "pay");
+        vfg_add_playout_delay(pay, playout);
+        gst_object_unref(pay);
+        gchar *field = g_strdup_printf("extmap-%u", playout);
+        gst_caps_set_simple(rtp, field, G_TYPE_STRING, VFG_PLAYOUT_DELAY_URI, NULL);
+        g_free(field);
+    }
+    p->video_ssrc = prefer(p->pipeline, "pay", "rtpcaps", rtp);
+    gst_caps_unref(rtp);
+    // The picture's and the sound's buffers carry the running times at which they were captured
+    // (as RTSP's media): a browser's lip-sync lines them up as they were captured.
+    GstElement *appsrc = gst_bin_get_by_name(GST_BIN(p->pipeline), "src");
+    if (vp8) vfg_configure_vp8_appsrc(appsrc); else vfg_configure_appsrc(appsrc);
+    p->feed = vfg_feed_new(appsrc, 0);
+    gst_object_unref(appsrc);
+    if (opus_pt >= 0) {
+        GstCaps *opus = gst_caps_new_simple("application/x-rtp", "media", G_TYPE_STRING, "audio", "encoding-name", G_TYPE_STRING, "OPUS",
+                                            "clock-rate", G_TYPE_INT, 48000, "payload", G_TYPE_INT, opus_pt, NULL);
+        prefer(p->pipeline, "apay", "artpcaps", opus);
+        gst_caps_unref(opus);
+        GstElement *asrc = gst_bin_get_by_name(GST_BIN(p->pipeline), "asrc");
+        vfg_configure_opus_appsrc(asrc, o->opus_channels);
+        p->audio = vfg_feed_new(asrc, 1);
+        gst_object_unref(asrc);
+    }
+    sync_reports_at_buffer_times(p->webrtc);
+    g_signal_connect(p->webrtc, "notify::connection-state", G_CALLBACK(on_connection_state), p->feed);
+
+    char *text = NULL;
+    int reason = vfg_webrtc_answer(p->pipeline, p->webrtc, sdp, o, &text, error, error_len);
+    if (reason != VFG_PEER_OK) {
+        *why = reason;
+        vfg_peer_close(p);
+        return NULL;
+    }
+    vfg_watch_arrivals(p->webrtc, &p->arrivals);
+    *answer = text;
     *feed = vfg_feed_retain(p->feed);
+    if (p->audio) *audio = vfg_feed_retain(p->audio);
     return p;
 }
 
@@ -296,16 +464,71 @@ int vfg_peer_state(vfg_peer *p) {
     return (int)state;
 }
 
-int vfg_peer_silent_ms(vfg_peer *p) {
-    gint last = g_atomic_int_get(&p->last_received);
-    return last == 0 ? -1 : (int)((g_get_monotonic_time() - p->created) / 1000) + 1 - last;
+// webrtcbin's stats: one structure per stat, keyed by its id. The picture's are the
+// outbound-rtp of its SSRC (what was sent) and the remote-inbound-rtp of the same SSRC (what
+// the viewer's receiver reports say).
+static gboolean read_link(GQuark field, const GValue *value, gpointer data) {
+    (void)field;
+    vfg_link *out = ((void **)data)[0];
+    guint want = *(guint *)((void **)data)[1];
+    if (!GST_VALUE_HOLDS_STRUCTURE(value)) return TRUE;
+    const GstStructure *s = gst_value_get_structure(value);
+    GstWebRTCStatsType type = 0;
+    guint ssrc = 0;
+    if (!gst_structure_get(s, "type", GST_TYPE_WEBRTC_STATS_TYPE, &type, NULL) || !gst_structure_get_uint(s, "ssrc", &ssrc) ||
+        ssrc != want) return TRUE;
+    if (type == GST_WEBRTC_STATS_OUTBOUND_RTP) {
+        guint64 n = 0;
+        if (gst_structure_get_uint64(s, "bytes-sent", &n)) out->bytes_sent = n;
+        if (gst_structure_get_uint64(s, "packets-sent", &n)) out->packets_sent = n;
+    } else if (type == GST_WEBRTC_STATS_REMOTE_INBOUND_RTP) {
+        // Set from a receiver report's block: without one the structure has no fraction-lost.
+        if (!gst_structure_get_double(s, "fraction-lost", &out->fraction_lost)) return TRUE;
+        out->reported = 1;
+        gst_structure_get_double(s, "round-trip-time", &out->round_trip);
+        gst_structure_get_double(s, "jitter", &out->jitter);
+        gint lost32 = 0;
+        gint64 lost64 = 0;
+        if (gst_structure_get_int64(s, "packets-lost", &lost64)) out->packets_lost = lost64;
+        else if (gst_structure_get_int(s, "packets-lost", &lost32)) out->packets_lost = lost32;
+    }
+    return TRUE;
 }
+
+int vfg_peer_link(vfg_peer *p, vfg_link *out) {
+    memset(out, 0, sizeof *out);
+    if (!p->webrtc || !p->video_ssrc) return -1;
+    GstPromise *promise = gst_promise_new();
+    g_signal_emit_by_name(p->webrtc, "get-stats", NULL, promise);
+    if (gst_promise_wait(promise) != GST_PROMISE_RESULT_REPLIED) {
+        gst_promise_unref(promise);
+        return -1;
+    }
+    const GstStructure *stats = gst_promise_get_reply(promise);
+    if (stats) {
+        void *data[2] = {out, &p->video_ssrc};
+        gst_structure_foreach(stats, read_link, data);
+    }
+    gst_promise_unref(promise);
+    return stats ? 0 : -1;
+}
+
+int vfg_arrivals_silent_ms(vfg_arrivals *a) {
+    gint last = g_atomic_int_get(&a->last);
+    return last == 0 ? -1 : (int)((g_get_monotonic_time() - a->created) / 1000) + 1 - last;
+}
+
+int vfg_peer_silent_ms(vfg_peer *p) { return vfg_arrivals_silent_ms(&p->arrivals); }
 
 void vfg_peer_close(vfg_peer *p) {
     if (p->webrtc && p->feed) g_signal_handlers_disconnect_by_data(p->webrtc, p->feed);
     if (p->feed) {
         vfg_feed_close(p->feed);
         vfg_feed_release(p->feed);
+    }
+    if (p->audio) {
+        vfg_feed_close(p->audio);
+        vfg_feed_release(p->audio);
     }
     if (p->pipeline) {
         gst_element_set_state(p->pipeline, GST_STATE_NULL);
@@ -327,3 +550,7 @@ void vfg_webrtc_warm_up(void) {
         gst_object_unref(e);
     }
 }
+
+int vfg_peer_codec(vfg_peer *p) { return p->vp8 ? 1 : 0; }
+
+int vfg_peer_accepts_main(vfg_peer *p) { return p->main_profile; }

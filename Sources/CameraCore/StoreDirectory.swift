@@ -25,10 +25,9 @@ public final class StoreDirectory: Sendable {
         var prefix = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
             prefix += "/" + part
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST { throw .last("mkdir \(prefix)") }
+            do throws(SystemError) { try Sys.mkdir(prefix, mode: 0o755) } catch where error.errno == EEXIST {}
         }
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw .last("stat \(path)") }
+        let st = try Sys.stat(path)
         guard (st.st_mode & S_IFMT) == S_IFDIR else { throw SystemError(call: "mkdir \(path)", errno: ENOTDIR) }
     }
 

@@ -15,6 +15,7 @@
 // every run. The timecode and caption are drawn after it, clean.
 
 import CSensorNoise
+import SystemSupport
 
 final class SensorNoise: @unchecked Sendable {  // one owner: the capture thread
     static let shotDivisor = 50.0
@@ -27,8 +28,21 @@ final class SensorNoise: @unchecked Sendable {  // one owner: the capture thread
     private var tableISO = -1.0
 
     init(seed: UInt64) {
-        pattern = [Int8](repeating: 0, count: (1 << 20) + 2 * 997)
-        pattern.withUnsafeMutableBufferPointer { vf_noise_pattern($0.baseAddress, $0.count, seed) }
+        pattern = Self.pattern(seed: seed)
+    }
+
+    /// Patterns already drawn, by seed. Half a million Box-Muller draws take 25 ms alone and
+    /// seconds on a loaded machine, in the camera's start, on the session's queue: a camera
+    /// started again (a switch back, a reconfigure) reuses its pattern. It never changes once
+    /// drawn, so every copy shares one buffer. A few seeds at most (one per synthetic camera).
+    private static let drawn = Locked<[UInt64: [Int8]]>([:])
+
+    private static func pattern(seed: UInt64) -> [Int8] {
+        if let p = drawn.withLock({ $0[seed] }) { return p }
+        var p = [Int8](repeating: 0, count: (1 << 20) + 2 * 997)
+        p.withUnsafeMutableBufferPointer { vf_noise_pattern($0.baseAddress, $0.count, seed) }
+        drawn.withLock { if $0.count < 16 { $0[seed] = p } }
+        return p
     }
 
     /// The standard deviation in code values of a pixel at level `y` and `iso`.

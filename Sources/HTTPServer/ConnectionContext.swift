@@ -4,7 +4,7 @@
 import CMicroHTTPD
 import Foundation
 
-final class ConnectionContext: @unchecked Sendable {
+final class ConnectionContext: @unchecked Sendable {  // one connection's: libmicrohttpd calls back for it on one polling thread at a time
     let connection: OpaquePointer
     let method: String
     let rawURL: String

@@ -25,7 +25,7 @@ public final class FileBody: Sendable {
         }
     }
 
-    deinit { if let fd = take() { close(fd) } }
+    deinit { if let fd = take() { try? Sys.close(fd, "a file body's") } }
 }
 
 /// What a `Range` header asks of a representation of `size` bytes.

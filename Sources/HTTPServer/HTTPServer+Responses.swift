@@ -25,7 +25,7 @@ extension HTTPServer {
         var headers = response.headers + cors(origin: ctx.headers["origin"])
         var body = response.body
         if ctx.method == "HEAD", case .stream(let s) = body {
-            s.close()  // HEAD gets the stream's headers, never its endless body
+            s.cancel()  // HEAD gets the stream's headers, never its endless body
             body = .bytes([])
         }
         let mhdResponse: OpaquePointer?
@@ -39,7 +39,7 @@ extension HTTPServer {
             // libmicrohttpd owns the descriptor from here and closes it with the response.
             if let fd = file.take() {
                 mhdResponse = MHD_create_response_from_fd_at_offset64(UInt64(file.length), fd, UInt64(file.offset))
-                if mhdResponse == nil { close(fd) }
+                if mhdResponse == nil { try? Sys.close(fd, "a file body's") }
             } else {
                 mhdResponse = nil
             }
@@ -49,7 +49,7 @@ extension HTTPServer {
             shared.withLock { $0.streams[ObjectIdentifier(stream)] = stream }
             mhdResponse = MHD_create_response_from_callback(CMHD_SIZE_UNKNOWN, 32 * 1024, Self.streamReader,
                                                             Unmanaged.passRetained(stream).toOpaque(), Self.streamFree)
-            streamBody.attach(waker: stream.waker)
+            streamBody.attach(wake: stream.waker)
             headers.append(("Connection", "close"))
             cmhd_set_connection_timeout(ctx.connection, Self.streamIdleTimeout)  // not the header timeout
         }

@@ -32,7 +32,7 @@ public final class HTTPServer: @unchecked Sendable {
         var streams: [ObjectIdentifier: StreamConnection] = [:]
         var certificates: CertificateStore?
     }
-    struct Daemon: @unchecked Sendable { let raw: OpaquePointer }
+    struct Daemon: @unchecked Sendable { let raw: OpaquePointer }  // libmicrohttpd's daemon is thread-safe; stopped once, under `shared`
     let shared = Locked(Shared())
     /// stop() waits on it for running handlers to answer (signalled when a request ends).
     let drained = NSCondition()
@@ -80,9 +80,12 @@ public final class HTTPServer: @unchecked Sendable {
         }
         shared.withLock { $0.certificates = certificates }
         // Digest nonces are signed with these bytes: fresh for every start.
+        // Read whole, or the server does not start: a key of zeros would make every nonce forgeable.
         var nonceKey = [UInt8](repeating: 0, count: 32)
-        let random = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
-        if random >= 0 { _ = read(random, &nonceKey, nonceKey.count); close(random) }
+        let random = try Sys.open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+        defer { try? Sys.close(random, "/dev/urandom") }
+        let got = try nonceKey.withUnsafeMutableBytes { key throws(SystemError) in try Sys.read(random, into: key, "/dev/urandom") }
+        guard got == nonceKey.count else { throw SystemError(call: "read /dev/urandom (\(got) of \(nonceKey.count) bytes)", errno: EIO) }
         digestKey = nonceKey
         // MHD's timeout is the header timeout: it runs from accept (TLS handshake included)
         // and between requests; suspended connections (streams and handlers waiting) have none,

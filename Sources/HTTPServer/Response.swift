@@ -1,10 +1,13 @@
 // What a handler answers: a status, headers, and a body that is bytes, a file or a stream.
 
+import Subscriptions
+
 public struct Response: Sendable {
     public enum Body: Sendable {
         case bytes([UInt8])
-        /// An endless or long body produced as it goes (multipart MJPEG, SSE).
-        case stream(any StreamBody)
+        /// An endless or long body produced as it goes (multipart MJPEG, fMP4, SSE): a
+        /// subscription the connection pumps, each item sent as it is.
+        case stream(any Subscription<[UInt8]>)
         /// Part or all of an open file (movies: large, and asked for by range).
         case file(FileBody)
     }
@@ -39,21 +42,4 @@ public struct Response: Sendable {
     public func header(_ name: String) -> String? {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
-}
-
-/// The next piece of a streamed body.
-public enum StreamChunk: Sendable {
-    case data([UInt8])
-    /// Nothing to send yet: the server parks the connection until the waker is called.
-    case wait
-    case end
-}
-
-/// A body produced piece by piece on the server's thread. `next()` must not block: it
-/// answers `.wait` and later calls the waker given to `attach` when there may be more.
-public protocol StreamBody: AnyObject, Sendable {
-    func attach(waker: @escaping @Sendable () -> Void)
-    func next() -> StreamChunk
-    /// The connection is gone (client closed, or server stopping). Called once.
-    func close()
 }

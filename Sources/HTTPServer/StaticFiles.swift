@@ -3,6 +3,7 @@
 // inside the directory's real path.
 
 import Foundation
+import SystemSupport
 
 public struct StaticFiles: Sendable {
     public let root: String
@@ -79,9 +80,5 @@ public struct StaticFiles: Sendable {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    static func realPath(_ path: String) -> String? {
-        guard let p = realpath(path, nil) else { return nil }
-        defer { free(p) }
-        return String(cString: p)
-    }
+    static func realPath(_ path: String) -> String? { try? Sys.realpath(path) }
 }

@@ -1,15 +1,17 @@
-// Drives one streamed response (MJPEG or SSE) from libmicrohttpd's content-reader callback.
-// When the body has nothing to send the connection is suspended, so MHD's single polling
-// thread never spins; the body's waker resumes it. A wake that arrives before the suspend
-// is remembered (`wakePending`), so none is lost.
+// Pumps one streamed response (MJPEG, fMP4, SSE) from libmicrohttpd's content-reader
+// callback: the body is a subscription (Subscriptions), pulled here on MHD's polling thread —
+// the hub's item goes to the socket with nothing between. When the subscription has nothing
+// to send the connection is suspended, so the polling thread never spins; its wake resumes
+// it. A wake that arrives before the suspend is remembered (`wakePending`), so none is lost.
 
 import CMicroHTTPD
+import Subscriptions
 import SystemSupport
 
 // @unchecked: `pending` and `offset` are touched only by `read`, on MHD's polling thread;
 // everything another thread sees is in `flags`.
 final class StreamConnection: @unchecked Sendable {
-    let body: any StreamBody
+    let body: any Subscription<[UInt8]>
     /// Set once when the stream is registered, before MHD can call back.
     weak var server: HTTPServer?
     private let connection: OpaquePointer
@@ -26,7 +28,7 @@ final class StreamConnection: @unchecked Sendable {
     /// connection that is not suspended yet, nor one MHD has closed.
     private let flags = Locked(Flags())
 
-    init(body: any StreamBody, connection: OpaquePointer) {
+    init(body: any Subscription<[UInt8]>, connection: OpaquePointer) {
         self.body = body
         self.connection = connection
     }
@@ -44,7 +46,7 @@ final class StreamConnection: @unchecked Sendable {
             }
             if flags.withLock({ $0.finishing }) { return CMHD_CONTENT_READER_END_OF_STREAM }
             switch body.next() {
-            case .data(let bytes):
+            case .item(let bytes):
                 pending = bytes
                 offset = 0
             case .end:
@@ -74,7 +76,7 @@ final class StreamConnection: @unchecked Sendable {
         return { Self.wake(flags, connection) }
     }
 
-    private struct Connection: @unchecked Sendable { let raw: OpaquePointer }
+    private struct Connection: @unchecked Sendable { let raw: OpaquePointer }  // only touched under `flags`, and never once closed
 
     private static func wake(_ flags: Locked<Flags>, _ connection: Connection) {
         flags.withLock { f in
@@ -97,6 +99,6 @@ final class StreamConnection: @unchecked Sendable {
     /// The response is gone: never touch the connection again.
     func didClose() {
         flags.withLock { $0.closed = true }
-        body.close()
+        body.cancel()
     }
 }

@@ -61,19 +61,18 @@ public final class MQTTClient: Sendable {
         self.options = options
         self.logger = logger
         self.handlers = handlers
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw .last("pipe") }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        let fds = try Sys.pipe()
+        for fd in [fds.read, fds.write] {
+            _ = try? Sys.fcntl(fd, F_SETFD, FD_CLOEXEC, "the wake pipe")
+            _ = try? Sys.fcntl(fd, F_SETFL, O_NONBLOCK, "the wake pipe")
         }
-        wakeFD = fds[0]
-        wakeWriteFD = fds[1]
+        wakeFD = fds.read
+        wakeWriteFD = fds.write
     }
 
     deinit {
-        close(wakeFD)
-        close(wakeWriteFD)
+        try? Sys.close(wakeFD)
+        try? Sys.close(wakeWriteFD)
     }
 
     public var status: Status { shared.withLock { $0.status } }
@@ -130,13 +129,13 @@ public final class MQTTClient: Sendable {
     }
 
     func wake() {
-        var one: UInt8 = 1
-        _ = write(wakeWriteFD, &one, 1)  // a full pipe is already a wake-up
+        let one: UInt8 = 1
+        _ = withUnsafeBytes(of: one) { try? Sys.write(wakeWriteFD, $0, "the wake pipe") }  // a full pipe (EAGAIN) is already a wake-up
     }
 
     func drainWake() {
         var bytes = [UInt8](repeating: 0, count: 256)
-        while read(wakeFD, &bytes, bytes.count) > 0 {}
+        while bytes.withUnsafeMutableBufferPointer({ (try? Sys.read(wakeFD, into: UnsafeMutableRawBufferPointer($0), "the wake pipe")) ?? 0 }) > 0 {}
     }
 
     /// Waits on the socket (when there is one) and the wake fd for up to `timeout` seconds.
@@ -146,7 +145,7 @@ public final class MQTTClient: Sendable {
             fds.append(pollfd(fd: socket, events: Int16(POLLIN) | (wantWrite ? Int16(POLLOUT) : 0), revents: 0))
         }
         let ms = Int32(max(0, min(timeout, 60)) * 1000)
-        guard poll(&fds, nfds_t(fds.count), ms) > 0 else { return (false, false) }
+        guard let n = try? Sys.poll(&fds, timeout: ms, "mqtt"), n > 0 else { return (false, false) }
         if fds[0].revents != 0 { drainWake() }
         guard fds.count > 1 else { return (false, false) }
         let r = fds[1].revents

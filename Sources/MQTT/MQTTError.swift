@@ -4,18 +4,21 @@
 
 import CMosquitto
 import Glibc
+import SystemSupport
 
 public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
     public var call: String
     /// libmosquitto's code (MOSQ_ERR_*).
     public var code: Int32
+    /// The system failure behind a MOSQ_ERR_ERRNO (errno read once, as the error is made), else nil.
+    public var cause: SystemError?
     /// errno when `code` is MOSQ_ERR_ERRNO, else 0.
-    public var errno: Int32
+    public var errno: Int32 { cause?.errno ?? 0 }
 
     init(call: String, code: Int32) {
         self.call = call
         self.code = code
-        errno = code == Int32(MOSQ_ERR_ERRNO.rawValue) ? Glibc.errno : 0
+        cause = code == Int32(MOSQ_ERR_ERRNO.rawValue) ? .last(call) : nil
     }
 
     public var description: String {

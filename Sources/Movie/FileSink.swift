@@ -18,23 +18,20 @@ final class FileSink: MuxerSink {
     /// Creates `path`; it must not exist.
     init(creating path: String) throws(MovieError) {
         self.path = path
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .system(.last("open \(path)")) }
+        fd = try MovieError.systemCall { () throws(SystemError) in
+            try Sys.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o644)
+        }
     }
 
-    deinit { if fd >= 0 { Glibc.close(fd) } }
+    deinit { if fd >= 0 { try? Sys.close(fd, path) } }
 
     func write(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int32 {
-        if failure != nil { return cff_averror(failure!.errno) }
-        var off = 0
-        while off < count {
-            let n = Glibc.write(fd, bytes + off, count - off)
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = .last("write \(path)")
-                return cff_averror(failure!.errno)
-            }
-            off += n
+        if let failure { return cff_averror(failure.errno) }
+        do throws(SystemError) {
+            try Sys.writeAll(fd, UnsafeRawBufferPointer(start: bytes, count: count), path)
+        } catch {
+            failure = error
+            return cff_averror(error.errno)
         }
         written += Int64(count)
         return Int32(count)
@@ -42,13 +39,13 @@ final class FileSink: MuxerSink {
 
     /// Makes what was written durable (data, not metadata such as mtime).
     func sync() throws(MovieError) {
-        guard fdatasync(fd) == 0 else { throw .system(.last("fdatasync \(path)")) }
+        try MovieError.systemCall { () throws(SystemError) in try Sys.fdatasync(fd, path) }
     }
 
     func close() throws(MovieError) {
         guard fd >= 0 else { return }
-        let rc = Glibc.close(fd)
-        fd = -1
-        if rc != 0 { throw .system(.last("close \(path)")) }
+        let fd = self.fd
+        self.fd = -1  // released whatever close answers (see Sys.close)
+        try MovieError.systemCall { () throws(SystemError) in try Sys.close(fd, path) }
     }
 }

@@ -6,6 +6,7 @@
 
 import CFFmpeg
 import Foundation
+import SystemSupport
 
 final class FragmentedMP4Writer {
     struct Setup {
@@ -24,6 +25,8 @@ final class FragmentedMP4Writer {
         /// H.264 encoded elsewhere (the live encoder's stream, shared): its SPS and PPS (Annex
         /// B). The writer then has no encoder and takes access units (`write(unit:)`).
         var extradata: [UInt8]? = nil
+        /// A sound track beside the picture (AAC packets encoded elsewhere: `write(audio:pts:)`).
+        var audio: AudioTrackInfo? = nil
     }
 
     /// Time base of every timestamp: 90 kHz, as MPEG uses.
@@ -35,6 +38,10 @@ final class FragmentedMP4Writer {
     private var io: UnsafeMutablePointer<AVIOContext>?
     private var encoder: UnsafeMutablePointer<AVCodecContext>?
     private var stream: UnsafeMutablePointer<AVStream>
+    private var audioStream: UnsafeMutablePointer<AVStream>?
+    private var lastAudioPts: Int64 = .min
+    /// Sound packets written (the track's own count; `frames` counts pictures).
+    private(set) var audioPackets = 0
     private var packet: UnsafeMutablePointer<AVPacket>?
     let frameTicks: Int64
     private var lastKeyPts: Int64 = .min
@@ -58,21 +65,29 @@ final class FragmentedMP4Writer {
         do {
             try MovieError.check(avformat_alloc_output_context2(&fmt, nil, "mp4", nil), "avformat_alloc_output_context2")
         } catch {
-            unlink(setup.path)
+            try? Sys.unlink(setup.path)
             throw error
         }
         format = fmt
         guard let s = avformat_new_stream(fmt, nil) else {
             FragmentedMP4.release(format: &format, io: &io)
-            unlink(setup.path)
+            try? Sys.unlink(setup.path)
             throw .library(call: "avformat_new_stream", code: cff_averror(ENOMEM))
         }
         stream = s
+        if setup.audio != nil {
+            guard let a = avformat_new_stream(fmt, nil) else {
+                FragmentedMP4.release(format: &format, io: &io)
+                try? Sys.unlink(setup.path)
+                throw .library(call: "avformat_new_stream", code: cff_averror(ENOMEM))
+            }
+            audioStream = a
+        }
         do {
             try open()
         } catch {
             close()
-            unlink(setup.path)
+            try? Sys.unlink(setup.path)
             throw error
         }
     }
@@ -127,9 +142,13 @@ final class FragmentedMP4Writer {
                 for (i, v) in Self.trackMatrix(rotation: setup.rotation, mirrored: setup.mirrored).enumerated() { m[i] = v }
             }
         }
+        if let audio = setup.audio, let a = audioStream {
+            a.pointee.time_base = AVRational(num: 1, den: Int32(audio.sampleRate))
+            try FragmentedMP4.describeAudio(a.pointee.codecpar!, audio)
+        }
         io = try sink.makeIOContext()
         format!.pointee.pb = io
-        try check(FragmentedMP4.writeHeader(format), "avformat_write_header")
+        try check(FragmentedMP4.writeHeader(format, delayMoov: setup.audio != nil), "avformat_write_header")
         guard let p = av_packet_alloc() else { throw .library(call: "av_packet_alloc", code: cff_averror(ENOMEM)) }
         packet = p
         try makeDurable()  // the init segment, so even a file cut at once can be repaired
@@ -186,6 +205,21 @@ final class FragmentedMP4Writer {
         try mux(packet)
     }
 
+    /// Writes one sound packet (AAC, encoded elsewhere) at `pts`, in samples from the movie's
+    /// start. It joins the fragment being gathered: the picture decides where fragments are cut.
+    /// A packet not after the last one is skipped (a track's time only grows).
+    func write(audio packet: AudioPacket, pts: Int64) throws(MovieError) {
+        guard let a = audioStream, let p = self.packet, pts > lastAudioPts else { return }
+        try FragmentedMP4.load(p, packet, pts: pts, stream: a)
+        let size = Int64(p.pointee.size)
+        let rc = av_write_frame(format, p)
+        av_packet_unref(p)
+        try check(rc, "av_write_frame (audio)")
+        lastAudioPts = pts
+        audioPackets += 1
+        pendingBytes += size
+    }
+
     /// Drains the encoder, writes the last fragment and the index (mfra), and makes the
     /// file durable. The writer is done afterwards.
     func finish() throws(MovieError) {
@@ -222,7 +256,7 @@ final class FragmentedMP4Writer {
     private func mux(_ p: UnsafeMutablePointer<AVPacket>) throws(MovieError) {
         let key = p.pointee.flags & AV_PKT_FLAG_KEY != 0
         let pts = p.pointee.pts
-        if fragmentPackets > 0 && key && pts - fragmentStart >= Self.ticksPerSecond - frameTicks / 2 {
+        if fragmentPackets > 0 && key && pts - fragmentStart >= Self.ticksPerSecond - frameTicks / 2 && soundIsIn(at: pts) {
             try cutFragment()
         }
         if fragmentPackets == 0 { fragmentStart = pts }
@@ -238,6 +272,17 @@ final class FragmentedMP4Writer {
         frames += 1
         endTicks = max(endTicks, pts + frameTicks)
         if setup.fragmentEveryFrame { try cutFragment() }
+    }
+
+    /// Whether a fragment may be cut at `pts`. The first cut writes the moov (delay_moov), and
+    /// its edit list is what places a sound track that starts after the picture; a sound track
+    /// with no packet yet would get none, and libavformat would then move its first packet to
+    /// time 0 — the sound early by up to an AAC frame, for the whole movie (seen when a motion
+    /// movie's pre-roll reached the writer before its sound did). So a movie with sound waits
+    /// for its first packet, three seconds at most (a microphone that went silent must not cost
+    /// a crash more than that).
+    private func soundIsIn(at pts: Int64) -> Bool {
+        audioStream == nil || audioPackets > 0 || pts >= 3 * Self.ticksPerSecond
     }
 
     /// Writes the fragment gathered so far and makes it durable.

@@ -4,6 +4,7 @@
 
 import CameraCore
 import Glibc
+import SystemSupport
 
 enum MP4Repair {
     /// Where the whole part of a fragmented MP4 ends (0 when even its header is incomplete),
@@ -16,7 +17,8 @@ enum MP4Repair {
         var fragments = 0
         var header = [UInt8](repeating: 0, count: 16)
         while offset + 8 <= size {
-            let n = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 16, off_t(offset)) }
+            // A read that fails ends the walk as a short one does: what was whole so far stays.
+            let n = header.withUnsafeMutableBufferPointer { (try? Sys.pread(fd, into: UnsafeMutableRawBufferPointer($0), at: offset)) ?? -1 }
             guard n >= 8 else { break }
             var length = Int64(header[0]) << 24 | Int64(header[1]) << 16 | Int64(header[2]) << 8 | Int64(header[3])
             let type = String(decoding: header[4..<8], as: UTF8.self)
@@ -40,16 +42,14 @@ enum MP4Repair {
     /// Cuts `path` back to its whole part and makes that durable. Answers the fragments kept
     /// (0: nothing playable).
     static func repair(_ path: String) throws(MovieError) -> Int {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw .system(.last("open \(path)")) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw .system(.last("fstat \(path)")) }
-        let (length, fragments) = wholeLength(fd: fd, size: Int64(st.st_size))
-        if length < Int64(st.st_size) {
-            guard ftruncate(fd, off_t(length)) == 0 else { throw .system(.last("ftruncate \(path)")) }
+        try MovieError.systemCall { () throws(SystemError) -> Int in
+            let fd = try Sys.open(path, O_RDWR | O_CLOEXEC)
+            defer { try? Sys.close(fd, path) }  // changes nothing: the fsync came first, or a failure is on its way
+            let size = Int64(try Sys.fstat(fd, path).st_size)
+            let (length, fragments) = wholeLength(fd: fd, size: size)
+            if length < size { try Sys.ftruncate(fd, to: length, path) }
+            try Sys.fsync(fd, path)
+            return fragments
         }
-        guard fsync(fd) == 0 else { throw .system(.last("fsync \(path)")) }
-        return fragments
     }
 }

@@ -40,6 +40,11 @@ public enum MovieError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(call) failed: \(String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)) (\(code))"
     }
 
+    /// Runs system calls (`Sys`), a failure thrown as `.system` with the SystemError as it was.
+    static func systemCall<R>(_ body: () throws(SystemError) -> R) throws(MovieError) -> R {
+        do throws(SystemError) { return try body() } catch { throw .system(error) }
+    }
+
     /// Throws `.library` when `code` is negative.
     @discardableResult
     static func check(_ code: Int32, _ call: String) throws(MovieError) -> Int32 {

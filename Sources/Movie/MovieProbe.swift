@@ -11,6 +11,7 @@ enum MovieProbe {
         var rotation: Int
         var frames: Int
         var duration: Double
+        var audio: MovieAudio?
     }
 
     static func probe(_ path: String) throws(MovieError) -> Facts {
@@ -33,6 +34,11 @@ enum MovieProbe {
             let angle = av_display_rotation_get(UnsafeRawPointer(m).assumingMemoryBound(to: Int32.self))
             if angle.isFinite { rotation = ((Int((-angle).rounded()) % 360) + 360) % 360 }
         }
+        var audio: MovieAudio?
+        let audioIndex = av_find_best_stream(ctx, AVMEDIA_TYPE_AUDIO, -1, -1, nil, 0)
+        if audioIndex >= 0, let a = ctx!.pointee.streams[Int(audioIndex)]?.pointee.codecpar?.pointee, a.codec_id == AV_CODEC_ID_AAC {
+            audio = MovieAudio(codec: "aac", sampleRate: Int(a.sample_rate), channels: Int(a.ch_layout.nb_channels))
+        }
         // Count the packets: the fragments' sample tables are the truth, not any header.
         guard let packet = av_packet_alloc() else { throw .library(call: "av_packet_alloc", code: cff_averror(ENOMEM)) }
         var p: UnsafeMutablePointer<AVPacket>? = packet
@@ -51,6 +57,6 @@ enum MovieProbe {
         let tb = stream.pointee.time_base
         let duration = frames > 0 ? Double(end - first) * Double(tb.num) / Double(tb.den) : 0
         return Facts(codec: codec, width: Int(par.width), height: Int(par.height), rotation: rotation,
-                     frames: frames, duration: duration)
+                     frames: frames, duration: duration, audio: audio)
     }
 }

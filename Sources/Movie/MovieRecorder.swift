@@ -35,6 +35,12 @@ public final class MovieRecorder: CaptureOutput {
         /// Access units that may wait for the file (a shared stream's): a motion movie hands
         /// its whole pre-roll over at once. nil: `unitQueueLimit`.
         public var unitBacklog: Int?
+        /// Sound packets the recorder holds before it writes them (default `audioBacklog`,
+        /// ten seconds of AAC at 48 kHz): a motion movie's pre-roll comes all at once.
+        public var soundBacklog: Int?
+        /// The sound track's description: the movie then takes AAC packets (`submit(audio:)`)
+        /// beside its frames. Ignored for a timelapse (its time is not the capture's).
+        public var audio: AudioTrackInfo?
 
         public init(id: String, camera: String?, format: VideoFormat, orientation: FrameTransform,
                     options: RecordingOptions, preset: String, jpegQuality: Int, encoded: EncodedStream? = nil,
@@ -98,7 +104,14 @@ public final class MovieRecorder: CaptureOutput {
         var event: MovieEvent?
         var snapshot = false
         var waiters: [CheckedContinuation<RecordingOutcome, Never>] = []
+        /// Sound packets waiting for the lane, written after the next frame.
+        var audio: [AudioPacket] = []
+        var audioDropped = 0
     }
+
+    /// Sound packets that may wait for the lane: ten seconds at 48 kHz (a lane stalled longer
+    /// than that drops the oldest, as it drops frames).
+    static let audioBacklog = 470
 
     /// Creates the file and the encoder (so a failure answers the start call) and starts
     /// the recorder's lane. `onEnd` is called once, from a pool thread, when the movie is done.
@@ -117,8 +130,12 @@ public final class MovieRecorder: CaptureOutput {
         handoff = FrameHandoff(name: "\(setup.camera)-movie", policy: .queue(limit: limit), pool: pool) {
             { frame, job in
                 guard !shared.withLock({ $0.stoppedItself }) else { return }
-                let stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom,
+                var stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom,
                                       keyframe: job.keyframe, options: setup.options)
+                if stop == nil {
+                    // The frame set the movie's start: the sound that came meanwhile follows it.
+                    stop = work.write(audio: shared.withLock { s in defer { s.audio = [] }; return s.audio })
+                }
                 let ended = shared.withLock { s -> Bool in
                     s.frames = work.writer.frames
                     s.bytes = work.writer.bytes
@@ -148,7 +165,7 @@ public final class MovieRecorder: CaptureOutput {
     public var id: String { setup.id }
 
     public var status: RecordingStatus {
-        let dropped = Int(handoff.dropped)
+        let dropped = Int(handoff.figures.dropped)
         return shared.withLock { s in
             RecordingStatus(active: s.outcome == nil, id: setup.id, codec: setup.options.codec,
                             startedAt: StoredName.iso8601(startedAt), duration: s.duration, frames: s.frames,
@@ -157,6 +174,8 @@ public final class MovieRecorder: CaptureOutput {
     }
 
     /// A shared stream's recorder takes access units, not frames: they count all the same.
+    public var kind: OutputKind { .movie }
+
     public var report: OutputReport {
         let active = shared.withLock { $0.outcome == nil }
         return OutputReport(type: .movie, active: active, figures: handoff.figures)
@@ -196,18 +215,35 @@ public final class MovieRecorder: CaptureOutput {
         }
     }
 
-    /// One access unit of the shared stream (Annex B, `pts` in 90 kHz ticks), queued for the
-    /// recorder's lane: it travels through the hand-off as a frame's bytes. False when the
-    /// queue is full (the unit is dropped: the caller skips to the next keyframe).
-    public func submit(unit: [UInt8], pts: Int64, keyframe: Bool) -> Bool {
+    /// One access unit of the shared stream (Annex B), captured at `time` (the frames' clock),
+    /// queued for the recorder's lane: it travels through the hand-off as a frame's bytes. False
+    /// when the queue is full (the unit is dropped: the caller skips to the next keyframe).
+    /// The capture time, not the encoder's ticks: the sound's packets are placed against it.
+    public func submit(unit: [UInt8], time: Double, keyframe: Bool) -> Bool {
         guard let encoded = setup.encoded else { return false }
         let format = VideoFormat(pixelFormat: .mjpeg, width: encoded.width, height: encoded.height, fps: setup.format.fps)
         return unit.withUnsafeBytes { b in
-            let frame = RawFrame(format: format, bytes: b, stride: b.count, sequence: 0,
-                                 timestamp: Double(pts) / Double(FragmentedMP4Writer.ticksPerSecond))
+            let frame = RawFrame(format: format, bytes: b, stride: b.count, sequence: 0, timestamp: time)
             return handoff.submit(frame, Job(zoom: 1, keyframe: keyframe))
         }
     }
+
+    /// One AAC packet of the camera's microphone, queued for the recorder's lane (written
+    /// after the next frame; the oldest dropped beyond `audioBacklog`).
+    public func submit(audio packet: AudioPacket) {
+        guard work.hasAudio else { return }
+        shared.withLock { s in
+            guard s.ending == nil, s.outcome == nil else { return }
+            s.audio.append(packet)
+            if s.audio.count > (setup.soundBacklog ?? Self.audioBacklog) {
+                s.audio.removeFirst()
+                s.audioDropped += 1
+            }
+        }
+    }
+
+    /// Whether the movie has a sound track (it takes `submit(audio:)`).
+    public var hasAudio: Bool { work.hasAudio }
 
     // MARK: - The session's side
 
@@ -269,8 +305,11 @@ public final class MovieRecorder: CaptureOutput {
         do throws(MovieError) {
             if writer.frames == 0 {
                 writer.abandon()
-                unlink(writer.path)
+                try? Sys.unlink(writer.path)
             } else {
+                // The sound that came after the last frame, up to the picture's end.
+                let rest = shared.withLock { s in defer { s.audio = [] }; return s.audio }
+                if !shared.withLock({ $0.stoppedItself }) { _ = work.write(audio: rest, before: work.videoEnd) }
                 try writer.finish()
                 let info = MovieInfo(
                     id: setup.id, url: MovieStore.url(setup.id), camera: setup.camera, codec: setup.options.codec,
@@ -279,7 +318,8 @@ public final class MovieRecorder: CaptureOutput {
                     duration: MovieInfo.seconds(Double(writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)),
                     bytes: Self.size(of: writer.path), startedAt: StoredName.iso8601(startedAt), reason: reason,
                     timelapse: setup.options.timelapse != nil, trigger: setup.trigger, event: event,
-                    snapshot: snapshot ? MovieStore.snapshotURL(setup.id) : nil)
+                    snapshot: snapshot ? MovieStore.snapshotURL(setup.id) : nil,
+                    audio: writer.audioPackets > 0 ? writer.setup.audio.map(MovieAudio.init) : nil)
                 try store.publish(info)
                 movie = info
             }
@@ -306,7 +346,6 @@ public final class MovieRecorder: CaptureOutput {
     }
 
     static func size(of path: String) -> Int64 {
-        var st = stat()
-        return stat(path, &st) == 0 ? Int64(st.st_size) : 0
+        (try? Sys.stat(path)).map { Int64($0.st_size) } ?? 0
     }
 }

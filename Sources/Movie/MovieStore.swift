@@ -40,8 +40,8 @@ public final class MovieStore: Sendable {
 
     /// Marks the recording `id` as a motion event's until it is published.
     func markMotion(_ id: String) {
-        let fd = open(motionMarkPath(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-        if fd >= 0 { close(fd) }
+        let mark = motionMarkPath(id)
+        if let fd = try? Sys.open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, mode: 0o644) { try? Sys.close(fd, mark) }
     }
 
     public static func url(_ id: String) -> String { "/api/movies/" + id }
@@ -58,11 +58,9 @@ public final class MovieStore: Sendable {
     func publish(_ info: MovieInfo) throws(MovieError) {
         try files.withTurn { () throws(MovieError) in
             writeRecord(info)
-            guard rename(partialPath(info.id), path(info.id)) == 0 else {
-                throw .system(.last("rename \(path(info.id))"))
-            }
+            try MovieError.systemCall { () throws(SystemError) in try Sys.rename(partialPath(info.id), to: path(info.id)) }
             AtomicFile.syncDirectory(of: path(info.id))
-            unlink(motionMarkPath(info.id))
+            try? Sys.unlink(motionMarkPath(info.id))
         }
     }
 
@@ -99,8 +97,7 @@ public final class MovieStore: Sendable {
     /// A finished movie's record; probed (and the record written again) if it is missing.
     public func info(_ id: String) -> MovieInfo? {
         guard Self.isValid(id: id) else { return nil }
-        var st = stat()
-        guard stat(path(id), &st) == 0 else { return nil }
+        guard let st = try? Sys.stat(path(id)) else { return nil }
         if let data = FileManager.default.contents(atPath: recordPath(id)),
            var info = try? JSONDecoder().decode(MovieInfo.self, from: data) {
             info.bytes = Int64(st.st_size)
@@ -110,7 +107,7 @@ public final class MovieStore: Sendable {
         let info = MovieInfo(id: id, url: Self.url(id), camera: parsed.camera, codec: facts.codec, width: facts.width,
                              height: facts.height, rotation: facts.rotation, frames: facts.frames, duration: MovieInfo.seconds(facts.duration),
                              bytes: Int64(st.st_size), startedAt: StoredName.iso8601(Double(parsed.micros) / 1e6),
-                             reason: .recovered, timelapse: false)
+                             reason: .recovered, timelapse: false, audio: facts.audio)
         files.withTurn { writeRecord(info) }
         return info
     }
@@ -118,30 +115,32 @@ public final class MovieStore: Sendable {
     /// An open descriptor on the movie and its size, for serving; the caller owns the fd.
     public func openFile(_ id: String) -> (fd: Int32, size: Int64)? {
         guard Self.isValid(id: id) else { return nil }
-        let fd = Glibc.open(path(id), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { close(fd); return nil }
-        return (fd, Int64(st.st_size))
+        return Self.openRegular(path(id))
     }
 
     /// An open descriptor on a motion movie's snapshot and its size; the caller owns the fd.
     public func openSnapshot(_ id: String) -> (fd: Int32, size: Int64)? {
         guard Self.isValid(id: id) else { return nil }
-        let fd = Glibc.open(snapshotPath(id), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { close(fd); return nil }
+        return Self.openRegular(snapshotPath(id))
+    }
+
+    /// `path` opened for reading and its size; nil when it cannot be opened or is not a regular file.
+    private static func openRegular(_ path: String) -> (fd: Int32, size: Int64)? {
+        guard let fd = try? Sys.open(path, O_RDONLY | O_CLOEXEC) else { return nil }
+        guard let st = try? Sys.fstat(fd, path), (st.st_mode & S_IFMT) == S_IFREG else {
+            try? Sys.close(fd, path)
+            return nil
+        }
         return (fd, Int64(st.st_size))
     }
 
     public func delete(_ id: String) -> Bool {
         guard Self.isValid(id: id) else { return false }
         return files.withTurn {
-            let gone = unlink(path(id)) == 0
-            if gone {
-                unlink(recordPath(id))
-                unlink(snapshotPath(id))
+            let gone = (try? Sys.unlink(path(id))) != nil
+            if gone {  // the movie is what counts: a record or snapshot already gone is fine
+                try? Sys.unlink(recordPath(id))
+                try? Sys.unlink(snapshotPath(id))
             }
             return gone
         }
@@ -154,16 +153,15 @@ public final class MovieStore: Sendable {
     public func retentionEntries() -> (movies: [StoredEntry], writing: Int64) {
         var out: [StoredEntry] = [], writing: Int64 = 0
         for name in files.names() {
-            var st = stat()
-            guard stat(files.file(name), &st) == 0 else { continue }
+            guard let st = try? Sys.stat(files.file(name)) else { continue }
             if name.hasPrefix(".") && name.hasSuffix(".mp4.part") { writing += Int64(st.st_size); continue }
             guard name.hasSuffix(".mp4") else { continue }
             let id = String(name.dropLast(4))
             guard let parsed = Self.parse(id) else { continue }
             var bytes = Int64(st.st_size), keep = false
-            if stat(snapshotPath(id), &st) == 0 { bytes += Int64(st.st_size) }
-            if stat(recordPath(id), &st) == 0 {
-                bytes += Int64(st.st_size)
+            if let snapshot = try? Sys.stat(snapshotPath(id)) { bytes += Int64(snapshot.st_size) }
+            if let record = try? Sys.stat(recordPath(id)) {
+                bytes += Int64(record.st_size)
                 if let data = FileManager.default.contents(atPath: recordPath(id)),
                    let info = try? JSONDecoder().decode(MovieInfo.self, from: data) { keep = info.keep ?? false }
             }
@@ -183,7 +181,7 @@ public final class MovieStore: Sendable {
         for name in names where name.hasPrefix(".") && name.hasSuffix(".mp4.part") {
             let id = String(name.dropFirst().dropLast(".mp4.part".count))
             guard let parsed = Self.parse(id) else { continue }
-            let motion = access(motionMarkPath(id), F_OK) == 0
+            let motion = Sys.exists(motionMarkPath(id))
             if let info = try? finalize(id: id, camera: parsed.camera, startedAt: Double(parsed.micros) / 1e6,
                                         reason: .recovered, timelapse: false, trigger: motion ? .motion : .manual) {
                 recovered.append(info)
@@ -199,17 +197,16 @@ public final class MovieStore: Sendable {
         let partial = partialPath(id)
         let fragments = try MP4Repair.repair(partial)
         guard fragments > 0, let facts = try? MovieProbe.probe(partial), facts.frames > 0 else {
-            unlink(partial)
-            unlink(motionMarkPath(id))
+            try? Sys.unlink(partial)
+            try? Sys.unlink(motionMarkPath(id))
             return nil
         }
-        var st = stat()
-        stat(partial, &st)
+        let bytes = (try? Sys.stat(partial)).map { Int64($0.st_size) } ?? 0
         let info = MovieInfo(id: id, url: Self.url(id), camera: camera, codec: facts.codec, width: facts.width,
                              height: facts.height, rotation: facts.rotation, frames: facts.frames,
-                             duration: MovieInfo.seconds(facts.duration), bytes: Int64(st.st_size), startedAt: StoredName.iso8601(startedAt),
+                             duration: MovieInfo.seconds(facts.duration), bytes: bytes, startedAt: StoredName.iso8601(startedAt),
                              reason: reason, timelapse: timelapse, trigger: trigger, event: event,
-                             snapshot: snapshot ? Self.snapshotURL(id) : nil)
+                             snapshot: snapshot ? Self.snapshotURL(id) : nil, audio: facts.audio)
         try publish(info)
         return info
     }

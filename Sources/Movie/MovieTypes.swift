@@ -38,8 +38,12 @@ public struct RecordingOptions: Sendable, Equatable {
     public var maxBytes: Int64?
     public var codec: MovieCodec
     public var timelapse: Timelapse?
+    /// Whether the movie takes the camera's microphone (when it has one; never a timelapse).
+    public var audio: Bool
 
-    public init(maxDuration: Double? = nil, maxBytes: Int64? = nil, codec: MovieCodec = .h264, timelapse: Timelapse? = nil) {
+    public init(maxDuration: Double? = nil, maxBytes: Int64? = nil, codec: MovieCodec = .h264, timelapse: Timelapse? = nil,
+                audio: Bool = true) {
+        self.audio = audio
         self.maxDuration = maxDuration
         self.maxBytes = maxBytes
         self.codec = codec
@@ -86,10 +90,14 @@ public struct MovieInfo: Sendable, Codable, Equatable {
     public var snapshot: String?
     /// Kept by the user: retention never deletes it.
     public var keep: Bool?
+    /// The sound track, when the movie has one (nil in records written before issue 37).
+    public var audio: MovieAudio?
 
     public init(id: String, url: String, camera: String?, codec: MovieCodec, width: Int, height: Int, rotation: Int,
                 frames: Int, duration: Double, bytes: Int64, startedAt: String, reason: RecordingEndReason, timelapse: Bool,
-                trigger: MovieTrigger = .manual, event: MovieEvent? = nil, snapshot: String? = nil, keep: Bool = false) {
+                trigger: MovieTrigger = .manual, event: MovieEvent? = nil, snapshot: String? = nil, keep: Bool = false,
+                audio: MovieAudio? = nil) {
+        self.audio = audio
         self.id = id
         self.url = url
         self.camera = camera
@@ -129,10 +137,26 @@ public struct MovieInfo: Sendable, Codable, Equatable {
         try c.encode(event, forKey: .event)
         try c.encode(snapshot, forKey: .snapshot)
         try c.encode(keep ?? false, forKey: .keep)
+        try c.encode(audio, forKey: .audio)
     }
 
     /// Seconds to the millisecond: what a client can use, not float noise.
     static func seconds(_ s: Double) -> Double { (s * 1000).rounded() / 1000 }
+}
+
+/// A movie's sound track: its codec and format.
+public struct MovieAudio: Sendable, Codable, Equatable {
+    public var codec: String
+    public var sampleRate: Int
+    public var channels: Int
+
+    public init(codec: String, sampleRate: Int, channels: Int) {
+        self.codec = codec
+        self.sampleRate = sampleRate
+        self.channels = channels
+    }
+
+    init(_ track: AudioTrackInfo) { self.init(codec: track.codec.rawValue, sampleRate: track.sampleRate, channels: track.channels) }
 }
 
 /// A recording's progress, as the session state shows it.

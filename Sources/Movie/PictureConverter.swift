@@ -18,14 +18,14 @@ final class PictureConverter {
     init(width: Int, height: Int) throws(MovieError) {
         self.width = width
         self.height = height
-        picture = try PictureConverter.yuv420Picture(width: width, height: height)
+        picture = try PictureConverter.picture(width: width, height: height)
     }
 
-    /// A YUV 4:2:0 picture of `width`×`height` with its buffers (freed with av_frame_free).
-    static func yuv420Picture(width: Int, height: Int) throws(MovieError) -> UnsafeMutablePointer<AVFrame> {
+    /// A picture of `width`×`height` in `format` (YUV 4:2:0 unless said) with its buffers (freed with av_frame_free).
+    static func picture(width: Int, height: Int, format: AVPixelFormat = AV_PIX_FMT_YUV420P) throws(MovieError) -> UnsafeMutablePointer<AVFrame> {
         var p = av_frame_alloc()
         guard let frame = p else { throw .library(call: "av_frame_alloc", code: cff_averror(ENOMEM)) }
-        frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        frame.pointee.format = format.rawValue
         frame.pointee.width = Int32(width)
         frame.pointee.height = Int32(height)
         let rc = av_frame_get_buffer(frame, 0)

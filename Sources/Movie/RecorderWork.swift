@@ -45,7 +45,29 @@ final class RecorderWork: @unchecked Sendable {
         writer = try FragmentedMP4Writer(.init(
             path: path, width: width, height: height, codec: codec, fps: fps, preset: setup.preset,
             rotation: turnsPixels || encoded ? 0 : orientation.rotation, mirrored: turnsPixels || encoded ? false : orientation.mirrored,
-            fragmentEveryFrame: setup.options.timelapse != nil, extradata: setup.encoded?.extradata))
+            fragmentEveryFrame: setup.options.timelapse != nil, extradata: setup.encoded?.extradata,
+            audio: setup.options.timelapse == nil ? setup.audio : nil))
+    }
+
+    var hasAudio: Bool { writer.setup.audio != nil }
+
+    /// The capture time the picture ends at (its first frame's plus its length).
+    var videoEnd: Double? {
+        firstTimestamp.map { $0 + Double(writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond) }
+    }
+
+    /// Writes sound packets at their capture time on the movie's clock (the first frame is
+    /// 0): those from before the first frame, or not `before` the given time, are left out.
+    func write(audio packets: [AudioPacket], before end: Double? = nil) -> (reason: RecordingEndReason, message: String?)? {
+        guard let rate = writer.setup.audio?.sampleRate, let first = firstTimestamp else { return nil }
+        do throws(MovieError) {
+            for p in packets where p.time >= first && (end.map { p.time < $0 } ?? true) {
+                try writer.write(audio: p, pts: Int64(((p.time - first) * Double(rate)).rounded()))
+            }
+        } catch {
+            return (error.isStorageFull ? .diskFull : .failed, error.description)
+        }
+        return nil
     }
 
     /// Writes one frame; answers why the recording must end now, if it must.

@@ -41,36 +41,16 @@ public struct MotionChange: Sendable, Equatable {
     }
 }
 
-/// The event movie being written: its recorder and its event (merged events: the first's
-/// start, the highest peak, the last's end).
-struct EventMovie {
-    var recorder: MovieRecorder
-    var event: MovieEvent
-    var peakScore: Double
-}
-
 extension CaptureSession {
     /// Changes the motion settings (all or nothing: a bad field changes none).
     @discardableResult
     public func setMotion(_ change: MotionChange) throws(SessionError) -> SessionState {
-        let new = change.applied(to: motionSettings)
+        let new = change.applied(to: graph.motion.settings)
         if let (field, message) = new.problem { throw .invalidValue("\(field): \(message)") }
-        motionSettings = new
-        pipeline?.output(MotionOutput.self)?.configure(new)
-        motionRecording?.setPreRoll(new.preRoll)
+        graph.motion.configure(new)
+        graph.movie.motionRing?.setPreRoll(new.preRoll)
         updateMotionRecording()
         return announce()
-    }
-
-    /// The motion output of a launch.
-    func makeMotionOutput(camera id: String) -> MotionOutput {
-        MotionOutput(camera: id, settings: motionSettings, figures: motionFigures, pool: configuration.pool) { [weak self] event in
-            Task { await self?.motionEvent(event) }
-        }
-    }
-
-    var motionState: MotionState {
-        pipeline?.output(MotionOutput.self)?.state ?? MotionState.off(motionSettings)
     }
 
     /// The detector's figures since the server started (for /metrics).
@@ -78,7 +58,7 @@ extension CaptureSession {
         // The buckets copied element by element under the lock: a copy of the array would share
         // its buffer, and the capture thread counts into it (ThreadSanitizer saw the reader
         // iterate storage the writer was changing).
-        motionFigures.withLock { f in
+        graph.motion.figures.withLock { f in
             var copy = f
             copy.scoreBuckets = f.scoreBuckets.map { $0 }
             return copy
@@ -87,15 +67,18 @@ extension CaptureSession {
 
     /// Starts or stops the pre-roll ring: it runs while motion recording is on and the camera runs.
     func updateMotionRecording() {
-        let wanted = motionSettings.enabled && motionSettings.record && runState == .running
-        if wanted, motionRecording == nil {
-            let ring = MotionRecording(hub: live, preRoll: motionSettings.preRoll) { [weak self] recorder, reason in
+        let wanted = graph.motion.settings.enabled && graph.motion.settings.record && run.state == .running
+        if wanted, graph.movie.motionRing == nil {
+            let ring = MotionRecording(hub: live, preRoll: graph.motion.settings.preRoll, sound: { [weak self] deliver in
+                guard let self, let track = self.soundTrack(.aac), let feed = self.subscribeSound(track, deliver) else { return nil }
+                return (track, feed)
+            }) { [weak self] recorder, reason in
                 Task { await self?.eventMovieDone(recorder, reason) }
             }
-            motionRecording = ring
+            graph.movie.motionRing = ring
             ring.start()
-        } else if !wanted, let ring = motionRecording {
-            motionRecording = nil
+        } else if !wanted, let ring = graph.movie.motionRing {
+            graph.movie.motionRing = nil
             if let recorder = ring.stop() { eventMovieDone(recorder, .stopped) }
         }
     }
@@ -107,29 +90,29 @@ extension CaptureSession {
         case .moving:
             return  // where it moves: for viewers; the state changes only at the start and end
         case .started:
-            if var movie = eventMovie, motionRecording?.keepRecording() == true {  // within the post-roll of the last: one movie
+            if var movie = graph.movie.eventMovie, graph.movie.motionRing?.keepRecording() == true {  // within the post-roll of the last: one movie
                 movie.event.end = max(movie.event.end, e.start)
-                eventMovie = movie
+                graph.movie.eventMovie = movie
             } else {
                 // A movie whose post-roll ran out a moment ago (its end is on its way here) is
                 // finished now; this event gets a movie of its own.
-                if let movie = eventMovie { eventMovieDone(movie.recorder, .eventEnded) }
+                if let movie = graph.movie.eventMovie { eventMovieDone(movie.recorder, .eventEnded) }
                 startEventMovie(e)
             }
         case .ended:
-            guard var movie = eventMovie else { break }
+            guard var movie = graph.movie.eventMovie else { break }
             movie.event.end = e.end ?? e.at
             if let peak = e.peak, peak.score > movie.peakScore { movie.peakScore = peak.score; movie.event.peak = peak.at }
-            eventMovie = movie
+            graph.movie.eventMovie = movie
             movie.recorder.annotate(event: movie.event, snapshot: false)
-            motionRecording?.finish(at: movie.event.end + motionSettings.postRoll)
+            graph.movie.motionRing?.finish(at: movie.event.end + graph.motion.settings.postRoll)
         }
         announce()
     }
 
     private func startEventMovie(_ e: MotionEvent) {
-        guard let ring = motionRecording, runState == .running, let first = ring.firstFrame(for: e.start) else {
-            if motionRecording != nil { logger.warning("motion event at \(e.start): no live stream to record yet") }
+        guard let ring = graph.movie.motionRing, run.state == .running, let first = ring.firstFrame(for: e.start) else {
+            if graph.movie.motionRing != nil { logger.warning("motion event at \(e.start): no live stream to record yet") }
             return
         }
         let cameraID = camera.descriptor.id
@@ -140,8 +123,13 @@ extension CaptureSession {
             encoded: MovieRecorder.EncodedStream(extradata: first.info.extradata, width: first.info.width, height: first.info.height),
             trigger: .motion, startedAt: first.time)
         // The ring goes over at once: room for all of it (the pre-roll, a GOP, the margin) and a second more.
-        setup.unitBacklog = Int((e.start - first.time + max(0.5, motionSettings.preRoll) + MotionRecording.margin + 2)
+        setup.unitBacklog = Int((e.start - first.time + max(0.5, graph.motion.settings.preRoll) + MotionRecording.margin + 2)
                                 * Double(max(1, first.info.fps)))
+        // The pre-roll's sound as it is kept (a microphone that is not running: a mute movie).
+        if let track = ring.soundTrack {
+            setup.audio = track
+            setup.soundBacklog = Int((ring.soundSeconds + 10) * Double(track.sampleRate) / 1024) + 1
+        }
         let recorder: MovieRecorder
         do throws(MovieError) {
             recorder = try MovieRecorder(setup, store: configuration.movies, pool: configuration.pool) { [weak self] outcome in
@@ -152,7 +140,7 @@ extension CaptureSession {
             return
         }
         let event = MovieEvent(start: e.start, peak: e.start, end: e.start)
-        eventMovie = EventMovie(recorder: recorder, event: event, peakScore: e.score)
+        graph.movie.eventMovie = EventMovie(recorder: recorder, event: event, peakScore: e.score)
         recorder.annotate(event: event, snapshot: false)
         ring.record(into: recorder, from: first.time)
         logger.info("camera \(cameraID) motion at \(e.start): recording \(setup.id) from \(String(format: "%.2f", e.start - first.time)) s before")
@@ -161,9 +149,9 @@ extension CaptureSession {
 
     /// Ends the event movie being written now (the server stops); the caller may await its file.
     public func endEventMovie() -> MovieRecorder? {
-        guard let movie = eventMovie else { return nil }
-        _ = motionRecording?.stop()
-        motionRecording = nil
+        guard let movie = graph.movie.eventMovie else { return nil }
+        _ = graph.movie.motionRing?.stop()
+        graph.movie.motionRing = nil
         eventMovieDone(movie.recorder, .stopped)
         return movie.recorder
     }
@@ -171,10 +159,10 @@ extension CaptureSession {
     /// The event movie reached its post-roll (or its stream ended): its snapshot is stored
     /// beside it, and it is finished.
     func eventMovieDone(_ recorder: MovieRecorder, _ reason: RecordingEndReason) {
-        guard let movie = eventMovie, movie.recorder === recorder else { recorder.finish(reason); return }
-        eventMovie = nil
+        guard let movie = graph.movie.eventMovie, movie.recorder === recorder else { recorder.finish(reason); return }
+        graph.movie.eventMovie = nil
         var stored = false
-        if let snapshot = pipeline?.output(MotionOutput.self)?.takeSnapshot() {
+        if let snapshot = graph.motion.takeSnapshot() {
             stored = configuration.movies.writeSnapshot(recorder.id, jpeg: snapshot.jpeg)
         }
         recorder.annotate(event: movie.event, snapshot: stored)

@@ -7,6 +7,18 @@ import CameraCore
 import Movie
 import SystemSupport
 
+/// The session's run: its state, the error that ended or holds it, the pipeline of the
+/// camera that runs (or was reopened and awaits its first frame), and the reopening's backoff.
+struct SessionRun {
+    var state: SessionState.Run = .idle
+    var error: String?
+    var pipeline: FramePipeline?
+    /// Bumped by every start, stop and switch: loops of an older one (reconnect, read-back,
+    /// zoom ramp) give up.
+    var number = 0
+    var recovery = Backoff()
+}
+
 /// Reopen delays: a quarter second, doubling to five.
 struct Backoff: Sendable, Equatable {
     static let first = 0.25, limit = 5.0
@@ -23,13 +35,13 @@ struct Backoff: Sendable, Equatable {
 
 extension CaptureSession {
     /// Reopened after a loss and streaming, but no frame yet: still `interrupted`.
-    var awaitingFirstFrame: Bool { runState == .interrupted && pipeline != nil }
+    var awaitingFirstFrame: Bool { run.state == .interrupted && run.pipeline != nil }
 
     /// The camera reports a loss: unplugged, an I/O error, or no frame within the capture
     /// timeout.
     func interrupted(_ error: CameraError, generation launched: Int) {
-        guard launched == generation else { return }
-        switch runState {
+        guard launched == run.number else { return }
+        switch run.state {
         case .running:
             logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
             endRecording(.cameraLost)  // what was recorded is kept
@@ -42,11 +54,11 @@ extension CaptureSession {
             // a stalled USB link) is tried after its timeout and a wait doubling to 5 s, not
             // reopened at once after every timeout.
             halt()
-            if lastError != error.description {
-                lastError = error.description
+            if run.error != error.description {
+                run.error = error.description
                 announce()
             }
-            scheduleReconnect(attempt: generation)
+            scheduleReconnect(attempt: run.number)
         default:
             return
         }
@@ -55,27 +67,27 @@ extension CaptureSession {
     /// The camera stopped and cannot run now: `interrupted`, the placeholder, and reopening
     /// with backoff at the same format and settings.
     func lost(_ error: CameraError) {
-        runState = .interrupted
-        lastError = error.description
+        run.state = .interrupted
+        run.error = error.description
         publishPlaceholder("NO SIGNAL")
         announce()
-        recovery.reset()
-        scheduleReconnect(attempt: generation)
+        run.recovery.reset()
+        scheduleReconnect(attempt: run.number)
     }
 
-    /// The first frame of the pipeline launched as `launched`: a camera reopened after a loss
+    /// The first frame of the run.pipeline launched as `launched`: a camera reopened after a loss
     /// is back (`running`) only now, not when its stream-on succeeded.
     func delivering(generation launched: Int) {
-        guard launched == generation, awaitingFirstFrame else { return }
-        runState = .running
-        lastError = nil
-        recovery.reset()
+        guard launched == run.number, awaitingFirstFrame else { return }
+        run.state = .running
+        run.error = nil
+        run.recovery.reset()
         logger.info("camera \(camera.descriptor.id) is back")
         announce()
     }
 
     private func scheduleReconnect(attempt: Int) {
-        let delay = recovery.next()
+        let delay = run.recovery.next()
         Task { [weak self] in
             try? await Alarm.sleep(delay)
             await self?.reconnect(attempt: attempt)
@@ -85,13 +97,13 @@ extension CaptureSession {
     /// Reopens the camera at the same format and settings. It stays `interrupted` until the
     /// first frame (`delivering`) or the next loss (`interrupted`, another attempt later).
     private func reconnect(attempt: Int) {
-        guard attempt == generation, runState == .interrupted, pipeline == nil else { return }  // stopped or switched meanwhile
+        guard attempt == run.number, run.state == .interrupted, run.pipeline == nil else { return }  // stopped or switched meanwhile
         do throws(CameraError) {
-            pipeline = try launch(camera, format)
+            run.pipeline = try launch(camera, format)
             logger.info("camera \(camera.descriptor.id) reopened; waiting for its first frame")
         } catch {
-            lastError = error.description
-            scheduleReconnect(attempt: generation)
+            run.error = error.description
+            scheduleReconnect(attempt: run.number)
         }
     }
 }

@@ -7,6 +7,14 @@ import CameraCore
 import Foundation
 import SystemSupport
 
+/// A zoom ramp's lens steps: whether they are still being written (the ramp's time may be
+/// over before the last step reached the device: the state says `ramping` until then), and
+/// which stepping task is the current one (a newer zoom call supersedes it).
+struct LensSteps {
+    var ramping = false
+    var token = 0
+}
+
 extension CaptureSession {
     @discardableResult
     public func zoom(_ r: ZoomRequest) throws(SessionError) -> SessionState {
@@ -18,18 +26,18 @@ extension CaptureSession {
             var new = settings
             new.zoom.optical = SettingsValidation.zoomParts(target, caps).optical
             try commit(new)
-            lensRampToken += 1
-            lensRamping = false
+            lens.token += 1
+            lens.ramping = false
             let from = pipelineSettings.ramp.factor(at: now)
             pipelineSettings.ramp = rate == nil ? .fixed(target) : ZoomRamp(from: from, to: target, rate: rate, start: now)
         } else {
             // A ramp: the crop follows the curve per frame; the lens is stepped along it.
             let from = pipelineSettings.ramp.factor(at: now)
             pipelineSettings.ramp = ZoomRamp(from: from, to: target, rate: rate, start: now)
-            let ramp = generation
-            lensRampToken += 1
-            lensRamping = true
-            let token = lensRampToken
+            let ramp = run.number
+            lens.token += 1
+            lens.ramping = true
+            let token = lens.token
             Task { await stepLens(generation: ramp, ramp: pipelineSettings.ramp, token: token) }
         }
         settings.zoom.factor = target
@@ -41,12 +49,12 @@ extension CaptureSession {
     private func stepLens(generation launched: Int, ramp: ZoomRamp, token: Int) async {
         let caps = camera.capabilities.zoom
         defer {
-            if token == lensRampToken {
-                lensRamping = false
-                if launched == generation { announce() }  // the lens is where the ramp ends
+            if token == lens.token {
+                lens.ramping = false
+                if launched == run.number { announce() }  // the lens is where the ramp ends
             }
         }
-        while launched == generation, pipelineSettings.ramp == ramp {
+        while launched == run.number, pipelineSettings.ramp == ramp {
             let now = Clock.monotonic()
             let optical = SettingsValidation.zoomParts(ramp.factor(at: now), caps).optical
             let ending = !ramp.isRamping(at: now)
@@ -150,8 +158,8 @@ extension CaptureSession {
     }
 
     private func readBackTick(generation launched: Int) -> Bool {
-        guard launched == generation else { return false }
-        switch runState {
+        guard launched == run.number else { return false }
+        switch run.state {
         case .running:
             if adoptReadBack() { announce() }
             return true
@@ -172,7 +180,7 @@ extension CaptureSession {
         // stepper that runs late (a loaded machine; make test-asan caught it) has the lens
         // short of the end after the curve's time is up, which is not the lens moved from
         // outside.
-        let ramping = pipelineSettings.ramp.isRamping(at: Clock.monotonic()) || lensRamping
+        let ramping = pipelineSettings.ramp.isRamping(at: Clock.monotonic()) || lens.ramping
         if !ramping, abs(next.zoom.optical - before.zoom.optical) >= 0.005 {
             // The lens moved from outside: the picture is the lens's alone now, unless it
             // sits at the end of its range with the crop beyond it.

@@ -13,9 +13,9 @@ extension CaptureSession {
         var s = settings
         s.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
         s.zoom.digital = (pipelineSettings.digitalZoom(at: now) * 1000).rounded() / 1000
-        s.zoom.ramping = ramp.isRamping(at: now) || lensRamping
+        s.zoom.ramping = ramp.isRamping(at: now) || lens.ramping
         var state = SessionState(
-            state: runState, online: runState == .running,
+            state: run.state, online: run.state == .running,
             camera: SessionState.CameraRef(id: camera.descriptor.id, name: camera.descriptor.name,
                                            position: camera.descriptor.position.rawValue,
                                            kind: camera.descriptor.kind.rawValue),
@@ -26,43 +26,45 @@ extension CaptureSession {
                           quality: pipelineSettings.quality, subsampling: pipelineSettings.subsampling.rawValue,
                           workers: min(configuration.streamWorkers, configuration.pool.threads)),
             frames: .init(sequence: latest?.sequence ?? 0,
-                          dropped: pipeline?.output(PreviewOutput.self).map { $0.report.framesDropped + camera.rejectedFrames } ?? 0),
-            error: lastError, recording: recorder?.status ?? .inactive, metadata: metadata.state, motion: motionState)
+                          dropped: run.pipeline == nil ? 0 : graph.preview.droppedThisRun + camera.rejectedFrames),
+            error: run.error, recording: graph.movie.recorder?.status ?? .inactive, metadata: metadata.state,
+            motion: graph.motion.state)
         state.inputs = [InputReport(device: camera.descriptor.id, mediaType: .video)]
+        if let mic = audioInput {
+            state.inputs.append(InputReport(device: mic.device.name, mediaType: .audio))
+            state.audio = mic.report
+        }
+        state.live = liveStreams
         state.outputs = outputReports
+        state.connections = graph.connections(of: camera.descriptor.id)
         return state
     }
 
-    /// Every output of the session, in one order whether the camera runs or not: the running
-    /// pipeline's report each (figures since the camera started), else the output idle; the
-    /// clients from the hubs, which outlive a run (a viewer waits on a stopped camera).
+    /// Every output of the graph, in one order whether the camera runs or not, with its
+    /// figures since it was added (across runs); the clients from the hubs, which outlive a
+    /// run (a viewer waits on a stopped camera).
     var outputReports: [OutputReport] {
-        var running: [OutputKind: OutputReport] = [:]
-        for o in pipeline?.outputs ?? [] { let r = o.report; running[r.type] = r }
-        running[.metadata] = metadata.report  // kept across runs: scans since the server started
         let events = events.clientCounts(camera: id).filter { ["sse", "mqtt"].contains($0.key) }
             .merging(["sse": 0, "mqtt": 0]) { a, _ in a }
-        return OutputKind.allCases.compactMap { kind -> OutputReport? in
-            if kind == .ring && configuration.frameRing <= 0 { return nil }
-            var r = running[kind] ?? OutputReport(type: kind, active: false)
-            switch kind {
+        return graph.listed.map { o in
+            var r = o.report
+            switch r.type {
             case .preview: r.clients = ["mjpeg": hub.viewerCount]
-            case .live: r.clients = live.clientCounts.filter { ["rtsp", "webrtc", "mp4"].contains($0.key) }
-                .merging(["rtsp": 0, "webrtc": 0, "mp4": 0]) { a, _ in a }
+            case .live, .liveSub, .liveVP8:
+                let hub = live(r.type == .live ? .main : r.type == .liveSub ? .sub : .vp8)
+                let kinds = r.type == .liveVP8 ? ["webrtc"] : ["rtsp", "webrtc", "mp4"]  // VP8 goes to WebRTC alone
+                r.clients = hub.clientCounts.filter { kinds.contains($0.key) }
+                    .merging(Dictionary(uniqueKeysWithValues: kinds.map { ($0, 0) })) { a, _ in a }
+                r.viewers = hub.viewerReports
             case .motion, .metadata: r.clients = events
-            case .movie:
-                // A recording that shares the live encode, or a motion event's movie, takes access
-                // units from the live stream rather than frames from the pipeline: its own report.
-                if running[.movie] == nil, let rec = recorder ?? eventMovie?.recorder { r = rec.report }
+            case .audio: r.clients["sse"] = self.events.levelClientCount(camera: id)
             default: break
             }
             return r
         }
     }
 
-    /// Frames the preview's encode took since the camera started: by copying them, and on the
-    /// camera's lent buffer (V4L2: zero copies before the encode).
-    public var previewHandoffs: (copied: UInt64, lent: UInt64) {
-        pipeline?.output(PreviewOutput.self).map { ($0.copied, $0.lent) } ?? (0, 0)
-    }
+    /// Frames the preview's encode took since the session was made: by copying them, and on
+    /// the camera's lent buffer (V4L2: zero copies before the encode).
+    public nonisolated var previewHandoffs: (copied: UInt64, lent: UInt64) { graph.preview.handoffs }
 }

@@ -19,60 +19,47 @@ public actor CaptureSession {
     private let executor: DispatchQueueExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    public nonisolated let hub = FrameHub()
-    /// The live H.264 stream's clients and fragments (LiveOutput publishes to it).
-    public nonisolated let live = LiveHub()
     /// Where state and photo events go: shared by every camera's session of an application.
     public nonisolated let events: EventHub
-    public nonisolated let cameras: [any CaptureDevice]
-    public nonisolated let pipelineSettings: PipelineSettings
-    /// The metadata output: kept across starts, stops and format changes, as its settings are.
-    nonisolated let metadata: MetadataOutput
+    /// The inputs, the outputs (kept across runs) and their connections.
+    nonisolated let graph: CaptureGraph
     let configuration: SessionConfiguration
     let logger: Logger
 
+    /// The input that runs, at `format` (chosen as `preset`).
     var camera: any CaptureDevice
-    var runState: SessionState.Run = .idle { didSet { runMirror.withLock { $0 = runState } } }
-    private nonisolated let runMirror = Locked(SessionState.Run.idle)
-    /// Whether frames flow, for callers off the actor that must not wait for it (an RTSP
-    /// DESCRIBE is answered 503 rather than left hanging on a camera that is not running).
-    public nonisolated var isCapturing: Bool { runMirror.withLock { $0 == .running } }
     var format: VideoFormat
     var preset: String
     /// The device's settings as it last answered them (read back), plus the session's own
     /// parts: the zoom factor and the orientation.
     var settings: DeviceSettings
-    var pipeline: FramePipeline?
-    var lastError: String?
-    /// Bumped by every start, stop and switch: loops of an older one (reconnect, read-back,
-    /// zoom ramp) give up.
-    var generation = 0
-    var recovery = Backoff()
-    /// A zoom ramp's lens steps are still being written (the ramp's time may be over before
-    /// the last step reached the device): the state keeps saying `ramping` until then.
-    var lensRamping = false
-    /// Which lens-stepping task is the current one (a newer zoom call supersedes it).
-    var lensRampToken = 0
-    /// The movie output, while recording.
-    var recorder: MovieRecorder?
-    /// The live stream's client feeding `recorder`, when the recording shares the live encode.
-    var liveRecording: LiveRecording?
-    /// The motion settings: kept across starts, stops and switches (CaptureSession+Motion).
-    var motionSettings: MotionSettings
-    nonisolated let motionFigures = Locked(MotionFigures())
-    /// The pre-roll ring, while motion recording is on and the camera runs; the event movie being written.
-    var motionRecording: MotionRecording?
-    var eventMovie: EventMovie?
+    /// The run under way, if any, and the reopening after a loss.
+    var run = SessionRun() { didSet { graph.capturing.withLock { $0 = run.state == .running } } }
+    /// The lens-stepping of a zoom ramp (CaptureSession+Settings).
+    var lens = LensSteps()
 
-    public init(cameras: [any CaptureDevice], configuration: SessionConfiguration, events: EventHub = EventHub(),
+    public nonisolated var hub: FrameHub { graph.hub }
+    /// The live H.264 main stream's clients and access units (LiveOutput publishes to it).
+    public nonisolated var live: LiveHub { graph.live }
+    /// The hub of one of the live streams (`.main` is `live`).
+    public nonisolated func live(_ stream: LiveStreamName) -> LiveHub { graph.live(stream).hub }
+    public nonisolated var cameras: [any CaptureDevice] { graph.cameras }
+    public nonisolated var pipelineSettings: PipelineSettings { graph.pipelineSettings }
+    /// The metadata output: kept across starts, stops and format changes, as its settings are.
+    nonisolated var metadata: MetadataOutput { graph.metadata }
+    /// Whether frames flow, for callers off the actor that must not wait for it (an RTSP
+    /// DESCRIBE is answered 503 rather than left hanging on a camera that is not running).
+    public nonisolated var isCapturing: Bool { graph.capturing.withLock { $0 } }
+
+    /// `microphones`: each camera's microphone, by camera id (a camera without one is mute).
+    public init(cameras: [any CaptureDevice], microphones: [String: any AudioDevice] = [:],
+                configuration: SessionConfiguration, events: EventHub = EventHub(),
                 logger: Logger = Logger(label: "session")) throws(SessionError) {
         precondition(!cameras.isEmpty, "a session needs at least one camera")
         executor = DispatchQueueExecutor(label: "viewfinder.session")
         self.events = events
-        self.cameras = cameras
         self.logger = logger
         self.configuration = configuration
-        pipelineSettings = PipelineSettings(quality: configuration.streamQuality, subsampling: configuration.streamSubsampling)
         let chosen: any CaptureDevice
         if let id = configuration.camera {
             guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
@@ -83,20 +70,18 @@ public actor CaptureSession {
             chosen = cameras.first { $0.descriptor.position == .rear } ?? cameras[0]
         }
         camera = chosen
-        motionSettings = configuration.motion
-        metadata = MetadataOutput(camera: chosen.descriptor.id, rate: configuration.metadataRate, pool: configuration.pool) { [events] in
-            events.publish(.metadata($0))
-        }
         let resolved = try FormatResolution.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),
                                                     formats: chosen.formats, currentPreset: configuration.preset,
                                                     currentFps: configuration.fps)
         format = resolved.format
         preset = resolved.preset
         settings = DeviceSettings(for: chosen.capabilities)
-        pipelineSettings.opticalMax = chosen.capabilities.zoom.opticalMax
+        graph = CaptureGraph(cameras: cameras, microphones: microphones, configuration: configuration, events: events, logger: logger)
+        graph.pipelineSettings.opticalMax = chosen.capabilities.zoom.opticalMax
+        graph.motion.setEventHandler { [weak self] event in Task { await self?.motionEvent(event) } }
     }
 
-    public var isRunning: Bool { runState == .running }
+    public var isRunning: Bool { run.state == .running }
 
 
     // MARK: - Running
@@ -104,16 +89,17 @@ public actor CaptureSession {
     /// startRunning: idempotent.
     @discardableResult
     public func start() throws(SessionError) -> SessionState {
-        if runState != .running {
-            if pipeline != nil { halt() }  // a camera reopened after a loss, still waiting for its first frame
+        if run.state != .running {
+            if run.pipeline != nil { halt() }  // a camera reopened after a loss, still waiting for its first frame
             do throws(CameraError) {
-                pipeline = try launch(camera, format)
-                runState = .running
-                lastError = nil
+                run.pipeline = try launch(camera, format)
+                run.state = .running
+                run.error = nil
                 updateMotionRecording()
+                startAudio()
             } catch {
-                runState = .failed
-                lastError = error.description
+                run.state = .failed
+                run.error = error.description
                 announce()
                 throw .camera(error)
             }
@@ -124,11 +110,12 @@ public actor CaptureSession {
     /// stopRunning: releases the device; viewers keep a placeholder. Idempotent.
     @discardableResult
     public func stop() -> SessionState {
-        if runState == .running || runState == .interrupted {
-            generation += 1  // ends any reconnect, read-back or ramp loop
+        if run.state == .running || run.state == .interrupted {
+            run.number += 1  // ends any reconnect, read-back or ramp loop
             endRecording(.stopped)
             halt()
-            runState = .idle
+            stopAudio()
+            run.state = .idle
             publishPlaceholder("STOPPED")
         }
         return announce()
@@ -149,14 +136,14 @@ public actor CaptureSession {
     /// A photo ticket: the first frame exposed after now, at `quality`. Awaited by the
     /// caller outside the actor, so the session keeps serving while the photo is taken.
     public func capture(quality: Int?) throws(SessionError) -> CaptureTicket {
-        guard runState == .running, let photos = pipeline?.output(PhotoOutput.self) else { throw .notRunning }
-        return photos.request(quality: quality ?? configuration.captureQuality, requested: Clock.now())
+        guard run.state == .running else { throw .notRunning }
+        return graph.photo.request(quality: quality ?? configuration.captureQuality, requested: Clock.now())
     }
 
     /// The ring of this run's last frames, for a synchronized capture; awaited outside the
     /// actor as a photo ticket is.
     public func frameRing() throws(SessionError) -> FrameRing {
-        guard runState == .running, let ring = pipeline?.output(FrameRing.self) else { throw .notRunning }
+        guard run.state == .running, let ring = graph.ring else { throw .notRunning }
         return ring
     }
 
@@ -169,10 +156,10 @@ public actor CaptureSession {
 
     private func reconfigure(to target: any CaptureDevice, format newFormat: VideoFormat) throws(SessionError) {
         let changingCamera = target !== camera
-        guard runState == .running else {
+        guard run.state == .running else {
             // Not running: prepare means "configure and start". A camera reopened after a loss
             // and still dark is closed first, before `camera` names another device.
-            if pipeline != nil { halt() }
+            if run.pipeline != nil { halt() }
             let old = (camera, format, settings)
             camera = target
             format = newFormat
@@ -181,7 +168,7 @@ public actor CaptureSession {
                 (camera, format, settings) = old
                 pipelineSettings.ramp = .fixed(settings.zoom.optical * settings.zoom.digital)
                 pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
-                runState = .idle
+                run.state = .idle
                 throw error
             }
             return
@@ -193,21 +180,24 @@ public actor CaptureSession {
             let oldSettings = settings
             resetSettings(for: target)
             let newPipeline: FramePipeline
-            do throws(CameraError) { newPipeline = try launch(target, newFormat) } catch {
+            do throws(CameraError) { newPipeline = try launch(target, newFormat, begin: false) } catch {
                 settings = oldSettings
                 pipelineSettings.ramp = .fixed(settings.zoom.factor)
                 pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
                 throw .switchFailed(id: target.descriptor.id, cause: error)
             }
-            pipeline?.deactivate()
-            camera.stop()
+            run.pipeline?.deactivate()
+            camera.stop()  // its capture thread has ended: the outputs see one run at a time
+            stopAudio()
             camera = target
-            pipeline = newPipeline
+            run.pipeline = newPipeline
+            newPipeline.begin()
+            startAudio()  // the new camera's microphone: the sound follows the picture
         } else {
             // Same device: it can only be open once, so stop, try, and roll back on failure.
             halt()
-            do throws(CameraError) { pipeline = try launch(camera, newFormat) } catch {
-                do throws(CameraError) { pipeline = try launch(camera, format) } catch {
+            do throws(CameraError) { run.pipeline = try launch(camera, newFormat) } catch {
+                do throws(CameraError) { run.pipeline = try launch(camera, format) } catch {
                     // It ran a moment ago: lost like an unplugged camera, reopened with backoff.
                     logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
                     lost(error)
@@ -228,24 +218,18 @@ public actor CaptureSession {
     }
 
     /// Starts `device` with the session's settings: the camera writes them all after its
-    /// stream-on, and what it then reads back becomes the session's settings.
-    func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
-        generation += 1
-        metadata.setCamera(device.descriptor.id)
-        let launched = generation
-        // The outputs of this run of the camera; a recording attaches its movie output later.
-        let name = device.descriptor.id
-        let outputs: [any CaptureOutput] = [
-            metadata,
-            PhotoOutput(name: name, pool: configuration.pool),
-            PreviewOutput(hub: hub, settings: pipelineSettings, workers: configuration.streamWorkers, name: name,
-                          pool: configuration.pool, logger: logger),
-            LiveOutput(hub: live, settings: configuration.live, name: name, pool: configuration.pool, logger: logger),
-            makeMotionOutput(camera: name),
-        ] + (configuration.frameRing > 0 ? [FrameRing(name: name, span: configuration.frameRing, quality: configuration.captureQuality,
-                                                      pool: configuration.pool)] : [])
-        let p = FramePipeline(outputs: outputs, settings: pipelineSettings, nextSequence: { [hub] in hub.takeSequence() },
+    /// stream-on, and what it then reads back becomes the session's settings. The run's
+    /// pipeline begins (its outputs told the run started) before the device starts, unless
+    /// `begin` is false: a switch begins it once the other camera's run has ended.
+    func launch(_ device: any CaptureDevice, _ format: VideoFormat, begin: Bool = true) throws(CameraError) -> FramePipeline {
+        run.number += 1
+        let launched = run.number
+        let p = FramePipeline(run: CaptureRun(camera: device.descriptor.id, format: format, number: launched),
+                              outputs: graph.connectedOutputs(of: device.descriptor.id),
+                              transform: { [pipelineSettings] now in pipelineSettings.transform(at: now) },
+                              nextSequence: { [graph] in graph.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
+        if begin { p.begin() }
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
         }
@@ -257,7 +241,7 @@ public actor CaptureSession {
             logger.warning("camera \(id) before its start: \(error.description)")
         }
         do throws(CameraError) { try device.start(format: format) { frame in p.handle(frame) } } catch {
-            p.deactivate()  // its encode threads end now, not at the next retry
+            p.deactivate()  // its outputs' lanes close now, not at the next retry
             throw error
         }
         for refusal in device.takeRestoreRefusals() {
@@ -281,14 +265,13 @@ public actor CaptureSession {
     }
 
     func halt() {
-        if let ring = motionRecording {  // the event movie ends with the stream it records
-            motionRecording = nil
+        if let ring = graph.movie.motionRing {  // the event movie ends with the stream it records
+            graph.movie.motionRing = nil
             if let recorder = ring.stop() { eventMovieDone(recorder, .stopped) }
         }
-        pipeline?.deactivate()
+        run.pipeline?.deactivate()
         camera.stop()
-        pipeline = nil
-        metadata.cameraStopped()
+        run.pipeline = nil
     }
 
     private func find(_ id: String) throws(SessionError) -> any CaptureDevice {
@@ -318,11 +301,11 @@ public actor CaptureSession {
         let timestamp = Clock.now()
         let part = jpeg.withUnsafeBytes { Multipart.framing(timestamp: EncodedFrame.format(timestamp)).wrap($0) }
         hub.publish(EncodedFrame(bytes: part.bytes, jpegRange: part.jpeg, width: format.width, height: format.height,
-                                 sequence: hub.takeSequence(), timestamp: timestamp, online: false))
+                                 sequence: graph.takeSequence(), timestamp: timestamp, online: false))
     }
 
     /// Publishes the placeholder if nothing has been published yet (idle at start-up).
     public func ensurePreviewFrame() {
-        if hub.latestFrame == nil && runState != .running { publishPlaceholder("NO SIGNAL") }
+        if hub.latestFrame == nil && run.state != .running { publishPlaceholder("NO SIGNAL") }
     }
 }

@@ -4,6 +4,7 @@
 // camera's session publishes into the one hub; a subscriber may take one camera's only.
 
 import Movie
+import Subscriptions
 import SystemSupport
 
 /// A movie started or finished (with why, and the movie kept).
@@ -66,6 +67,8 @@ public enum SessionEvent: Sendable, Equatable {
     case metadata(MetadataEvent)
     case motion(MotionEvent)
     case deleted(DeletionEvent)
+    /// A microphone's level, ten a second: only for subscribers that asked (`levels`).
+    case level(LevelEvent)
 
     /// The camera the event is about.
     public var camera: String? {
@@ -76,6 +79,7 @@ public enum SessionEvent: Sendable, Equatable {
         case .metadata(let m): m.camera
         case .motion(let m): m.camera
         case .deleted(let d): d.camera
+        case .level(let l): l.camera
         }
     }
 
@@ -83,6 +87,7 @@ public enum SessionEvent: Sendable, Equatable {
     /// `moving` of its motion an older one still waiting.
     func supersedes(_ older: SessionEvent) -> Bool {
         if case .state = self, case .state = older { return camera == older.camera }
+        if case .level = self, case .level = older { return camera == older.camera }
         if case .motion(let new) = self, new.event == .moving, case .motion(let old) = older, old.event == .moving {
             return camera == older.camera
         }
@@ -98,6 +103,8 @@ public final class EventHub: Sendable {
         var camera: String?
         /// What it is, for the state's counts (`sse`, `mqtt`).
         var kind: String
+        /// Whether it takes the microphones' level readings.
+        var levels = false
     }
 
     private let subscribers = Locked([ObjectIdentifier: Subscriber]())
@@ -106,8 +113,17 @@ public final class EventHub: Sendable {
 
     public var subscriberCount: Int { subscribers.withLock { $0.count } }
 
-    public func subscribe(_ id: ObjectIdentifier, initial: [SessionEvent], camera: String? = nil, kind: String = "sse") {
-        subscribers.withLock { $0[id] = Subscriber(pending: initial, camera: camera, kind: kind) }
+    public func subscribe(_ id: ObjectIdentifier, initial: [SessionEvent], camera: String? = nil, kind: String = "sse",
+                          levels: Bool = false) {
+        subscribers.withLock { $0[id] = Subscriber(pending: initial, camera: camera, kind: kind, levels: levels) }
+    }
+
+    /// A subscription to the events (every camera's, or `camera`'s), `initial` first; `kind`
+    /// names it in the state (`sse`, `mqtt`). Subscribed when made: nothing published after
+    /// this is missed. `levels`: the microphones' level readings too (ten a second each).
+    public func subscription(initial: [SessionEvent], camera: String? = nil, kind: String = "sse",
+                             levels: Bool = false) -> EventSubscription {
+        EventSubscription(hub: self, initial: initial, camera: camera, kind: kind, levels: levels)
     }
 
     public func subscribe(_ id: ObjectIdentifier, initial: SessionEvent?) {
@@ -121,6 +137,11 @@ public final class EventHub: Sendable {
                 if s.camera == nil || s.camera == camera { counts[s.kind, default: 0] += 1 }
             }
         }
+    }
+
+    /// The subscribers that take `camera`'s level readings.
+    public func levelClientCount(camera: String) -> Int {
+        subscribers.withLock { all in all.values.filter { $0.levels && ($0.camera == nil || $0.camera == camera) }.count }
     }
 
     public func unsubscribe(_ id: ObjectIdentifier) { subscribers.withLock { _ = $0.removeValue(forKey: id) } }
@@ -140,6 +161,7 @@ public final class EventHub: Sendable {
             var wakes: [@Sendable () -> Void] = []
             for id in all.keys {
                 if let only = all[id]!.camera, only != event.camera { continue }
+                if case .level = event, !all[id]!.levels { continue }
                 all[id]!.pending.removeAll { event.supersedes($0) }
                 all[id]!.pending.append(event)
                 if let w = all[id]!.wake { wakes.append(w); all[id]!.wake = nil }
@@ -148,4 +170,31 @@ public final class EventHub: Sendable {
         }
         for w in wakes { w() }  // outside the lock
     }
+}
+
+/// One client of the events (an SSE stream, the MQTT bridge): each event once, in order, a
+/// newer state of a camera replacing one not yet taken.
+public final class EventSubscription: Subscription, Sendable {
+    private let hub: EventHub
+    private let wake = Locked<(@Sendable () -> Void)?>(nil)
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    init(hub: EventHub, initial: [SessionEvent], camera: String?, kind: String, levels: Bool) {
+        self.hub = hub
+        hub.subscribe(ObjectIdentifier(self), initial: initial, camera: camera, kind: kind, levels: levels)
+    }
+
+    public func attach(wake: @escaping @Sendable () -> Void) { self.wake.withLock { $0 = wake } }
+
+    public func next() -> Pull<SessionEvent> {
+        guard let wake = wake.withLock({ $0 }) else { return .wait }
+        return hub.next(id, wake: wake).map { .item($0) } ?? .wait
+    }
+
+    public func cancel() {
+        wake.withLock { $0 = nil }
+        hub.unsubscribe(id)
+    }
+
+    deinit { hub.unsubscribe(id) }
 }

@@ -28,8 +28,13 @@ public struct SessionConfiguration: Sendable {
     public var moviePreset: String
     /// Metadata scans a second, at most.
     public var metadataRate: Double
-    /// The live H.264 encoder's keyframe interval, rate control and preset.
+    /// The live H.264 main stream's keyframe interval, rate control and preset.
     public var live: LiveEncoderSettings
+    /// The sub stream's: 640 wide at the camera's aspect, 15 fps, 500 kbit/s unless configured.
+    public var sub = LiveEncoderSettings.sub
+    /// The encoders both streams are made by, in order (`live.encoders`): the application's one
+    /// chain, shared by every camera. Without one: libx264 alone.
+    public var liveEncoders = LiveEncoderChain.software
     /// The motion output's settings at start (`motion`, or `cameras[].motion`).
     public var motion: MotionSettings
     /// Seconds of encoded frames kept for synchronized captures (FrameRing); 0: none.
@@ -63,10 +68,27 @@ public struct SessionConfiguration: Sendable {
     }
 }
 
+extension LiveEncoderSettings {
+    /// The sub stream's defaults (what IP cameras' second stream is: Hikvision's 102, Reolink's `_sub`).
+    public static let sub = LiveEncoderSettings(bitrate: 500, width: 640, fps: 15)
+}
+
 extension SessionConfiguration {
     public func with(frameRing seconds: Double) -> SessionConfiguration {
         var c = self
         c.frameRing = seconds
+        return c
+    }
+
+    public func with(sub: LiveEncoderSettings) -> SessionConfiguration {
+        var c = self
+        c.sub = sub
+        return c
+    }
+
+    public func with(liveEncoders: LiveEncoderChain) -> SessionConfiguration {
+        var c = self
+        c.liveEncoders = liveEncoders
         return c
     }
 

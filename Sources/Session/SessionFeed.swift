@@ -1,11 +1,13 @@
 // Which camera's session a client watches. A camera's own clients watch its session for good;
 // the main session's clients watch the main feed, which MultiCamSession moves to the camera it
-// switches to (as AVCaptureVideoPreviewLayer follows its session). Every kind of client joins
-// through its feed — an MJPEG viewer the session's preview hub, an RTSP media, a WHEP peer or
-// a live.mp4 stream its live hub — and is told `.moved` by that hub when the feed moves: one
-// mechanism for every transport, at once, and no client's frame path reads the feed (a part
-// costs one lock, the hub's).
+// switches to (as AVCaptureVideoPreviewLayer follows its session). Every client is a
+// subscription made here — an MJPEG viewer's on the session's preview hub, an RTSP media's, a
+// WHEP peer's or a live.mp4 stream's on its live hub — and is told `.moved` by that hub when
+// the feed moves, and joins the new camera's hub before its next item: one mechanism for
+// every transport, at once, and no client's frame path reads the feed (a part costs one
+// lock, the hub's).
 
+import Subscriptions
 import SystemSupport
 
 public final class SessionFeed: Sendable {
@@ -23,20 +25,42 @@ public final class SessionFeed: Sendable {
 
     private var tag: ObjectIdentifier? { follows ? ObjectIdentifier(self) : nil }
 
-    /// An MJPEG viewer joins the current session's preview hub: its slot there. Under the
-    /// feed's lock, so a move either finds it on the old hub (and tells it) or it joins the new one.
-    public func joinPreview(maxFps: Double) -> (hub: FrameHub, slot: Int) {
+    /// An MJPEG viewer: the preview's parts, at most `maxFps` a second (0: every frame).
+    public func preview(maxFps: Double) -> PreviewSubscription {
+        PreviewSubscription { [self] in joinPreview(maxFps: maxFps) }
+    }
+
+    /// A live.mp4 client: a live stream as fMP4 bytes, until it restarts or the feed moves;
+    /// with the camera's sound when `sound` and its microphone runs.
+    public func liveMP4(_ stream: LiveStreamName = .main, sound: Bool = true) -> LiveMP4Subscription {
+        let session = sound ? self.session : nil
+        return LiveMP4Subscription(session: session) { id, wake in joinLive(id, stream, kind: "mp4", wake: wake) }
+    }
+
+    /// An RTP transport's client (`kind`: `rtsp`, `webrtc`): a live stream's access units,
+    /// across new formats and moves.
+    /// `baseline`: a client that decodes H.264's Constrained Baseline alone (a WebRTC viewer
+    /// whose offer has no Main): whichever stream it takes is encoded so while it does.
+    public func liveUnits(_ stream: LiveStreamName = .main, kind: String, baseline: Bool = false) -> LiveUnitSubscription {
+        LiveUnitSubscription(stream: stream) { [self] id, stream, wake in joinLive(id, stream, kind: kind, baseline: baseline, wake: wake) }
+    }
+
+    /// Joins the current session's preview hub: the slot there. Under the feed's lock, so a
+    /// move either finds it on the old hub (and tells it) or it joins the new one.
+    func joinPreview(maxFps: Double) -> (hub: FrameHub, slot: Int) {
         let tag = tag
         return current.withLock { s in (s.hub, s.hub.addViewer(maxFps: maxFps, feed: tag)) }
     }
 
     /// A live client joins the current session's live hub, woken by `wake`; `kind` names its
     /// transport in the state (`rtsp`, `webrtc`, `mp4`).
-    public func joinLive(_ id: ObjectIdentifier, kind: String, wake: @escaping @Sendable () -> Void) -> LiveHub {
+    func joinLive(_ id: ObjectIdentifier, _ stream: LiveStreamName, kind: String, baseline: Bool = false,
+                  wake: @escaping @Sendable () -> Void) -> LiveHub {
         let tag = tag
         return current.withLock { s in
-            s.live.subscribe(id, kind: kind, feed: tag, wake: wake)
-            return s.live
+            let hub = s.live(stream)
+            hub.subscribe(id, kind: kind, feed: tag, baseline: baseline, wake: wake)
+            return hub
         }
     }
 
@@ -45,6 +69,6 @@ public final class SessionFeed: Sendable {
         let old = current.withLock { c -> CaptureSession in defer { c = session }; return c }
         guard old !== session else { return }
         old.hub.detach(feed: ObjectIdentifier(self))
-        old.live.detach(feed: ObjectIdentifier(self))
+        for stream in LiveStreamName.allCases { old.live(stream).detach(feed: ObjectIdentifier(self)) }
     }
 }

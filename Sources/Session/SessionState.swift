@@ -42,10 +42,16 @@ public struct SessionState: Sendable, Equatable, Codable {
     public var metadata = MetadataState(types: [], rectOfInterest: nil, objects: [])
     /// The motion output: its settings and what it sees now.
     public var motion = MotionState.off(MotionSettings())
+    /// The camera's microphone, or null when it has none configured.
+    public var audio: AudioState?
+    /// The live H.264 streams (main and sub): size, rate, cap, encoder (issue 38).
+    public var live: [LiveStreamReport] = []
     /// The capture graph: the session's inputs (the camera) and every output with its clients
     /// and figures (issue 36).
     public var inputs: [InputReport] = []
     public var outputs: [OutputReport] = []
+    /// Which input feeds which output (AVCaptureConnection): media type, enabled.
+    public var connections: [CaptureConnection] = []
     /// This camera's session is the main one (the one /api/session, /stream and /snapshot
     /// address); set by the multi-camera session, false for a session on its own.
     public var main = false
@@ -70,8 +76,11 @@ public struct SessionState: Sendable, Equatable, Codable {
         try c.encode(recording, forKey: .recording)
         try c.encode(metadata, forKey: .metadata)
         try c.encode(motion, forKey: .motion)
+        try c.encode(audio, forKey: .audio)
+        try c.encode(live, forKey: .live)
         try c.encode(inputs, forKey: .inputs)
         try c.encode(outputs, forKey: .outputs)
+        try c.encode(connections, forKey: .connections)
         try c.encode(main, forKey: .main)
     }
 }

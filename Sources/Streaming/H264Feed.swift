@@ -1,7 +1,11 @@
-// The appsrc a transport's pipeline reads: whoever holds an H264Feed pushes the camera's
-// access units (Annex B, SPS and PPS before each IDR) into it until it closes.
+// The appsrc a transport's pipeline reads, and the pump that fills it: a live stream's
+// subscription (Subscriptions) pumped into the feed — each access unit (Annex B, SPS and PPS
+// before each IDR) pushed on the thread that wakes it, the encoder's, as the unit is made (a
+// push only queues) — until the feed closes. Nothing of the application is in between.
 
 import CGStreamerShim
+import Subscriptions
+import SystemSupport
 
 public final class H264Feed: @unchecked Sendable {  // the C feed locks itself
     private let raw: OpaquePointer
@@ -19,11 +23,101 @@ public final class H264Feed: @unchecked Sendable {  // the C feed locks itself
         case closed
     }
 
-    /// `pts` in 90 kHz ticks of capture time (the encoder's).
-    public func push(_ bytes: [UInt8], pts: Int64, keyframe: Bool) -> Pushed {
-        let r = bytes.withUnsafeBufferPointer { vfg_feed_push(raw, $0.baseAddress, $0.count, pts, keyframe ? 1 : 0) }
+    /// `time`: the unit's capture time (Unix seconds).
+    public func push(_ bytes: [UInt8], time: Double, keyframe: Bool) -> Pushed {
+        let r = bytes.withUnsafeBufferPointer { vfg_feed_push(raw, $0.baseAddress, $0.count, Self.nanoseconds(time), keyframe ? 1 : 0) }
         return r < 0 ? .closed : r == 1 ? .keyframeWanted : .sent
     }
 
+    static func nanoseconds(_ time: Double) -> Int64 { Int64((time * 1e9).rounded()) }
+
     public var isClosed: Bool { vfg_feed_closed(raw) != 0 }
+}
+
+/// The appsrc of a media's or a peer's sound: encoded packets (raw AAC frames for RTSP, Opus
+/// for WebRTC), each decodable alone, on the same clock as the picture (the C side maps both
+/// capture times through one clock).
+public final class AudioFeed: @unchecked Sendable {  // the C feed locks itself
+    private let raw: OpaquePointer
+
+    /// Takes over one reference to `raw`.
+    init(_ raw: OpaquePointer) { self.raw = raw }
+
+    deinit { vfg_feed_release(raw) }
+
+    /// One packet captured (its first sample) at `time`, Unix seconds. False once the
+    /// pipeline is gone.
+    @discardableResult
+    public func push(_ bytes: [UInt8], time: Double) -> Bool {
+        bytes.withUnsafeBufferPointer { vfg_feed_push(raw, $0.baseAddress, $0.count, H264Feed.nanoseconds(time), 1) } >= 0
+    }
+
+    public var isClosed: Bool { vfg_feed_closed(raw) != 0 }
+}
+
+/// An AAC-LC stream's format as RTSP describes it (RFC 3640's config is the AudioSpecificConfig).
+public struct AACFormat: Sendable, Equatable {
+    public var sampleRate: Int
+    public var channels: Int
+    public var config: [UInt8]
+
+    public init(sampleRate: Int, channels: Int, config: [UInt8]) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.config = config
+    }
+}
+
+/// Pumps `units` into `feed` until the feed closes or `stop`; `onStop` runs once, then.
+public final class FeedPump: Sendable {
+    private let feed: H264Feed
+    private let units: any UnitSubscription
+    private let onStop: @Sendable () -> Void
+    /// Held while draining, so units go out in order whoever wakes the pump.
+    private let stopped = Locked(false)
+    private let alarm = Locked<Alarm?>(nil)
+
+    public init(feed: H264Feed, units: any UnitSubscription, onStop: @escaping @Sendable () -> Void = {}) {
+        self.feed = feed
+        self.units = units
+        self.onStop = onStop
+    }
+
+    public func start() {
+        let a = Alarm { [weak self] in self?.checkClosed() }
+        alarm.withLock { $0 = a }
+        units.attach { [weak self] in self?.drain() }
+        drain()  // a new client is woken only once it has taken the init segment: take it now
+        checkClosed()
+    }
+
+    /// A pipeline that went away while no unit was pushed (a camera stopped) is noticed here,
+    /// each second: a push would have said so.
+    private func checkClosed() {
+        if feed.isClosed { return stop() }
+        alarm.withLock { $0?.set(after: 1, leeway: 0.1) }
+    }
+
+    private func drain() {
+        let closed = stopped.withLock { stopped -> Bool in
+            guard !stopped else { return false }
+            while case .item(let unit) = units.next() {
+                switch feed.push(unit.bytes, time: unit.time, keyframe: unit.keyframe) {
+                case .sent: continue
+                case .keyframeWanted: units.requestKeyframe()
+                case .closed: return true
+                }
+            }
+            return false
+        }
+        if closed { stop() }
+    }
+
+    /// Leaves the stream and stops checking; once.
+    public func stop() {
+        guard stopped.withLock({ s in defer { s = true }; return !s }) else { return }
+        units.cancel()
+        alarm.withLock { $0?.cancel(); $0 = nil }
+        onStop()
+    }
 }

@@ -1,4 +1,5 @@
-// An RTSP server (gst-rtsp-server) serving mounts as shared H.264 media: DESCRIBE, SETUP
+// An RTSP server (gst-rtsp-server) serving mounts as shared H.264 media (with AAC sound when
+// the delegate gives one): DESCRIBE, SETUP
 // (RTP over UDP, or interleaved in the TCP connection), PLAY, TEARDOWN. It knows no camera:
 // its delegate decides who may make each request and feeds each media it starts.
 
@@ -15,10 +16,18 @@ public protocol RTSPServerDelegate: AnyObject, Sendable {
     /// Each request, before the server acts on it (called only when the server was started
     /// with `authenticate`).
     func authorize(method: String, uri: String, authorization: String?, address: String) -> RTSPDecision
-    /// Before DESCRIBE of `path`: nil serves it; else the status to answer (404, 503).
-    func refusal(describing path: String) -> Int?
-    /// The shared media of `path` starts: push into `feed` until it closes.
-    func mediaStarted(path: String, feed: H264Feed)
+    /// Before DESCRIBE of `path`: whether it is served, and with what sound.
+    func describe(_ path: String) -> RTSPMedia
+    /// The shared media of `path` starts: push into `feed` (and its sound into `sound`, when
+    /// the DESCRIBE that built it gave one) until it closes.
+    func mediaStarted(path: String, feed: H264Feed, sound: AudioFeed?)
+}
+
+public enum RTSPMedia: Sendable, Equatable {
+    /// Answered with `status` (404, 503).
+    case refuse(status: Int)
+    /// Served: the picture, and the sound when there is some.
+    case serve(sound: AACFormat?)
 }
 
 public final class RTSPServer: @unchecked Sendable {  // `raw` is set once; gst-rtsp-server locks itself
@@ -50,13 +59,22 @@ public final class RTSPServer: @unchecked Sendable {  // `raw` is set once; gst-
                 }
                 return Int32(status)
             },
-            describe: { context, path in
+            describe: { context, path, aac in
                 let box = Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue()
-                return Int32(box.delegate.refusal(describing: String(cString: path!)) ?? 0)
+                switch box.delegate.describe(String(cString: path!)) {
+                case .refuse(let status): return Int32(status)
+                case .serve(let sound?) where sound.config.count <= 16:
+                    aac!.pointee.rate = Int32(sound.sampleRate)
+                    aac!.pointee.channels = Int32(sound.channels)
+                    withUnsafeMutableBytes(of: &aac!.pointee.config) { $0.copyBytes(from: sound.config) }
+                    aac!.pointee.config_length = sound.config.count
+                    return 0
+                case .serve: return 0
+                }
             },
-            media_started: { context, path, feed in
+            media_started: { context, path, feed, sound in
                 let box = Unmanaged<Box>.fromOpaque(context!).takeUnretainedValue()
-                box.delegate.mediaStarted(path: String(cString: path!), feed: H264Feed(feed!))
+                box.delegate.mediaStarted(path: String(cString: path!), feed: H264Feed(feed!), sound: sound.map(AudioFeed.init))
             })
         var error = [CChar](repeating: 0, count: 256)
         guard let raw = vfg_rtsp_start(address, String(port), Int32(clientThreads), authenticate ? 1 : 0, callbacks, &error, error.count) else {

@@ -9,12 +9,14 @@ public enum StreamingError: Error, Sendable, Equatable, CustomStringConvertible 
     case malformedOffer(String)
     /// The offer has no H.264 this server can send (packetization-mode 1).
     case noH264(String)
+    /// A talk offer sends no Opus.
+    case noOpus(String)
     /// The WebRTC pipeline failed.
     case peer(String)
 
     public var description: String {
         switch self {
-        case .unavailable(let m), .listen(let m), .malformedOffer(let m), .noH264(let m), .peer(let m): m
+        case .unavailable(let m), .listen(let m), .malformedOffer(let m), .noH264(let m), .noOpus(let m), .peer(let m): m
         }
     }
 }

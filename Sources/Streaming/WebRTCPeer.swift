@@ -1,6 +1,6 @@
-// One WebRTC peer sending H.264 (webrtcbin): made from a client's SDP offer, it answers with
-// every ICE candidate in the answer (WHEP without trickle) and takes access units through
-// its feed. DTLS-SRTP and ICE are webrtcbin's and libnice's.
+// One WebRTC peer sending H.264 (or VP8, to a browser whose offer has no H.264) and, when the camera has sound and the offer takes Opus, Opus
+// (webrtcbin): made from a client's SDP offer, it answers with every ICE candidate in the
+// answer (WHEP without trickle) and takes access units and sound packets through its feeds. DTLS-SRTP and ICE are webrtcbin's and libnice's.
 
 import CGStreamerShim
 import Glibc
@@ -28,6 +28,15 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
     public let answer: String
     /// Where the peer's access units go.
     public let feed: H264Feed
+    /// What its picture is sent as.
+    public enum Codec: Sendable { case h264, vp8 }
+    public let codec: Codec
+    /// Its offer takes H.264's Main profile; false: Constrained Baseline alone (Firefox's
+    /// OpenH264), and the stream it takes must be encoded so while it watches.
+    public let acceptsMain: Bool
+    /// Where its Opus packets go: nil when the answer has no sound (none offered to it, or
+    /// the offer receives no Opus).
+    public let sound: AudioFeed?
 
     /// As RTCPeerConnectionState.
     public enum State: Int32, Sendable {
@@ -35,28 +44,16 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
     }
 
     /// Blocks up to `timeout` seconds (ICE gathering): call it off the request threads.
-    public init(offer: String, ice: ICEConfiguration, timeout: Double = 3) throws(StreamingError) {
+    /// `opusChannels`: the camera's sound as Opus at 48 kHz (nil: none).
+    public init(offer: String, ice: ICEConfiguration, opusChannels: Int? = nil, timeout: Double = 3) throws(StreamingError) {
         try GStreamer.start()
         var error = [CChar](repeating: 0, count: 512)
         var answer: UnsafeMutablePointer<CChar>?
         var feed: OpaquePointer?
+        var audio: OpaquePointer?
         var why: Int32 = 0
-        let turns = ice.turnServers.map { strdup($0) }
-        let addresses = ice.addresses.map { strdup($0) }
-        defer { (turns + addresses).forEach { free($0) } }
-        let raw: OpaquePointer? = turns.map { UnsafePointer($0) }.withUnsafeBufferPointer { t in
-            addresses.map { UnsafePointer($0) }.withUnsafeBufferPointer { a in
-                var options = vfg_peer_options(
-                    offer: nil, stun_server: nil, turn_servers: t.baseAddress, turn_count: t.count,
-                    addresses: a.baseAddress, address_count: a.count, timeout_ms: UInt32(max(0.1, timeout) * 1000))
-                return offer.withCString { o in
-                    options.offer = o
-                    return withOptionalCString(ice.stunServer) { s in
-                        options.stun_server = s
-                        return vfg_peer_answer(&options, &answer, &feed, &why, &error, error.count)
-                    }
-                }
-            }
+        let raw = withPeerOptions(offer: offer, ice: ice, timeout: timeout, opusChannels: opusChannels ?? 0) { options in
+            vfg_peer_answer(options, &answer, &feed, &audio, &why, &error, error.count)
         }
         guard let raw, let answer, let feed else {
             let message = GStreamer.message(error)
@@ -67,9 +64,12 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
             }
         }
         self.raw = raw
+        codec = vfg_peer_codec(raw) == 1 ? .vp8 : .h264
+        acceptsMain = vfg_peer_accepts_main(raw) == 1
         self.answer = String(cString: answer)
         vfg_free(answer)
         self.feed = H264Feed(feed)
+        sound = audio.map(AudioFeed.init)
     }
 
     /// Loads what a first peer needs (plugins, the DTLS certificate) ahead of it; blocks for a
@@ -93,6 +93,18 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
         closed.withLock { c in c ? .closed : State(rawValue: vfg_peer_state(raw)) ?? .failed }
     }
 
+    /// What the viewer's receiver reports say of the picture's path now, and what was sent on
+    /// it (webrtcbin's stats); nil once closed or when webrtcbin gave none.
+    public var link: LinkReport? {
+        closed.withLock { c -> LinkReport? in
+            guard !c else { return nil }
+            var l = vfg_link()
+            guard vfg_peer_link(raw, &l) == 0 else { return nil }
+            return LinkReport(reported: l.reported != 0, fractionLost: l.fraction_lost, roundTrip: l.round_trip, jitter: l.jitter,
+                              packetsLost: Int64(l.packets_lost), bytesSent: UInt64(l.bytes_sent), packetsSent: UInt64(l.packets_sent))
+        }
+    }
+
     /// Stops the pipeline (its feed closes); once.
     public func close() {
         closed.withLock { c in
@@ -103,6 +115,29 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
     }
 
     deinit { close() }
+}
+
+/// The C options for `offer` and `ice` (their strings alive for `body`'s call).
+func withPeerOptions<R>(offer: String, ice: ICEConfiguration, timeout: Double, opusChannels: Int,
+                        _ body: (UnsafePointer<vfg_peer_options>) -> R) -> R {
+    let turns = ice.turnServers.map { strdup($0) }
+    let addresses = ice.addresses.map { strdup($0) }
+    defer { (turns + addresses).forEach { free($0) } }
+    return turns.map { UnsafePointer($0) }.withUnsafeBufferPointer { t in
+        addresses.map { UnsafePointer($0) }.withUnsafeBufferPointer { a in
+            var options = vfg_peer_options(
+                offer: nil, stun_server: nil, turn_servers: t.baseAddress, turn_count: t.count,
+                addresses: a.baseAddress, address_count: a.count, timeout_ms: UInt32(max(0.1, timeout) * 1000),
+                opus_channels: Int32(opusChannels))
+            return offer.withCString { o in
+                options.offer = o
+                return withOptionalCString(ice.stunServer) { s in
+                    options.stun_server = s
+                    return body(&options)
+                }
+            }
+        }
+    }
 }
 
 private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {

@@ -14,26 +14,19 @@ public enum AtomicFile {
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String, temporary: String? = nil,
                              mode: mode_t? = nil) throws(SystemError) {
         let temp = temporary ?? path + ".tmp-\(getpid())"
-        var st = stat()
-        let mode = mode ?? (stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0o600)
-        let fd = open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw .last("open \(temp)") }
+        let mode = mode ?? ((try? Sys.stat(path)).map { $0.st_mode & 0o7777 } ?? 0o600)
+        let fd = try Sys.open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: mode)
         var failure: SystemError?
-        var off = 0
-        while off < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + off, bytes.count - off)
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = .last("write \(temp)")
-                break
-            }
-            off += n
+        do throws(SystemError) {
+            try Sys.writeAll(fd, bytes, temp)
+            try Sys.fsync(fd, temp)
+        } catch { failure = error }
+        try? Sys.close(fd, temp)  // after a good fsync the bytes are on disk whatever close answers
+        if failure == nil {
+            do throws(SystemError) { try Sys.rename(temp, to: path) } catch { failure = error }
         }
-        if failure == nil && fsync(fd) != 0 { failure = .last("fsync \(temp)") }
-        close(fd)
-        if failure == nil && rename(temp, path) != 0 { failure = .last("rename \(path)") }
         if let failure {
-            unlink(temp)
+            try? Sys.unlink(temp)
             throw failure
         }
         syncDirectory(of: path)
@@ -51,7 +44,8 @@ public enum AtomicFile {
     public static func syncDirectory(of path: String) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        guard let dfd = try? Sys.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) else { return }
+        try? Sys.fsync(dfd, directory)
+        try? Sys.close(dfd, directory)
     }
 }

@@ -9,12 +9,12 @@ public enum OpenFileLimit {
     /// Raises the soft limit to the hard limit; returns the soft limit now in force.
     @discardableResult
     public static func raise() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return -1 }
+        let resource = Int32(RLIMIT_NOFILE.rawValue)
+        guard let limit = try? Sys.getrlimit(resource, "RLIMIT_NOFILE") else { return -1 }
         if limit.rlim_cur < limit.rlim_max {
             var raised = limit
             raised.rlim_cur = limit.rlim_max
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return Int(clamping: raised.rlim_cur) }
+            if (try? Sys.setrlimit(resource, raised, "RLIMIT_NOFILE")) != nil { return Int(clamping: raised.rlim_cur) }
         }
         return Int(clamping: limit.rlim_cur)
     }

@@ -8,23 +8,25 @@ import Glibc
 #endif
 
 public enum ThreadName {
+    private static let comm = "/proc/thread-self/comm"
+
     public static func set(_ name: String) {
         var bytes = Array(name.utf8.prefix(15))
         while !bytes.isEmpty, String(validating: bytes, as: UTF8.self) == nil { bytes.removeLast() }  // whole characters
-        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }  // no /proc: the name is cosmetic
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
+        // No /proc, or a name the kernel refuses: the name is cosmetic.
+        guard let fd = try? Sys.open(comm, O_WRONLY | O_CLOEXEC) else { return }
+        // One write, even of nothing (an empty name is a name): the kernel takes a comm whole.
+        _ = bytes.withUnsafeBufferPointer { try? Sys.write(fd, UnsafeRawBufferPointer($0), comm) }
+        try? Sys.close(fd, comm)
     }
 
     /// The calling thread's name as the kernel has it.
     public static var current: String {
-        let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "" }
-        defer { close(fd) }
+        guard let fd = try? Sys.open(comm, O_RDONLY | O_CLOEXEC) else { return "" }
+        defer { try? Sys.close(fd, comm) }
         var bytes = [UInt8](repeating: 0, count: 16)
-        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        return String(decoding: bytes.prefix(max(0, n)), as: UTF8.self).trimmingSuffix { $0 == "\n" }
+        let n = bytes.withUnsafeMutableBufferPointer { b in (try? Sys.read(fd, into: UnsafeMutableRawBufferPointer(b), comm)) ?? 0 }
+        return String(decoding: bytes.prefix(n), as: UTF8.self).trimmingSuffix { $0 == "\n" }
     }
 
     /// Runs `body` with the calling thread named `name`, then names it back: the threads a

@@ -23,6 +23,8 @@ public final class Application: Sendable {
     let staticFiles: StaticFiles
     let photos: PhotoStore
     let movies: MovieStore
+    /// The live H.264 encoders every camera's streams are made by, probed at start.
+    let encoders: LiveEncoderChain
     /// Deletes the oldest movies and photos past `storage`'s limits (nil: no limits).
     let retention: StorageRetention?
     /// The broker's side of this host, while it runs (`mqtt.url`).
@@ -36,21 +38,36 @@ public final class Application: Sendable {
     let logger: Logger
     /// WebRTC peers by WHEP session.
     let whep: WHEPService
-    /// Open live.mp4 streams.
-    let liveStreams = StreamCount()
+    let talk: TalkService
+    /// Open live.mp4 streams: each is its camera's live hub's client from its request on.
+    var liveMP4Count: Int {
+        cameras.sessions.reduce(0) { n, s in LiveStreamName.allCases.reduce(n) { $0 + (s.live($1).clientCounts["mp4"] ?? 0) } }
+    }
     private let rtsp = Locked<(server: RTSPServer, service: RTSPService)?>(nil)
     /// The RTSP server's port (the one picked for port 0), or nil when it does not run.
     public var rtspPort: Int? { rtsp.withLock { $0?.server.port } }
 
     /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
-    var liveClientCount: Int { whep.count + liveStreams.value + rtspClientCount }
+    var liveClientCount: Int { whep.count + liveMP4Count + rtspClientCount }
     var rtspClientCount: Int { rtsp.withLock { $0?.server.clientCount } ?? 0 }
 
-    public init(configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) throws {
+    /// `liveEncoders`: the candidates live streams are made by, instead of `live.encoders`' (a
+    /// test's encoder that fails mid-stream).
+    public init(configuration: Configuration, logger: Logger = Logger(label: "viewfinder"),
+                liveEncoders: [LiveEncoderCandidate]? = nil) throws {
         self.configuration = configuration
         self.logger = logger
+        encoders = LiveEncoderChain(liveEncoders ?? configuration.live.encoders.map(LiveEncoderCandidate.libavcodec), logger: logger)
+        for e in encoders.entries {
+            if e.available {
+                logger.info("live encoder \(e.name) (\(e.codec)): works, probed in \(e.probeMs.map { "\($0) ms" } ?? "-")")
+            } else {
+                logger.info("live encoder \(e.name) (\(e.codec)): not on this machine: \(e.reason ?? "?")")
+            }
+        }
         let devices = CameraFactory.make(configuration.cameras, logger: logger)
         guard !devices.isEmpty else { throw Configuration.Error(description: "cameras: no usable camera") }
+        let microphones = CameraFactory.microphones(devices, configuration)
         let entries: [String: Configuration.CameraEntry]
         if case .list(let list) = configuration.cameras { entries = Dictionary(list.map { ($0.id, $0) }) { a, _ in a } } else { entries = [:] }
         let events = EventHub()
@@ -74,7 +91,7 @@ public final class Application: Sendable {
             }
             do {
                 sessions.append(try CaptureSession(
-                    cameras: [device],
+                    cameras: [device], microphones: microphones.filter { $0.key == device.descriptor.id },
                     configuration: SessionConfiguration(preset: entry?.preset ?? configuration.session.preset,
                                                         fps: entry?.fps ?? configuration.session.fps,
                                                         streamQuality: configuration.stream.quality,
@@ -88,7 +105,9 @@ public final class Application: Sendable {
                                                                                   bitrate: configuration.live.bitrate),
                                                         motion: entry?.motion?.applied(to: configuration.motion) ?? configuration.motion)
                         .with(frameRing: configuration.mqtt.isEnabled && configuration.mqtt.fleet ? FleetCapture.ringSpan : 0)
-                        .with(pool: pool),
+                        .with(pool: pool)
+                        .with(liveEncoders: encoders)
+                        .with(sub: configuration.live.sub.encoderSettings(keyframeInterval: configuration.live.keyframeInterval)),
                     events: events, logger: logger))
             } catch {
                 throw Configuration.Error(description: "cameras: \(device.descriptor.id): \(error.http.message)")
@@ -114,6 +133,7 @@ public final class Application: Sendable {
             logger.warning("auth is \"none\": anyone who can reach \(configuration.server.host):\(configuration.server.port) can watch and steer the cameras")
         }
         whep = WHEPService(ice: Self.ice(configuration), logger: logger)
+        talk = TalkService(speakers: CameraFactory.speakers(devices, configuration), ice: Self.ice(configuration), logger: logger)
         photos = PhotoStore(directory: configuration.capture.directory)
         let unfinished = photos.removeUnfinished()
         if !unfinished.isEmpty {
@@ -268,21 +288,32 @@ public final class Application: Sendable {
         }
     }
 
-    /// Graceful: streams end, the servers stop, every camera is released.
-    public func stop() async {
+    /// Graceful: streams end, the servers stop, every camera is released. False when a thread
+    /// of its own is still inside a library (WebRTC's warm-up, on a starved machine): the
+    /// process must then end with `_exit`, not `exit`, whose handlers free what it still uses.
+    @discardableResult
+    public func stop() async -> Bool {
         // `offline` first, while the sessions still answer; the bridge's router holds this
         // application, so it is let go here as the servers are.
-        mqtt.withLock { b in defer { b = nil }; return b }?.stop()
+        if let bridge = mqtt.withLock({ b in defer { b = nil }; return b }) {
+            await onOwnThread("mqtt-stop") { bridge.stop() }  // flushes for up to a second
+        }
         for s in cameras.sessions { s.hub.wakeAll() }
         // The servers' routes hold this application (their handlers call it): dropping the
         // stopped servers ends that cycle, so an application that stopped can be freed (the
         // tests start dozens; LeakSanitizer found every one alive at exit).
-        for server in running.withLock({ s in defer { s.removeAll() }; return s }) { server.stop() }
+        // Each of these blocks (a server's grace for its last requests, pipelines set to NULL):
+        // off the cooperative pool, whose threads every other server's routes need.
+        let servers = running.withLock { s in defer { s.removeAll() }; return s }
+        await onOwnThread("server-stop") { for server in servers { server.stop() } }
         retention?.stop()
-        whep.closeAll()
+        let quiet = await whep.closeAll()
+        await talk.closeAll()
         if let r = rtsp.withLock({ r in defer { r = nil }; return r }) {
-            r.server.stop()
-            r.service.stopAll()
+            await onOwnThread("rtsp-stop") {
+                r.server.stop()
+                r.service.stopAll()
+            }
         }
         // A movie being recorded is finished (trailer written, published) before the exit.
         for s in cameras.sessions {
@@ -290,5 +321,6 @@ public final class Application: Sendable {
             if let recorder = await s.endEventMovie() { _ = await recorder.outcome() }
             await s.stop()
         }
+        return quiet
     }
 }

@@ -4,6 +4,7 @@ import CameraCore
 import Capture
 import Foundation
 import Logging
+import Sound
 
 enum CameraFactory {
     static func make(_ cameras: Configuration.Cameras, logger: Logger) -> [any CaptureDevice] {
@@ -54,6 +55,48 @@ enum CameraFactory {
         // A bare node name is no identity: it is the number that changes.
         guard let identity, !(identity.hasPrefix("video") && Int(identity.dropFirst(5)) != nil) else { return nil }
         return { V4L2Identity.currentNode(for: identity) }
+    }
+
+    /// Each camera's microphone, by camera id: `cameras[].audio`, else the default for the
+    /// camera's kind (a V4L2 camera's own sound card, the synthetic microphone for a
+    /// synthetic camera unless `synthetic.microphone` is off, none for a still image).
+    static func microphones(_ devices: [any CaptureDevice], _ configuration: Configuration) -> [String: any AudioDevice] {
+        var entries: [String: Configuration.CameraEntry] = [:]
+        if case .list(let list) = configuration.cameras { for e in list { entries[e.id] = e } }
+        var out: [String: any AudioDevice] = [:]
+        for device in devices {
+            let id = device.descriptor.id
+            var source = entries[id]?.audio ?? .defaultMicrophone(for: Configuration.CameraEntry.Source(rawValue: device.descriptor.kind.rawValue))
+            if entries[id]?.audio == nil && source == .synthetic && !configuration.synthetic.microphone { source = .none }
+            switch source {
+            case .none: continue
+            case .synthetic: out[id] = SyntheticMicrophone()
+            case .pcm(let name): out[id] = ALSAMicrophone(pcm: name)
+            case .auto:
+                guard let camera = device as? V4L2Camera else { continue }
+                // Looked up at every start: a replugged webcam's card comes back under another number.
+                out[id] = ALSAMicrophone(auto: { SoundCards.microphone(forVideoNode: camera.path) })
+            }
+        }
+        return out
+    }
+
+    /// Each camera's talk-back speaker, by camera id: `cameras[].speaker`, else the synthetic
+    /// speaker for a synthetic camera (a test hears what a talker said) and none otherwise.
+    static func speakers(_ devices: [any CaptureDevice], _ configuration: Configuration) -> [String: any SpeakerDevice] {
+        var entries: [String: Configuration.CameraEntry] = [:]
+        if case .list(let list) = configuration.cameras { for e in list { entries[e.id] = e } }
+        var out: [String: any SpeakerDevice] = [:]
+        for device in devices {
+            let id = device.descriptor.id
+            let synthetic = device.descriptor.kind.rawValue == Configuration.CameraEntry.Source.synthetic.rawValue
+            switch entries[id]?.speaker ?? (synthetic ? .synthetic : .none) {
+            case .none, .auto: continue
+            case .synthetic: out[id] = SyntheticSpeaker()
+            case .pcm(let name): out[id] = ALSASpeaker(pcm: name)
+            }
+        }
+        return out
     }
 
     static func syntheticPair() -> [any CaptureDevice] {

@@ -3,8 +3,11 @@
 // moving scene, its sensor noise at ISO) are captured once, written raw to OUTDIR/raw.yuyv
 // (and the same frames without the noise to OUTDIR/clean.yuyv), then encoded by the server's
 // own encoders: JPEGEncoder at each quality
-// (OUTDIR/q<Q>.mjpeg, the JPEGs one after another) and LiveEncoder at each CRF
-// (OUTDIR/crf<C>.h264, Annex B). Prints the bytes of each as JSON; SSIM is ffmpeg's, in Python.
+// (OUTDIR/q<Q>.mjpeg, the JPEGs one after another), LiveEncoder at each CRF with no cap
+// to speak of (OUTDIR/crf<C>.h264, Annex B) and LiveEncoder as the live stream runs — CRF 23
+// under the default cap at this size (OUTDIR/cap.h264, the cap in "capKbits"), and libvpx as the
+// VP8 rendition runs (OUTDIR/vp8.ivf). Prints the
+// bytes of each as JSON; SSIM is ffmpeg's, in Python.
 //
 //   viewfinder-bench codecs 1280 720 150 400 bench/out/codecs 60,70,80,90 18,23,28
 
@@ -48,8 +51,18 @@ func runCodecs(_ args: [String]) -> Int32 {
             sizes.append("\"q\(q)\": \(out.count)")
         }
         let preset = ProcessInfo.processInfo.environment["LIVE_PRESET"] ?? LiveEncoderSettings().preset
-        for crf in crfs {
-            let encoder = try LiveEncoder(format: format, settings: LiveEncoderSettings(preset: preset, crf: crf))
+        // The curve: each CRF alone (a cap of 100 Mbit/s is above any rate here); then the live
+        // stream's own settings, the default cap.
+        // Then Constrained Baseline (what the stream becomes while a viewer decodes nothing
+        // else): uncapped at the first CRF, and under the cap.
+        var baseline = LiveEncoderSettings(bitrate: 100_000, preset: preset, crf: crfs.first ?? 23)
+        baseline.profile = .constrainedBaseline
+        var cappedBaseline = LiveEncoderSettings(preset: preset)
+        cappedBaseline.profile = .constrainedBaseline
+        let cases = crfs.map { ("crf\($0)", LiveEncoderSettings(bitrate: 100_000, preset: preset, crf: $0)) }
+            + [("cap", LiveEncoderSettings(preset: preset)), ("baseline", baseline), ("capBaseline", cappedBaseline)]
+        for (name, settings) in cases {
+            let encoder = try LiveEncoder(format: format, settings: settings)
             var out: [UInt8] = []
             var times: [Double] = []
             for f in frames {
@@ -61,16 +74,46 @@ func runCodecs(_ args: [String]) -> Int32 {
                 }
                 for u in units { out += u.bytes }
             }
-            try Data(out).write(to: URL(fileURLWithPath: "\(dir)/crf\(crf).h264"))
-            sizes.append("\"crf\(crf)\": \(out.count)")
-            sizes.append("\"crf\(crf)Ms\": \(times.sorted()[times.count / 2])")
+            try Data(out).write(to: URL(fileURLWithPath: "\(dir)/\(name).h264"))
+            sizes.append("\"\(name)\": \(out.count)")
+            sizes.append("\"\(name)Ms\": \(times.sorted()[times.count / 2])")
+            if name == "cap" { sizes.append("\"capKbits\": \(encoder.bitrate)") }
         }
+        // The VP8 rendition a WebRTC viewer without H.264 gets: libvpx as the live output runs
+        // it, at the main stream's cap (OUTDIR/vp8.ivf, an IVF file ffmpeg reads).
+        let vp8 = try LiveEncoder(format: format, settings: LiveEncoderSettings(preset: preset), kind: .libvpx)
+        var ivf = ivfHeader(width: width, height: height, frames: frames.count)
+        var vp8Bytes = 0
+        var vp8Times: [Double] = []
+        for (n, f) in frames.enumerated() {
+            let start = Clock.monotonic()
+            let units = try f.bytes.withUnsafeBytes { b throws(MovieError) -> [AccessUnit] in
+                try vp8.encode(RawFrame(format: format, bytes: b, stride: width * 2, sequence: f.sequence, timestamp: f.timestamp),
+                               zoom: 1, keyframe: false)
+            }
+            vp8Times.append((Clock.monotonic() - start) * 1000)
+            for u in units {
+                ivf += le32(UInt32(u.bytes.count)) + le32(UInt32(n)) + le32(0) + u.bytes
+                vp8Bytes += u.bytes.count
+            }
+        }
+        try Data(ivf).write(to: URL(fileURLWithPath: "\(dir)/vp8.ivf"))
+        sizes.append("\"vp8\": \(vp8Bytes)")
+        sizes.append("\"vp8Ms\": \(vp8Times.sorted()[vp8Times.count / 2])")
         print("{\"width\": \(width), \"height\": \(height), \"frames\": \(frames.count), \"iso\": \(iso), " + sizes.joined(separator: ", ") + "}")
         return 0
     } catch {
         FileHandle.standardError.write(Data("viewfinder-bench codecs: \(error)\n".utf8))
         return 1
     }
+}
+
+private func le32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+
+/// An IVF file's header: VP8 at 30 fps, `frames` frames.
+private func ivfHeader(width: Int, height: Int, frames: Int) -> [UInt8] {
+    Array("DKIF".utf8) + [0, 0, 32, 0] + Array("VP80".utf8) + [UInt8(width & 0xff), UInt8(width >> 8), UInt8(height & 0xff), UInt8(height >> 8)]
+        + le32(30) + le32(1) + le32(UInt32(frames)) + le32(0)
 }
 
 private struct Captured: Sendable {

@@ -5,6 +5,7 @@
 //   (VIEWFINDER_SUBSAMPLING=420 in the environment: the stream.subsampling "420" path)
 //   viewfinder-bench codecs WIDTH HEIGHT FRAMES ISO OUTDIR QUALITIES CRFS   (Codecs.swift)
 //   viewfinder-bench motion WIDTH HEIGHT SECONDS ISO WALKERS [FIRST_FRAME]   (MotionBench.swift)
+//   viewfinder-bench audio FILE.s16 aac|opus   (AudioBench.swift)
 
 import CameraCore
 import Foundation
@@ -14,6 +15,7 @@ import SystemSupport
 let args = CommandLine.arguments
 if args.count > 1 && args[1] == "codecs" { exit(runCodecs(args)) }
 if args.count > 1 && args[1] == "motion" { exit(runMotion(args)) }
+if args.count > 1 && args[1] == "audio" { exit(runAudio(args)) }
 guard args.count >= 5, args[1] == "encode", let width = Int(args[3]), let height = Int(args[4]),
       let data = FileManager.default.contents(atPath: args[2]), data.count >= width * height * 2 else {
     FileHandle.standardError.write(Data("usage: viewfinder-bench encode FILE.yuyv WIDTH HEIGHT [QUALITY] [FRAMES]\n".utf8))

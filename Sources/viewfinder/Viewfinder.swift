@@ -84,7 +84,7 @@ struct Serve: AsyncParsableCommand {
         let thp = vf_disable_transparent_huge_pages()
         // A file past RLIMIT_FSIZE must fail its write with EFBIG (a movie then ends as
         // diskFull and keeps what was written), not kill the server with SIGXFSZ.
-        signal(SIGXFSZ, SIG_IGN)
+        try? Sys.ignore(signal: SIGXFSZ, "SIGXFSZ")
         bootstrapLogging(Logger.Level(rawValue: logLevel) ?? .info)
         let logger = Logger(label: "viewfinder")
         if thp != 0 { logger.notice("prctl(PR_SET_THP_DISABLE): \(String(cString: strerror(thp))); huge pages stay as the system sets them") }
@@ -125,8 +125,16 @@ struct Serve: AsyncParsableCommand {
         tell("STOPPING=1\nSTATUS=Stopping (\(signal))")
         watchdog?.cancel()
         trimmer.cancel()
-        await app.stop()
-        logger.info("stopped")
+        if await app.stop() {
+            logger.info("stopped")
+        } else {
+            // A thread is still inside OpenSSL (WebRTC's warm-up making its key pair): exit's
+            // handlers would free the locks it takes and crash it. Everything of ours is done
+            // and written; leave without them.
+            logger.warning("stopped, WebRTC's warm-up still running: leaving without the exit handlers")
+            fflush(nil)
+            _exit(0)
+        }
     }
 }
 
@@ -273,14 +281,14 @@ private final class TerminationSignal: Sendable {
 
     init() {
         for (sig, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-            signal(sig, SIG_IGN)
+            try? Sys.ignore(signal: sig, name)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { [weak self] in self?.deliver(name) }
             source.resume()
             sources.append(source)
         }
         // SIGHUP reloads the TLS certificate (ignored until a handler is set).
-        signal(SIGHUP, SIG_IGN)
+        try? Sys.ignore(signal: SIGHUP, "SIGHUP")
         let hup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
         hup.setEventHandler { [weak self] in self?.received.withLock { $0.hangup }?() }
         hup.resume()

@@ -15,6 +15,12 @@ public enum TestTime {
         return value
     }()
 
+    /// How long a test waits, unless it says otherwise, for what should happen promptly: a
+    /// response, a frame, an event. Generous on purpose: `make test` runs every suite at once
+    /// on two cores (dozens of servers, each with cameras rendering at 30 fps), and a request
+    /// that takes 50 ms alone took over 10 s there (SessionAPITests' switch, in CI).
+    public static let patience: Double = 30
+
     /// A deadline `seconds` from now, stretched by `scale`.
     public static func deadline(_ seconds: Double) -> Date { Date().addingTimeInterval(seconds * scale) }
 }

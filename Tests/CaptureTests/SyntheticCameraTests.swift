@@ -19,7 +19,7 @@ final class FrameCollector: @unchecked Sendable {
     }
 
     /// Waits for `n` frames, up to `timeout` seconds in total.
-    func wait(for n: Int, timeout: Double = 10) -> [(sequence: UInt64, bytes: [UInt8], format: VideoFormat)] {
+    func wait(for n: Int, timeout: Double = TestTime.patience) -> [(sequence: UInt64, bytes: [UInt8], format: VideoFormat)] {
         let deadline = DispatchTime.now() + timeout * TestTime.scale
         for _ in 0..<n where arrived.wait(timeout: deadline) == .timedOut { break }
         return lock.withLock { frames }

@@ -83,7 +83,10 @@ public final class Broker: @unchecked Sendable {  // one test drives it; Process
     public func stop() {
         guard let p = process else { return }
         kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        // Polled, not waitUntilExit: the caller is an async test on Swift's cooperative pool,
+        // and a SIGKILLed process is reaped in milliseconds.
+        let deadline = Date().addingTimeInterval(10)
+        while p.isRunning && Date() < deadline { usleep(2_000) }
         process = nil
     }
 

@@ -92,7 +92,7 @@ private struct Job: Sendable {
         #expect(Self.submit(pool, fill: 2, sequence: 2))
         #expect(gates.waitStarted(1) && gates.waitStarted(2))
         gates.open(2)  // the newer frame finishes first
-        let second = await hub.nextFrame(after: 0, timeout: 5)
+        let second = await hub.nextFrame(after: 0, timeout: TestTime.patience * TestTime.scale)
         #expect(second?.sequence == 2 && second?.jpeg == [2, 80])
         gates.open(1)
         pool.close()  // returns once frame 1 was handled: dropped as older
@@ -110,7 +110,7 @@ private struct Job: Sendable {
         #expect(Self.submit(pool, fill: 3, sequence: 3))  // frame 3 waits
         #expect(Self.submit(pool, fill: 4, sequence: 4))  // and is replaced by a newer one
         #expect(Clock.monotonic() - start < 1)  // the capture thread did not wait for a worker
-        #expect(pool.dropped == 1)
+        #expect(pool.figures.dropped == 1)
         gates.open(1)  // the worker that finishes takes frame 4 at once
         #expect(gates.waitStarted(4))
         gates.open(2)
@@ -147,7 +147,7 @@ private struct Job: Sendable {
         #expect(Self.submit(queue, fill: 2, sequence: 2))
         #expect(Self.submit(queue, fill: 3, sequence: 3))  // two wait
         #expect(!Self.submit(queue, fill: 4, sequence: 4))  // full: not taken
-        #expect(queue.dropped == 1 && queue.backlog == 3)
+        #expect(queue.figures.dropped == 1 && queue.backlog == 3)
         for s: UInt64 in 1...3 { gates.open(s) }
         queue.close()
         #expect(written.withLock { $0 } == [1, 2, 3])
@@ -207,7 +207,7 @@ private struct Job: Sendable {
         #expect(made.withLock { $0 } == 1)
         #expect(most.withLock { $0 } == 1)
         let done = order.withLock { $0 }
-        #expect(done == done.sorted() && done.count == 40 - Int(lane.dropped))
+        #expect(done == done.sorted() && done.count == 40 - Int(lane.figures.dropped))
         #expect(lane.figures.worked == UInt64(done.count) && lane.figures.taken == UInt64(done.count))
     }
 
@@ -241,5 +241,38 @@ private struct Job: Sendable {
         let deadline = TestTime.deadline(5)
         while !gone.withLock({ $0 }) && Date() < deadline { usleep(1000) }
         #expect(gone.withLock { $0 })
+    }
+
+    /// The hand-off is the media's, not video's: a microphone's buffer crosses it as a frame
+    /// does — its bytes copied (the input reuses its buffer), its format and its capture time
+    /// on the frames' clock kept — in order on a one-slot queue, as a movie's audio will.
+    @Test func anAudioBufferCrossesTheSameHandoffWithItsTime() async throws {
+        let pool = EncodePool(threads: 2, name: "audio-test")
+        let got = Locked<[(first: Int16, frames: Int, time: Double, format: AudioFormat)]>([])
+        let done = DispatchSemaphore(value: 0)
+        let lane = SampleHandoff<AudioFormat, Int>(name: "mic", policy: .queue(limit: 8), pool: pool) {
+            { buffer, n in
+                let first = buffer.bytes.load(as: Int16.self)
+                got.withLock { $0.append((first, buffer.frames, buffer.timestamp, buffer.format)) }
+                if n == 2 { done.signal() }
+            }
+        }
+        let format = AudioFormat(encoding: .s16le, sampleRate: 48000, channels: 1)
+        var pcm = [Int16](repeating: 0, count: 480)  // 10 ms at 48 kHz
+        for n in 0..<3 {
+            pcm[0] = Int16(1000 + n)
+            pcm.withUnsafeBytes { b in
+                let buffer = AudioBuffer(format: format, bytes: b, stride: format.bytesPerFrame, sequence: UInt64(n * 480),
+                                         timestamp: 1_000 + Double(n) * 0.01)
+                let taken = lane.submit(buffer, n)
+                #expect(taken)
+            }
+            pcm[0] = -1  // the input reuses its buffer at once: the hand-off kept a copy
+        }
+        #expect(done.wait(timeout: .now() + TestTime.scale * 10) == .success)
+        lane.close()
+        let seen = got.withLock { $0 }
+        #expect(seen.map(\.first) == [1000, 1001, 1002])
+        #expect(seen.map(\.time) == [1_000, 1_000.01, 1_000.02] && seen.allSatisfy { $0.frames == 480 && $0.format == format })
     }
 }

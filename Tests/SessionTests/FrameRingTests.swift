@@ -25,7 +25,8 @@ import Testing
     }
 
     @Test func anInactiveRingTakesNothingAndAJustStartedOneKnowsNoPast() async {
-        let ring = FrameRing(name: "ring-idle", span: 1.0, quality: 80, pool: EncodePool(threads: 1, name: "ring"))
+        let ring = FrameRing(span: 1.0, quality: 80, pool: EncodePool(threads: 1, name: "ring"))
+        ring.runStarted(CaptureRun(camera: "ring-idle", format: Self.format, number: 1))
         let bytes = [UInt8](repeating: 0, count: 16 * 8 * 2)
         let wanted = bytes.withUnsafeBytes { b in
             ring.wants(RawFrame(format: Self.format, bytes: b, stride: 32, sequence: 0, timestamp: 1), now: 0)
@@ -38,11 +39,12 @@ import Testing
         while ring.waiting == 0 && Date() < deadline { await Task.yield() }
         Self.feed(ring, 0, t0: 1_000.0)
         #expect(await past == nil)
-        ring.detached()
+        ring.runEnded()
     }
 
     @Test func theFrameNearestTheMomentEarlyLateOrGone() async {
-        let ring = FrameRing(name: "ring-test", span: 1.0, quality: 80, pool: EncodePool(threads: 1, name: "ring"))
+        let ring = FrameRing(span: 1.0, quality: 80, pool: EncodePool(threads: 1, name: "ring"))
+        ring.runStarted(CaptureRun(camera: "ring-test", format: Self.format, number: 1))
         let t0 = 1_000.0
         ring.activate()
         // A waiter for frame 40's moment (plus a little: 40 is still the nearest), before it exists.
@@ -65,10 +67,53 @@ import Testing
         while ring.waiting == 0 && Date() < deadline { await Task.yield() }
         #expect(ring.waiting == 1)
         let stopped = Date()
-        ring.detached()
+        ring.runEnded()
         #expect(await never == nil)
         #expect(Date().timeIntervalSince(stopped) < 60, "answered by the stop, not by its 300 s timeout")
         // Detached: nothing more, and nothing waits.
         #expect(await ring.frame(nearest: t0 + 59 * Self.interval, timeout: 30) == nil)
+    }
+
+    /// A synchronized set never mixes neighbouring frames (issue 45: one of eight hosts
+    /// answered with the frame next to everyone else's): where the moment's frame is missing,
+    /// the answer is none, not its neighbour — while a camera whose rate fell (15 fps against
+    /// a nominal 30) still gets its nearest frame.
+    @Test func aMissingFrameIsNoneNotItsNeighbour() {
+        let t0 = 1_000.0, i = Self.interval
+        func frames(_ ns: [Int], every: Double = i) -> [EncodedFrame] {
+            ns.map { EncodedFrame(jpeg: [], width: 16, height: 8, sequence: UInt64($0), timestamp: t0 + Double($0) * every) }
+        }
+        let gap = frames(Array(0..<40) + Array(41..<46))  // frame 40 lost
+        #expect(FrameRing.nearest(t0 + 40 * i + 0.004, in: gap, interval: i) == nil, "frame 40's moment: 41 must not stand in")
+        #expect(FrameRing.nearest(t0 + 39 * i + 0.004, in: gap, interval: i)?.sequence == 39, "beside the gap, a frame of the moment")
+        #expect(FrameRing.nearest(t0 + 41 * i - 0.004, in: gap, interval: i)?.sequence == 41)
+        let whole = frames(Array(0..<46))
+        #expect(FrameRing.nearest(t0 + 40 * i + 0.004, in: whole, interval: i)?.sequence == 40)
+        #expect(FrameRing.nearest(t0 + 40.5 * i - 0.001, in: whole, interval: i)?.sequence == 40, "just before the midpoint")
+        let slow = frames(Array(0..<20), every: 2 * i)  // a nominal 30 fps camera delivering 15
+        #expect(FrameRing.nearest(t0 + 10 * 2 * i + 1.4 * i / 2, in: slow, interval: i)?.sequence == 10)
+        #expect(FrameRing.nearest(t0 - 0.02, in: whole, interval: i) == nil, "before the first frame by more than half a frame")
+        #expect(FrameRing.nearest(t0 + 45 * i + 0.01, in: whole, interval: i)?.sequence == 45, "the newest, within half a frame")
+    }
+
+    /// A pool too busy to keep up drops frames from the ring's bounded queue — never the one
+    /// a set is waiting for.
+    @Test func aBusyPoolNeverDropsTheFrameASetWaitsFor() async {
+        let pool = EncodePool(threads: 1, name: "ring-busy")
+        let ring = FrameRing(span: 2.0, quality: 80, pool: pool)
+        ring.runStarted(CaptureRun(camera: "ring-busy", format: Self.format, number: 1))
+        ring.activate()
+        let t0 = 1_000.0
+        async let wanted = ring.frame(nearest: t0 + 10 * Self.interval, timeout: 60)
+        let deadline = Date().addingTimeInterval(10)
+        while ring.waiting == 0 && Date() < deadline { await Task.yield() }
+        // The pool's one thread held: frames 0…12 pile up behind it, past the queue's limit.
+        let hold = DispatchSemaphore(value: 0)
+        pool.perform { hold.wait() }
+        for n in UInt64(0)...12 { Self.feed(ring, n, t0: t0) }
+        #expect(ring.report.framesDropped > 0, "the queue was full: frames were dropped")
+        hold.signal()
+        #expect(await wanted?.sequence == 10)
+        ring.runEnded()
     }
 }

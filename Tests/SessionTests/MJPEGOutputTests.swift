@@ -10,7 +10,7 @@ import Testing
 
 @Suite(.serialized) struct MJPEGOutputTests {
     func photo(_ s: CaptureSession) async throws -> EncodedFrame {
-        try #require(await s.capture(quality: 90).frame(timeout: 5))
+        try #require(await s.capture(quality: 90).frame(timeout: TestTime.patience * TestTime.scale))
     }
 
     @Test func theCamerasBytesPassThroughAndTransformsStillWork() async throws {

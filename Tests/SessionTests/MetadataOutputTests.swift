@@ -28,7 +28,7 @@ import Testing
         deinit { hub.unsubscribe(ObjectIdentifier(self)) }
 
         /// The next `metadata` event, within `timeout` seconds (polled every 10 ms).
-        func next(timeout: Double = 10) async -> MetadataEvent? {
+        func next(timeout: Double = TestTime.patience) async -> MetadataEvent? {
             let deadline = TestTime.deadline(timeout)
             while Date() < deadline {
                 while let e = hub.next(ObjectIdentifier(self), wake: {}) {

@@ -43,7 +43,7 @@ import SystemSupport
         #expect(await first.state().state == .running)
         #expect(await first.state().zoom.optical == 2 && nozzle.value("zoom_absolute") == 200, "the other camera untouched")
         let before = first.hub.latestFrame?.sequence ?? 0
-        let next = await first.hub.nextFrame(after: before, timeout: 5)
+        let next = await first.hub.nextFrame(after: before, timeout: TestTime.patience * TestTime.scale)
         #expect(next != nil, "the first camera still delivers frames")
         // A smaller size or MJPEG is what helps; here the bus frees up.
         bed.failStreamOn(nil)
@@ -143,50 +143,34 @@ import SystemSupport
     }
 
     /// Following the main camera is one mechanism for every client: a switch tells an MJPEG
-    /// viewer and a live client (an RTSP media, a WHEP peer) alike, at once — by the time the
-    /// switch returns, the live client is the new camera's and the old camera has none.
+    /// viewer's subscription and a live client's (an RTSP media's, a WHEP peer's) alike, at
+    /// once — by the time the switch returns, the live client is the new camera's and the old
+    /// camera has none; the viewer is the new camera's from its next part.
     @Test func everyKindOfMainClientMovesAtOnceOnASwitch() async throws {
         let rear = FakeWebcam.c920(), front = FakeWebcam.c920()
         let m = try multi([camera("rear", rear, position: .rear), camera("front", front, position: .front)])
         let r = try m.session("rear"), f = try m.session("front")
         _ = try await r.start()
-        /// A live client as LiveFeeder is one: woken, it pulls; told `.moved`, it joins again.
-        final class LiveClient: Sendable {
-            let feed: SessionFeed
-            let hub = Locked<LiveHub?>(nil)
-            let moves = Locked(0)
-            init(_ feed: SessionFeed) { self.feed = feed }
-            func join() { hub.withLock { $0 = feed.joinLive(ObjectIdentifier(self), kind: "rtsp") { [weak self] in self?.pull() } } }
-            func pull() {
-                guard let h = hub.withLock({ $0 }) else { return }
-                while true {
-                    switch h.next(ObjectIdentifier(self)) {
-                    case .moved:
-                        h.unsubscribe(ObjectIdentifier(self))
-                        moves.withLock { $0 += 1 }
-                        join()
-                        return pull()
-                    case .initSegment, .fragment: continue
-                    case .wait, .end: return
-                    }
-                }
-            }
-        }
-        let live = LiveClient(m.mainFeed)
-        live.join()
-        let viewer = m.mainFeed.joinPreview(maxFps: 0)
-        #expect(viewer.hub === r.hub && r.live.hasClients && !f.live.hasClients)
+        // Pumped as Streaming's FeedPump pumps it: woken, it takes what there is.
+        let live = m.mainFeed.liveUnits(kind: "rtsp")
+        live.attach { [live] in while case .item = live.next() {} }
+        let viewer = m.mainFeed.preview(maxFps: 0)
+        viewer.attach {}
+        #expect(r.hub.viewerCount == 1 && r.live.clientCounts["rtsp"] == 1 && !f.live.hasClients)
         _ = try await m.switchMain(to: "front")
-        #expect(live.moves.withLock { $0 } == 1)
-        #expect(f.live.hasClients && !r.live.hasClients, "the live client is the front camera's the moment the switch returns")
-        guard case .moved = viewer.hub.next(viewer.slot) else { Issue.record("the MJPEG viewer is told to follow"); return }
+        #expect(f.live.clientCounts["rtsp"] == 1 && !r.live.hasClients, "the live client is the front camera's the moment the switch returns")
+        _ = viewer.next()
+        #expect(f.hub.viewerCount == 1 && r.hub.viewerCount == 0, "the MJPEG viewer follows at its next pull")
         // A camera's own feed never moves.
-        let own = SessionFeed(f)
-        let ownViewer = own.joinPreview(maxFps: 0)
+        let own = SessionFeed(f).preview(maxFps: 0)
+        own.attach {}
         _ = try await m.switchMain(to: "rear")
-        #expect(ownViewer.hub === f.hub)
-        if case .moved = f.hub.next(ownViewer.slot) { Issue.record("a camera's own viewer stays") }
-        #expect(r.live.hasClients && live.moves.withLock { $0 } == 2)
+        _ = own.next()
+        _ = viewer.next()
+        #expect(f.hub.viewerCount == 1 && r.hub.viewerCount == 1, "a camera's own viewer stays; the main one came back")
+        #expect(r.live.clientCounts["rtsp"] == 1 && !f.live.hasClients)
+        live.cancel(); viewer.cancel(); own.cancel()
+        #expect(r.hub.viewerCount == 0 && f.hub.viewerCount == 0 && !r.live.hasClients)
         await m.stop(r); await m.stop(f)
     }
 }

@@ -25,7 +25,7 @@ import Testing
     /// The mean width of the bars across the middle of a photo, in pixels.
     func barWidth(_ s: CaptureSession) async throws -> Double {
         let ticket = try await s.capture(quality: 90)
-        let frame = try #require(await ticket.frame(timeout: 5))
+        let frame = try #require(await ticket.frame(timeout: TestTime.patience * TestTime.scale))
         let image = try JPEGDecoder.decodeRGB(frame.jpeg)
         let y = image.height / 2
         var runs: [Int] = [], run = 0, last: Bool?
@@ -45,12 +45,12 @@ import Testing
         let s = try await session(fake)
         let viewer = s.hub.addViewer(maxFps: 0)  // someone watches: every frame is encoded
         var last: UInt64 = 0, frames: [EncodedFrame] = []
-        while frames.count < 60, let f = await s.hub.nextFrame(after: last, timeout: 5) {
+        while frames.count < 60, let f = await s.hub.nextFrame(after: last, timeout: TestTime.patience * TestTime.scale) {
             frames.append(f)
             last = f.sequence
         }
         s.hub.removeViewer(viewer)
-        let handoffs = await s.previewHandoffs
+        let handoffs = s.previewHandoffs
         #expect(frames.count == 60)
         #expect(handoffs.copied == 0 && handoffs.lent >= 60, "\(handoffs)")
         let lending = (s.cameras[0] as! V4L2Camera).lending

@@ -48,7 +48,8 @@ import Testing
 
     /// curl's status code for a request.
     func status(_ port: Int, _ path: String, _ extra: [String] = []) async -> Int {
-        Int(await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10"] + extra
+        // Ten seconds, more under a sanitizer (make test-tsan once took longer for /metrics).
+        Int(await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-m", String(Int(10 * TestTime.scale))] + extra
                     + ["http://127.0.0.1:\(port)\(path)"]).out) ?? 0
     }
 

@@ -1,6 +1,7 @@
 // The operators' subcommands of the built binary: --version, cameras, check-config; and the
 // effective configuration they print.
 
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import CameraCore
 import Capture
+import Movie
 import Testing
 @testable import ViewfinderApp
 
@@ -52,6 +53,9 @@ import Testing
         (#"{"metadata": {"rate": 0}}"#, "metadata.rate: scans a second within 0.1…60"),
         (#"{"live": {"keyframeInterval": 0.1}}"#, "live.keyframeInterval: seconds within 0.5…10"),
         (#"{"live": {"bitrate": 10}}"#, "live.bitrate: 10 is outside 100…100000"),
+        (#"{"live": {"encoders": ["vaapi", "openh264"]}}"#, "live.encoders[1]: not an encoder: expected one of v4l2m2m, vaapi, nvenc, x264"),
+        (#"{"live": {"encoders": ["x264", "x264"]}}"#, "live.encoders[1]: 'x264' is listed twice"),
+        (#"{"live": {"encoders": []}}"#, "live.encoders: expected a list of encoders to try in order (v4l2m2m, vaapi, nvenc, x264)"),
         (#"{"stream": {"subsampling": "444"}}"#, "stream.subsampling: '444' is not one of 422, 420"),
         (#"{"recording": {"preset": "fastest"}}"#,
          "recording.preset: unknown libx264 preset 'fastest'; one of ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow"),
@@ -67,6 +71,8 @@ import Testing
         #expect(c.metadata.rate == 5 && c.recording.directory == "/tmp/m" && c.recording.preset == "ultrafast")
         #expect(try Configuration.parse(Array(#"{"stream": {"subsampling": "420"}}"#.utf8)).stream.subsampling == .s420)
         #expect(try Configuration.parse(Array(#"{"stream": {"workers": 3}}"#.utf8)).stream.workers == 3)
+        #expect(try Configuration.parse(Array(#"{"live": {"encoders": ["nvenc", "x264"]}}"#.utf8)).live.encoders == [.nvenc, .x264])
+        #expect(try Configuration.parse(Array("{}".utf8)).live.encoders == [.v4l2m2m, .vaapi, .nvenc, .x264])
         #expect(try Configuration.parse(Array("{}".utf8)).stream.workers == min(ProcessInfo.processInfo.activeProcessorCount, 8))
     }
 

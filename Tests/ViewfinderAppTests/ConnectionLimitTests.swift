@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 @testable import HTTPServer
 import Testing
@@ -50,7 +51,7 @@ import Session
             }
             #expect(closed == 100, "\(closed) of 100 closed by the server")
             #expect(Date().timeIntervalSince(opened) < Double(headerTimeout) + 3)
-            #expect(await eventually(timeout: 5) { app.server?.connectionCount == 0 })
+            #expect(await eventually(timeout: TestTime.patience) { app.server?.connectionCount == 0 })
         }
     }
 
@@ -88,7 +89,7 @@ import Session
             let error = (over.json as? [String: [String: String]])?["error"]
             #expect(error?["code"] == "camera_unavailable")
             #expect(error?["message"]?.contains("from this address (limit 32)") == true, "\(error ?? [:])")
-            #expect(try await over.closedByPeer(timeout: 5), "the 503 closes its connection")
+            #expect(try await over.closedByPeer(timeout: TestTime.patience), "the 503 closes its connection")
 
             let other = try await offload { () -> TestConnection in
                 let c = try TestConnection(port: port, from: "127.0.0.6")
@@ -104,7 +105,7 @@ import Session
             try await Task.sleep(nanoseconds: UInt64((AddressLimits.stallAfter + 0.3) * 1e9))
             let refused = try TestConnection(port: port, from: "127.0.0.5")
             try? refused.request("GET", "/healthz")
-            #expect(try await refused.closedByPeer(timeout: 5) && refused.status == 0, "closed without an answer")
+            #expect(try await refused.closedByPeer(timeout: TestTime.patience) && refused.status == 0, "closed without an answer")
             held.removeAll()
             #expect(await eventually { app.server?.connectionCount == 0 })
         }
@@ -122,11 +123,11 @@ import Session
             _ = try await fetch(port, "POST", "/api/session/stop")  // nothing changes now: 1 frame/s
             try await Task.sleep(nanoseconds: 3_000_000_000)
             let parts = Multipart.parse(stream.body).parts.count
-            try await stream.read(timeout: 5) { Multipart.parse($0).parts.count >= parts + 2 }
+            try await stream.read(timeout: TestTime.patience) { Multipart.parse($0).parts.count >= parts + 2 }
             #expect(!stream.eof && Multipart.parse(stream.body).parts.count >= parts + 2, "the stream runs past 3 header timeouts")
             let seen = events.text.components(separatedBy: "event: state").count
             _ = try await fetch(port, "POST", "/api/session/start")
-            try await events.read(timeout: 5) { String(decoding: $0, as: UTF8.self).components(separatedBy: "event: state").count > seen }
+            try await events.read(timeout: TestTime.patience) { String(decoding: $0, as: UTF8.self).components(separatedBy: "event: state").count > seen }
             #expect(!events.eof && events.text.components(separatedBy: "event: state").count > seen,
                     "the idle event stream still delivers")
         }
@@ -145,13 +146,13 @@ import Session
                 try c.request("GET", "/stream")
                 viewers.append(c)
             }
-            for c in viewers { try await c.read(timeout: 10) { Multipart.parse($0).parts.count >= 1 } }
+            for c in viewers { try await c.read(timeout: TestTime.patience) { Multipart.parse($0).parts.count >= 1 } }
             #expect(viewers.allSatisfy { $0.status == 200 }, "\(viewers.map(\.status).filter { $0 != 200 })")
             let api = try await get(port, "/api/session", from: "127.0.0.8")
             #expect(api.status == 200, "the operator's call from the viewers' address")
             #expect(app.server!.connectionCount >= 500)
             viewers.removeAll()
-            #expect(await eventually(timeout: 10) { app.server?.connectionCount == 0 })
+            #expect(await eventually(timeout: TestTime.patience) { app.server?.connectionCount == 0 })
         }
     }
 
@@ -164,7 +165,7 @@ import Session
             for _ in 0..<64 {
                 let c = try TestConnection(port: port, from: "127.0.0.9")
                 try? c.request("GET", "/api/events")
-                try? await c.read(timeout: 5) { !$0.isEmpty }
+                try? await c.read(timeout: TestTime.patience) { !$0.isEmpty }
                 if c.status != 200 { refused = c; break }
                 held.append(c)
             }
@@ -199,7 +200,7 @@ import Session
         try await offload { () -> TestConnection in
             let c = try TestConnection(port: port, from: address)
             try c.request("GET", path, headers: ["Connection": "close"])
-            try c.readAllSync(timeout: 5)
+            try c.readAllSync(timeout: TestTime.patience)
             return c
         }
     }

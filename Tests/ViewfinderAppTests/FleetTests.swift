@@ -27,7 +27,7 @@ struct FleetTests {
     }
 
     /// The hosts' answers for `set`, once `hosts` have answered.
-    func answers(_ probe: Probe, _ set: String, hosts: Int, timeout: Double = 10) async -> [JSONValue] {
+    func answers(_ probe: Probe, _ set: String, hosts: Int, timeout: Double = TestTime.patience) async -> [JSONValue] {
         var got: [JSONValue] = []
         _ = await eventually(timeout: timeout) {
             got = probe.messages(on: "viewfinder/fleet/sets/\(set)").compactMap { try? JSONValue.parse($0.payload) }

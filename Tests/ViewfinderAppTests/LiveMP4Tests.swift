@@ -33,7 +33,15 @@ import Testing
         try p.run()
         let deadline = TestTime.deadline(timeout)
         while p.isRunning && Date() < deadline { usleep(20_000) }
-        if p.isRunning { p.terminate(); p.waitUntilExit() }
+        if p.isRunning {
+            // SIGTERM first; a tool blocked in a read that ignores it (ffprobe waiting on an
+            // RTSP socket held a test run for good) is killed after a grace period.
+            p.terminate()
+            let grace = Date() + 2
+            while p.isRunning && Date() < grace { usleep(20_000) }
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            p.waitUntilExit()
+        }
         return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
                 String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
     }
@@ -75,6 +83,47 @@ import Testing
         }
     }
 
+    /// With the synthetic microphone running, live.mp4 has an AAC track beside the picture, and
+    /// a beep plays where the picture's capture time crosses its second: the stream's time 0 is
+    /// its first keyframe's capture time (read from its timecode), so a beep at stream time m
+    /// was captured at t₀ + m. `?audio=0` is the picture alone.
+    @Test func theMicrophoneIsAnAACTrackInSync() async throws {
+        try await withServer({
+            $0.synthetic.microphone = true
+            $0.cameras = .list([.init(id: "tc", source: .synthetic, position: "rear", preset: "352x288", timecode: true)])
+        }) { _, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let running = try await eventually(timeout: TestTime.patience) {
+                ((try await fetch(port, "/api/session").json as? [String: Any])?["audio"] as? [String: Any])?["running"] as? Bool == true
+            }
+            try #require(running, "the synthetic microphone runs")
+            let c = try TestConnection(port: port)
+            try c.request("GET", "/live.mp4")
+            // 2.7 s of picture (81 frames at 30 fps): two whole seconds at least.
+            let path = try await Self.record(c, fragments: 81 + 2 * 120)
+            defer { unlink(path) }
+            let streams = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels",
+                                                            "-of", "csv=p=0", path])
+            let lines = streams.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(lines.first?.hasPrefix("h264") == true && lines.contains("aac,48000,1"), "ffprobe: \(lines) \(streams.err)")
+            let gray = try await AudioAPITests.decode(["-i", path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray"])
+            try #require(gray.count == 352 * 288, "one 352x288 frame decoded")
+            let first = try #require(Timecode.read(width: 352, height: 288) { x, y in Int(gray[y * 352 + x]) }, "a timecode")
+            let t0 = Double(first.milliseconds) / 1000
+            let (beeps, samples) = try await AudioAPITests.beeps(ofFile: path, start: t0)
+            AudioAPITests.expectOnTheSecond(beeps, within: 3, "the picture's second (stream times \(beeps.map { $0 - t0 }))") {
+                #expect(beeps.count >= 2, "\(beeps.count) beeps in \(samples) samples")
+            }
+            let mute = try TestConnection(port: port)
+            try mute.request("GET", "/live.mp4?audio=0")
+            let picture = try await Self.record(mute, fragments: 5)
+            defer { unlink(picture) }
+            let only = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", picture])
+            #expect(only.out.trimmingCharacters(in: .whitespacesAndNewlines) == "h264", "audio=0: \(only.out)")
+            #expect(try await fetch(port, "/live.mp4?audio=maybe").status == 400)
+        }
+    }
+
     @Test func aNewFormatEndsTheStreamAndTheNextStartsAtTheNewSize() async throws {
         try await withServer { _, port in
             _ = try await fetch(port, "POST", "/api/session/start")
@@ -82,7 +131,7 @@ import Testing
             try c.request("GET", "/live.mp4")
             try await c.read(timeout: 20) { Self.boxes($0).contains { $0.type == "mdat" } }
             _ = try await fetch(port, "POST", "/api/session/prepare", body: #"{"preset": "640x480"}"#)
-            #expect(try await c.closedByPeer(timeout: 10), "the old format's stream ends")
+            #expect(try await c.closedByPeer(timeout: TestTime.patience), "the old format's stream ends")
             let next = try TestConnection(port: port)
             try next.request("GET", "/live.mp4")
             let path = try await Self.record(next, fragments: 5)

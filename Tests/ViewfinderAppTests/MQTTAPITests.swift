@@ -131,10 +131,40 @@ extension JSONValue {
                 #expect(await eventually { asker.json("\(prefix)/\(component)/viewfinder_n2/rear_\(entity)/config")?[key] != nil },
                         "\(component) \(entity)")
             }
+            // A mute camera (the test servers' synthetic cameras) offers no microphone entities.
+            #expect(asker.json("\(prefix)/switch/viewfinder_n2/rear_mute/config") == nil)
             let zoom = try #require(asker.json("\(prefix)/number/viewfinder_n2/rear_zoom/config"))
             #expect(zoom["max"]?.number == 8 && zoom["command_topic"]?.string == "viewfinder/n2/rear/session/zoom")
             // The leftover is removed: an empty retained config.
             #expect(await eventually { asker.probe.messages(on: "\(prefix)/switch/viewfinder_n2/gone_torch/config").last?.payload.isEmpty == true })
+        }
+    }
+
+    /// A camera with a microphone: a mute switch and a sound level sensor in discovery, the
+    /// level on `<camera>/level` once a second (not the ten a second SSE clients get), and
+    /// the mute over MQTT as over HTTP.
+    @Test func theMicrophoneIsAMuteSwitchAndALevelSensor() async throws {
+        let broker = try Broker()
+        let asker = try Asker(broker, node: "n5")
+        defer { asker.probe.client.stop() }
+        try await withServer({ c in self.mqtt(broker, node: "n5")(&c); c.synthetic.microphone = true }) { _, _ in
+            #expect(await eventually { asker.json("homeassistant/switch/viewfinder_n5/rear_mute/config") != nil })
+            let mute = try #require(asker.json("homeassistant/switch/viewfinder_n5/rear_mute/config"))
+            #expect(mute["command_topic"]?.string == "viewfinder/n5/rear/session/audio")
+            let sensor = try #require(asker.json("homeassistant/sensor/viewfinder_n5/rear_sound_level/config"))
+            #expect(sensor["state_topic"]?.string == "viewfinder/n5/rear/level" && sensor["unit_of_measurement"]?.string == "dBFS")
+            #expect(await eventually { asker.probe.messages(on: "viewfinder/n5/rear/level").count >= 2 })
+            #expect(asker.json("viewfinder/n5/rear/level")?["rmsDb"]?.number.map { $0 < 0 && $0 > -100 } == true)
+            let muted = try await asker.ask("rear/session/audio", #"{"muted": true}"#)
+            #expect(muted.status == 200 && muted.body["audio"]?["muted"] == .bool(true))
+            #expect(await eventually { asker.json("viewfinder/n5/rear/state")?["audio"]?["muted"] == .bool(true) })
+            // Once a second: in the time ten level events pass, at most two are published.
+            let before = asker.probe.messages(on: "viewfinder/n5/rear/level").count
+            let start = Date()
+            _ = await eventually(timeout: 1.5) { false }
+            let elapsed = Date().timeIntervalSince(start)
+            let sent = asker.probe.messages(on: "viewfinder/n5/rear/level").count - before
+            #expect(Double(sent) <= elapsed + 1, "\(sent) level messages in \(elapsed) s")
         }
     }
 

@@ -3,6 +3,7 @@
 // post-roll honoured every time), the snapshot, the movies filter, and retention keeping the
 // directories under `storage.maxBytes` while a recording is written.
 
+import CaptureTestSupport
 import Foundation
 import Testing
 @testable import ViewfinderApp
@@ -120,6 +121,46 @@ import Testing
             #expect(try await fetch(port, "/api/movies?trigger=sometimes").status == 400)
             let metrics = try await fetch(port, "/metrics").text
             #expect(metrics.contains(#"viewfinder_motion_events_total{camera="rear"} 10"#))
+        }
+    }
+
+    /// With the synthetic microphone, an event's movie has the pre-roll's sound too: an AAC
+    /// track from the movie's first frame, a beep at every whole second of capture time (the
+    /// movie's start is its first frame's capture time, `startedAt`), before the event began as
+    /// after it.
+    @Test func anEventMovieHasThePreRollsSound() async throws {
+        let preRoll = 2.0
+        try await withServer({ c in
+            c.motion = .init(preRoll: preRoll, postRoll: 1)
+            c.session.preset = "640x480"
+            c.synthetic.microphone = true
+        }) { app, port in
+            _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"moving": false}"#)
+            #expect(try await fetch(port, "POST", "/api/cameras/rear/session/motion", body: #"{"enabled": true}"#).status == 200)
+            let events = try await MetadataAPITests.Events(port, camera: "rear")
+            #expect(try await eventually(timeout: 20) {
+                let line = try await fetch(port, "/metrics").text.split(separator: "\n")
+                    .first { $0.hasPrefix(#"viewfinder_motion_score_count{camera="rear"}"#) }
+                return Int(line?.split(separator: " ").last ?? "") ?? 0 >= 45
+            })
+            try await Task.sleep(nanoseconds: UInt64((preRoll + 1) * 1e9))  // the ring reaches the pre-roll back (a span to fill, not an event)
+            _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 0.2, "duration": 1.2, "size": 0.6}}"#)
+            var e = try await events.next("recording")
+            while e["event"] as? String != "finished" { e = try await events.next("recording") }
+            let listed = try await fetch(port, "/api/movies?trigger=motion")
+            let movie = try #require(((listed.json as? [String: Any])?["movies"] as? [[String: Any]])?.first, "\(listed.text)")
+            let sound = try #require(movie["audio"] as? [String: Any], "the event's movie has sound: \(movie)")
+            #expect(sound["codec"] as? String == "aac")
+            let iso = ISO8601DateFormatter()
+            iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let t0 = try #require(iso.date(from: movie["startedAt"] as? String ?? "")).timeIntervalSince1970
+            let start = try #require((movie["event"] as? [String: Double])?["start"])
+            let (beeps, samples) = try await AudioAPITests.beeps(ofFile: app.movies.path(try #require(movie["id"] as? String)), start: t0)
+            // startedAt carries milliseconds: within 3 ms of the second, as in any movie.
+            AudioAPITests.expectOnTheSecond(beeps, within: 3, "its second (\(beeps.map { $0 - t0 }) s into the movie)") {
+                #expect(beeps.contains { $0 < start }, "a beep of the pre-roll, before the event at \(start): \(beeps)")
+                #expect(beeps.count >= 3, "\(beeps.count) beeps in \(Double(samples) / 48_000) s")
+            }
         }
     }
 

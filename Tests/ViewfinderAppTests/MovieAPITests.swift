@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import Testing
@@ -24,6 +25,7 @@ import Testing
             try events.request("GET", "/api/events")
             try await events.read { String(decoding: $0, as: UTF8.self).contains("\n\n") }
 
+            let asked = Date()  // before the start: the movie cannot be longer than since then
             let start = try await fetch(port, "POST", "/api/session/recording/start")
             let started = Date()
             #expect(start.status == 200)
@@ -39,6 +41,7 @@ import Testing
             try await waitForFrames(port, 45)
             let wall = Date().timeIntervalSince(started)  // from start's answer to stop's request
             let stop = try await fetch(port, "POST", "/api/session/recording/stop")
+            let outer = Date().timeIntervalSince(asked)  // from start's request to stop's answer
             #expect(stop.status == 201)
             #expect(stop.headers["location"] == "/api/movies/\(id)")
             let movie = try #require(stop.json as? [String: Any])
@@ -54,8 +57,13 @@ import Testing
             #expect(probe.codec == "h264" && probe.width == 352 && probe.height == 288)
             #expect(probe.frames == frames)
             #expect(abs(probe.duration - duration) < 0.1)
-            #expect(abs(duration - wall) < 0.5, "movie \(duration) s, wall clock \(wall) s")
-            #expect(Double(frames) >= 0.9 * 30 * duration, "\(frames) frames in \(duration) s at 30 fps")
+            // No longer than from start's request to stop's answer, and no shorter than from
+            // start's answer to stop's request, less the wait for its first frame: on a loaded
+            // machine the answers themselves took seconds, so the two bounds, not one clock.
+            #expect(duration < outer + 0.1 && duration > wall - 1.0, "movie \(duration) s, wall clock \(wall)…\(outer) s")
+            // Most of the camera's frames (a recorder keeping up), not a frame rate: beside the
+            // suite's other recordings a loaded machine dropped one of 46 (45 < 45.009).
+            #expect(Double(frames) >= 0.8 * 30 * duration, "\(frames) frames in \(duration) s at 30 fps")
 
             try await events.read { String(decoding: $0, as: UTF8.self).contains(#""event":"finished""#) }
             #expect(events.text.contains(#""reason":"stopped""#))
@@ -175,12 +183,31 @@ import Testing
         }
     }
 
+    /// The recording switch (Home Assistant's, over MQTT or HTTP) says what it wants: two
+    /// "on"s or two "off"s that cross each other both answer the state (an MQTT command sent
+    /// again while the first was ending the movie got 409 `not_recording` first).
+    @Test func theSwitchIsIdempotentWhenTwoCommandsCross() async throws {
+        try await withServer { _, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            async let a = fetch(port, "POST", "/api/session/recording", body: #"{"active": true}"#)
+            async let b = fetch(port, "POST", "/api/session/recording", body: #"{"active": true}"#)
+            let (on1, on2) = try await (a, b)
+            #expect(on1.status == 200 && on2.status == 200, "\(on1.status) \(on1.text) / \(on2.status) \(on2.text)")
+            async let c = fetch(port, "POST", "/api/session/recording", body: #"{"active": false}"#)
+            async let d = fetch(port, "POST", "/api/session/recording", body: #"{"active": false}"#)
+            let (off1, off2) = try await (c, d)
+            #expect(off1.status == 200 && off2.status == 200, "\(off1.status) \(off1.text) / \(off2.status) \(off2.text)")
+            let state = try #require(try await fetch(port, "/api/session").json as? [String: Any])
+            #expect((state["recording"] as? [String: Any])?["active"] as? Bool == false)
+        }
+    }
+
     @Test func stoppingTheSessionEndsTheRecordingAndKeepsTheMovie() async throws {
         try await withServer { _, port in
             _ = try await fetch(port, "POST", "/api/session/recording/start", body: #"{"codec": "mjpeg"}"#)
             try await waitForFrames(port, 10)
             _ = try await fetch(port, "POST", "/api/session/stop")
-            let ended = try await eventually(timeout: 10) {
+            let ended = try await eventually(timeout: TestTime.patience) {
                 ((try await fetch(port, "/api/movies").json as? [String: Any])?["movies"] as? [[String: Any]])?.count == 1
             }
             #expect(ended)

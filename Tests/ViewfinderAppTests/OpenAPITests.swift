@@ -28,4 +28,21 @@ import Testing
             #expect(spec.contains("\(route.method) \(route.path)"), "\(route.method) \(route.path) is not in openapi.yaml")
         }
     }
+
+    /// The spec is OpenAPI 3.0, where `exclusiveMinimum`/`exclusiveMaximum` are booleans beside
+    /// `minimum`/`maximum` (3.1 made them numbers). A number there is an invalid schema that
+    /// schemathesis (make test-fuzz) refuses; this finds it without the fuzzer.
+    @Test func exclusiveBoundsAreOpenAPI30Booleans() throws {
+        let text = try String(contentsOfFile: packageRoot + "/Public/openapi.yaml", encoding: .utf8)
+        #expect(text.hasPrefix("openapi: 3.0."))
+        let pattern = try NSRegularExpression(pattern: #"exclusive(Minimum|Maximum):\s*([^,}\s]+)"#)
+        let range = NSRange(text.startIndex..., in: text)
+        var found = 0
+        for match in pattern.matches(in: text, range: range) {
+            found += 1
+            let value = String(text[Range(match.range(at: 2), in: text)!])
+            #expect(value == "true" || value == "false", "exclusive bound \(value) is not a 3.0 boolean")
+        }
+        #expect(found > 0)
+    }
 }

@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 import Testing
 @testable import ViewfinderApp
@@ -15,9 +16,9 @@ import Testing
                 let c = try TestConnection(port: port)
                 try c.send("POST /api/session/zoom HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                            + lengths.map { "Content-Length: \($0)\r\n" }.joined() + "\r\n" + body)
-                try await c.readAll(timeout: 5)
+                try await c.readAll(timeout: TestTime.patience)
                 #expect(c.status == 400, "Content-Length \(lengths)")
-                #expect(try await c.closedByPeer(timeout: 5), "the connection is closed after the 400")
+                #expect(try await c.closedByPeer(timeout: TestTime.patience), "the connection is closed after the 400")
             }
             let state = try await fetch(port, "/api/session")
             #expect(((state.json as? [String: Any])?["zoom"] as? [String: Any])?["factor"] as? Double == 1,
@@ -26,7 +27,7 @@ import Testing
             let same = try TestConnection(port: port)
             try same.send("POST /api/session/zoom HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
                           + "Content-Length: 12\r\nContent-Length: 12\r\n\r\n" + body)
-            try await same.readAll(timeout: 5)
+            try await same.readAll(timeout: TestTime.patience)
             #expect(same.status == 200)
         }
     }
@@ -46,10 +47,10 @@ import Testing
             for (head, says) in heads {
                 let c = try TestConnection(port: port)
                 try c.send("POST /api/session/zoom HTTP/1.1\r\nContent-Type: application/json\r\n" + head + "\r\n" + body)
-                try await c.readAll(timeout: 5)
+                try await c.readAll(timeout: TestTime.patience)
                 let message = ((c.json as? [String: Any])?["error"] as? [String: Any])?["message"] as? String ?? c.text
                 #expect(c.status == 400 && message.contains(says), "\(head.debugDescription): \(c.status) \(message)")
-                #expect(try await c.closedByPeer(timeout: 5), "the connection is closed after the 400")
+                #expect(try await c.closedByPeer(timeout: TestTime.patience), "the connection is closed after the 400")
             }
             let state = try await fetch(port, "/api/session")
             #expect(((state.json as? [String: Any])?["zoom"] as? [String: Any])?["factor"] as? Double == 1,
@@ -57,7 +58,7 @@ import Testing
             // HTTP/1.0 may leave Host out.
             let old = try TestConnection(port: port)
             try old.send("GET /api/session HTTP/1.0\r\n\r\n")
-            try await old.readAll(timeout: 5)
+            try await old.readAll(timeout: TestTime.patience)
             #expect(old.status == 200)
         }
     }
@@ -69,14 +70,14 @@ import Testing
             let c = try TestConnection(port: port)
             try c.send("POST /api/session/zoom HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                        + "Expect: 100-continue\r\nContent-Length: 70000\r\n\r\n")
-            try await c.readAll(timeout: 5)
+            try await c.readAll(timeout: TestTime.patience)
             let code = ((c.json as? [String: Any])?["error"] as? [String: Any])?["code"] as? String
             #expect(c.status == 413 && code == "body_too_large", "\(c.status) \(c.text)")
             // Within the limit, the interim answer comes and the call is made.
             let ok = try TestConnection(port: port)
             try ok.send("POST /api/session/zoom HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                         + "Expect: 100-continue\r\nConnection: close\r\nContent-Length: 12\r\n\r\n")
-            try await ok.readHead(timeout: 5)
+            try await ok.readHead(timeout: TestTime.patience)
             #expect(ok.status == 100, "100 Continue for a body within the limit")
         }
     }
@@ -89,7 +90,7 @@ import Testing
             let server = try #require(app.server)
             let idle = try TestConnection(port: port)
             try idle.request("GET", "/api/events")
-            try await idle.read(timeout: 5) { String(decoding: $0, as: UTF8.self).contains("\n\n") }
+            try await idle.read(timeout: TestTime.patience) { String(decoding: $0, as: UTF8.self).contains("\n\n") }
             try await idle.read(timeout: 8) { String(decoding: $0, as: UTF8.self).contains(": keep-alive\n\n") }
             #expect(idle.text.contains(": keep-alive\n\n"), "a heartbeat within 8 s")
 
@@ -98,7 +99,7 @@ import Testing
             for _ in 0..<5 {
                 let c = try TestConnection(port: port)
                 try c.request("GET", "/api/events")
-                try await c.read(timeout: 5) { String(decoding: $0, as: UTF8.self).contains("\n\n") }
+                try await c.read(timeout: TestTime.patience) { String(decoding: $0, as: UTF8.self).contains("\n\n") }
                 left.append(c)
             }
             #expect(server.connectionCount == before + 5)

@@ -1,3 +1,4 @@
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import Session
@@ -80,7 +81,7 @@ import Testing
             let ramp = try await post(port, "zoom", #"{"factor": 4, "rate": 2}"#)
             let z = try #require(ramp["zoom"] as? [String: Any])
             #expect(z["ramping"] as? Bool == true && (z["factor"] as? Double ?? 4) < 4)
-            let done = try await eventually(timeout: 10) {
+            let done = try await eventually(timeout: TestTime.patience) {
                 let z = (try await fetch(port, "/api/session").json as? [String: Any])?["zoom"] as? [String: Any]
                 return z?["factor"] as? Double == 4 && z?["ramping"] as? Bool == false
             }

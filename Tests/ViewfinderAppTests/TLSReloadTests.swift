@@ -43,7 +43,7 @@ import Testing
         viewer.standardError = FileHandle.nullDevice
         try viewer.run()
         defer { viewer.terminate() }
-        #expect(await eventually(timeout: 10) { fileSize(streamFile) > 20_000 }, "the stream runs")
+        #expect(await eventually(timeout: TestTime.patience) { fileSize(streamFile) > 20_000 }, "the stream runs")
 
         // A new certificate on disk (renamed over the old files), then SIGHUP.
         let secondPrint = try await offload { () -> String in
@@ -52,30 +52,30 @@ import Testing
         }
         #expect(secondPrint != firstPrint)
         kill(server.processIdentifier, SIGHUP)
-        #expect(await eventually(timeout: 10) { (try? await offload { try servedFingerprint(port: port) }) == secondPrint },
+        #expect(await eventually(timeout: TestTime.patience) { (try? await offload { try servedFingerprint(port: port) }) == secondPrint },
                 "new connections get the new certificate")
         let fresh = try await curl(first.certificate, port, "/healthz")
         #expect(fresh.status == 0 && fresh.stdout.contains("ok"), "verified against the new certificate: \(fresh.stderr)")
 
         // The viewer is the same connection and still receives frames.
         let before = fileSize(streamFile)
-        #expect(await eventually(timeout: 5) { fileSize(streamFile) > before + 20_000 }, "frames keep coming after the reload")
+        #expect(await eventually(timeout: TestTime.patience) { fileSize(streamFile) > before + 20_000 }, "frames keep coming after the reload")
         #expect(viewer.isRunning, "the stream was not dropped")
 
         // A bad file on SIGHUP: logged, and the second certificate stays.
         try Data("-----BEGIN CERTIFICATE-----\nbroken\n".utf8).write(to: URL(fileURLWithPath: first.certificate))
         kill(server.processIdentifier, SIGHUP)
         let log = try await offload {
-            self.readUntil(err.fileHandleForReading.fileDescriptor, timeout: 10) { $0.contains("reload failed") }
+            self.readUntil(err.fileHandleForReading.fileDescriptor, timeout: TestTime.patience) { $0.contains("reload failed") }
         }
         #expect(log.contains("TLS certificate reload failed, keeping the previous one: server.tls.certificate: \(first.certificate)"), "\(log)")
         #expect(try await offload { try servedFingerprint(port: port) } == secondPrint, "the old certificate is kept")
         let after = fileSize(streamFile)
-        #expect(await eventually(timeout: 5) { fileSize(streamFile) > after + 20_000 }, "the stream still runs")
+        #expect(await eventually(timeout: TestTime.patience) { fileSize(streamFile) > after + 20_000 }, "the stream still runs")
         #expect(viewer.isRunning)
 
         kill(server.processIdentifier, SIGTERM)
-        #expect(await ProcessTests().waitForExit(server, timeout: 10))
+        try #require(await waitForExit(server, timeout: ProcessTests.stopTimeout))
         #expect(server.terminationStatus == 0)
     }
 }

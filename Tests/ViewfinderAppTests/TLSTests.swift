@@ -55,7 +55,7 @@ import Testing
             for _ in 0..<3 {
                 let c = try TestConnection(port: port)
                 try c.request("GET", "/healthz")
-                #expect(try await c.closedByPeer(timeout: 5), "the server closes the connection")
+                #expect(try await c.closedByPeer(timeout: TestTime.patience), "the server closes the connection")
                 #expect(c.status == 0 && c.body.isEmpty, "no HTTP answer on the TLS port")
             }
             let plainCurl = try await offload { try runTool("/usr/bin/curl", ["-sS", "--max-time", "5", "http://127.0.0.1:\(port)/healthz"]) }

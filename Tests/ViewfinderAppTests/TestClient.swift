@@ -23,25 +23,7 @@ final class TestConnection: @unchecked Sendable {
 
     /// `source` binds the client side to a loopback alias (127.0.0.0/8 is all loopback).
     init(port: Int, from source: String? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestError("socket: errno \(errno)") }
-        if let source {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            local.sin_addr.s_addr = inet_addr(source)
-            let rc = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard rc == 0 else { close(fd); throw TestError("bind \(source): errno \(errno)") }
-        }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { close(fd); throw TestError("connect: errno \(errno)") }
+        fd = try loopbackSocket(port: port, from: source)
     }
 
     deinit { close(fd) }
@@ -113,7 +95,7 @@ final class TestConnection: @unchecked Sendable {
         }
     }
 
-    func readHeadSync(timeout: Double = 10) throws {
+    func readHeadSync(timeout: Double = TestTime.patience) throws {
         let deadline = TestTime.deadline(timeout)
         while status == 0 {
             guard try pump(until: deadline) || status != 0 else {
@@ -123,14 +105,14 @@ final class TestConnection: @unchecked Sendable {
     }
 
     /// Reads until `done(body)` holds, EOF, or the timeout.
-    func readSync(timeout: Double = 10, until done: ([UInt8]) -> Bool) throws {
+    func readSync(timeout: Double = TestTime.patience, until done: ([UInt8]) -> Bool) throws {
         let deadline = TestTime.deadline(timeout)
         try readHeadSync(timeout: timeout)
         while !done(body) && !eof && Date() < deadline { try pump(until: deadline) }
     }
 
     /// Reads a whole Content-Length or chunked body.
-    func readAllSync(timeout: Double = 10) throws {
+    func readAllSync(timeout: Double = TestTime.patience) throws {
         try readSync(timeout: timeout) { [self] b in
             if let n = headers["content-length"].flatMap(Int.init) { return b.count >= n }
             return false
@@ -139,11 +121,11 @@ final class TestConnection: @unchecked Sendable {
 
     // Async faces of the blocking reads: they run on their own thread, never on Swift's
     // cooperative pool, which the in-process server's handlers need (2 threads here).
-    func readHead(timeout: Double = 10) async throws { try await offload { try self.readHeadSync(timeout: timeout) } }
-    func read(timeout: Double = 10, until done: @escaping @Sendable ([UInt8]) -> Bool) async throws {
+    func readHead(timeout: Double = TestTime.patience) async throws { try await offload { try self.readHeadSync(timeout: timeout) } }
+    func read(timeout: Double = TestTime.patience, until done: @escaping @Sendable ([UInt8]) -> Bool) async throws {
         try await offload { try self.readSync(timeout: timeout, until: done) }
     }
-    func readAll(timeout: Double = 10) async throws { try await offload { try self.readAllSync(timeout: timeout) } }
+    func readAll(timeout: Double = TestTime.patience) async throws { try await offload { try self.readAllSync(timeout: timeout) } }
     func closedByPeer(timeout: Double) async throws -> Bool { try await offload { try self.closedByPeerSync(timeout: timeout) } }
 
     var text: String { String(decoding: body, as: UTF8.self) }
@@ -175,29 +157,6 @@ func fetch(_ port: Int, _ method: String, _ path: String, body: String? = nil,
     try await offload { try fetchSync(port, method, path, body: body, headers: headers) }
 }
 
-/// Runs blocking work on a thread of its own and awaits the result.
-func offload<T>(_ work: @escaping () throws -> T) async throws -> T {
-    // The result comes back through a lock, not in the continuation: what the thread wrote
-    // (a TestConnection's body, say) is then ordered before the test's reads for
-    // ThreadSanitizer too, which reported those writes racing with the reads when the
-    // continuation carried them (make test-tsan).
-    let result = Locked<Result<UncheckedBox<T>, Error>?>(nil)
-    let box = UncheckedBox(work)
-    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-        Thread {
-            let r = Result { UncheckedBox(try box.value()) }
-            result.withLock { $0 = r }
-            c.resume()
-        }.start()
-    }
-    return try result.withLock { $0! }.get().value
-}
-
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}
-
 func fetchSync(_ port: Int, _ method: String, _ path: String, body: String? = nil,
                headers: [String: String] = [:]) throws -> TestConnection {
     let c = try TestConnection(port: port)
@@ -210,11 +169,35 @@ func fetchSync(_ port: Int, _ method: String, _ path: String, body: String? = ni
 
 /// Waits for a condition that follows an event we cannot await directly (a socket closing
 /// on the other side): polls every 20 ms, up to `timeout` (stretched by TestTime.scale).
-func eventually(timeout: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+func eventually(timeout: Double = TestTime.patience, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = TestTime.deadline(timeout)
     while Date() < deadline {
         if try await condition() { return true }
         try? await Task.sleep(nanoseconds: 20_000_000)
     }
     return try await condition()
+}
+
+/// A TCP socket connected to 127.0.0.1:`port` (bound first to `source`, a loopback alias, when given).
+func loopbackSocket(port: Int, from source: String? = nil) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestError("socket: errno \(errno)") }
+    if let source {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let rc = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { close(fd); throw TestError("bind \(source): errno \(errno)") }
+    }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard rc == 0 else { close(fd); throw TestError("connect: errno \(errno)") }
+    return fd
 }

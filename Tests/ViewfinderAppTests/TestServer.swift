@@ -2,6 +2,7 @@
 
 import Foundation
 import Logging
+import Movie
 @testable import ViewfinderApp
 
 /// The package root, from this file's path.
@@ -21,16 +22,20 @@ func testConfiguration(_ edit: (inout Configuration) -> Void = { _ in }) -> Conf
     // A flat test card: the suites run dozens of cameras at once on 2 cores, and noise makes
     // every frame costlier to encode (SensorNoiseTests and bench/live.py measure it).
     c.synthetic.noise = false
+    // Mute, for the same reason: a microphone's thread in every one of those servers costs a
+    // core between them in a debug build. The suites about sound turn it on.
+    c.synthetic.microphone = false
     edit(&c)
     return c
 }
 
 /// Starts an application, runs `body`, and always stops it.
-func withServer(_ edit: (inout Configuration) -> Void = { _ in },
+/// `encoders`: the live encoders' candidates instead of `live.encoders`' (FakeEncoders).
+func withServer(_ edit: (inout Configuration) -> Void = { _ in }, encoders: [LiveEncoderCandidate]? = nil,
                 _ body: (Application, Int) async throws -> Void) async throws {
     var logger = Logger(label: "test")
     logger.logLevel = .warning
-    let app = try Application(configuration: testConfiguration(edit), logger: logger)
+    let app = try Application(configuration: testConfiguration(edit), logger: logger, liveEncoders: encoders)
     try await app.start()
     do { try await body(app, app.port) } catch {
         await app.stop()

@@ -9,6 +9,7 @@
 // of the frame ticks (the sequence moves on: gaps). inject_fatal_streaming_error and
 // disconnect are covered by `lossGivesThePlaceholderThenRecoversWithTheSameSettings`.
 
+import CaptureTestSupport
 import Foundation
 import HTTPServer
 import JPEG
@@ -161,7 +162,7 @@ extension V4L2Tests {
             let widths = newFrames(viewer, after: before, since: since).compactMap { try? JPEGDecoder.size(of: $0.body).width }
             #expect(widths.last == 640, "\(widths)")
             #expect(videoUse() == handles, "no leaked fd or mapping")
-            #expect(await eventually(timeout: 10) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
+            #expect(await eventually(timeout: TestTime.patience) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
 
             // One-shot: the same prepare now works.
             let again = try await fetch(port, "POST", "/api/session/prepare", body: #"{"width": 320, "height": 180}"#)
@@ -205,7 +206,7 @@ extension V4L2Tests {
             #expect(live, "live frames again")
             #expect(try await viewerGetsFrames(viewer))
             #expect(videoUse() == handles, "no leaked fd or mapping")
-            #expect(await eventually(timeout: 10) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
+            #expect(await eventually(timeout: TestTime.patience) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
         }
     }
 
@@ -235,7 +236,7 @@ extension V4L2Tests {
             #expect((other["error"] as? String)?.contains(Self.call(fault)) == true, "\(other)")
             #expect(try await viewerGetsFrames(viewer), "the viewer keeps getting live frames")
             #expect(videoUse() == handles, "the failed open left nothing: \(videoUse()) vs \(handles)")
-            #expect(await eventually(timeout: 10) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
+            #expect(await eventually(timeout: TestTime.patience) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
 
             // One-shot: the next switch goes through, and the viewer follows.
             let again = try await fetch(port, "POST", "/api/session/switch")
@@ -273,7 +274,7 @@ extension V4L2Tests {
             #expect(try await viewerGetsFrames(viewer), "the same viewer gets live frames again")
             #expect(try await fetch(port, "/snapshot").headers["x-viewfinder-online"] == "true")
             #expect(videoUse() == handles, "no leaked fd or mapping")
-            #expect(await eventually(timeout: 10) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
+            #expect(await eventually(timeout: TestTime.patience) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
         }
     }
 
@@ -383,8 +384,8 @@ extension V4L2Tests {
             }
             let last = try await state(port)
             #expect(back, "\(last)")
-            #expect(await eventually(timeout: 10) { videoUse() == handles }, "\(videoUse()) vs \(handles)")
-            #expect(await eventually(timeout: 10) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
+            #expect(await eventually(timeout: TestTime.patience) { videoUse() == handles }, "\(videoUse()) vs \(handles)")
+            #expect(await eventually(timeout: TestTime.patience) { cameraThreads() == threads }, "\(cameraThreads()) vs \(threads)")
         }
     }
 }

@@ -130,7 +130,8 @@ def main():
         prefix = f"viewfinder_{NODE}_rear"
         entities = [f"camera.{prefix}_camera", f"button.{prefix}_capture", f"switch.{prefix}_torch", f"switch.{prefix}_recording",
                     f"number.{prefix}_zoom", f"select.{prefix}_focus_mode", f"select.{prefix}_exposure_mode",
-                    f"sensor.{prefix}_fps", f"sensor.{prefix}_code", f"binary_sensor.{prefix}_motion"]
+                    f"sensor.{prefix}_fps", f"sensor.{prefix}_code", f"binary_sensor.{prefix}_motion",
+                    f"switch.{prefix}_mute", f"sensor.{prefix}_sound_level"]
         for e in entities:
             s = eventually(lambda e=e: (lambda st: st if st["state"] != "unavailable" else None)(state(e)), 60, 0.5)
             check(s is not None, f"{e}: {s['state'] if s else 'missing or unavailable'}")
@@ -153,6 +154,14 @@ def main():
         http("POST", f"{hbase}/api/services/switch/turn_on", {"entity_id": f"switch.{prefix}_torch"}, token=token)
         check(eventually(lambda: json.loads(http("GET", f"{base}/api/cameras/rear/session")[2])["torch"]["mode"] == "on", 15) is not None,
               "the torch switch turned the torch on")
+
+        # The microphone (the synthetic one): its level as a sensor, its mute as a switch.
+        level = eventually(lambda: (lambda st: st if st["state"] not in ("unknown", "unavailable") else None)(state(f"sensor.{prefix}_sound_level")), 15)
+        check(level is not None and -60 < float(level["state"]) < 0, f"the sound level sensor reads {level and level['state']} dBFS")
+        http("POST", f"{hbase}/api/services/switch/turn_on", {"entity_id": f"switch.{prefix}_mute"}, token=token)
+        check(eventually(lambda: json.loads(http("GET", f"{base}/api/cameras/rear/session")[2])["audio"]["muted"], 15) is not None,
+              "the mute switch muted the microphone")
+        check(eventually(lambda: state(f"switch.{prefix}_mute")["state"] == "on", 15) is not None, "HA reads the mute back")
 
         # The camera entity serves the photo's snapshot.
         proxy = eventually(lambda: (lambda r: r if r[0] == 200 and r[1].startswith("image/jpeg") and r[2][:2] == b"\xff\xd8" else None)(

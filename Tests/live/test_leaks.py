@@ -7,7 +7,12 @@ soak-live` runs 1,000):
   then DELETE the session: a webrtcbin pipeline built and torn down;
 - RTSP: OPTIONS, DESCRIBE, SETUP (interleaved TCP), PLAY, an RTP packet read, TEARDOWN: the
   shared media is built and, its last client gone, unprepared;
-- live.mp4: connect, read the init segment and a fragment, close.
+- live.mp4: connect, read the init segment and a fragment, close;
+- with sound (the synthetic microphone, issue 37): WHEP with an offer that also receives
+  Opus (the camera's Opus encode subscribed and left), RTSP of the camera's own path with its
+  AAC stream set up beside the picture, and a 50 ms `audio.wav` clip;
+- talk-back: POST a WHIP offer that sends Opus to the camera's (synthetic) speaker, DELETE it:
+  a receiving webrtcbin pipeline built and torn down, the speaker opened and closed.
 
 Then the process's open descriptors and threads are back where they were after a short
 warm-up (thread pools full), and its resident memory has not grown by more than a bound.
@@ -59,11 +64,42 @@ def http(server, method, path, body=None, headers=None):
         return r.status, dict(r.headers), r.read()
 
 
-def whep_cycle(server):
-    status, headers, _ = http(server, "POST", "/api/whep", OFFER.encode(), {"Content-Type": "application/sdp"})
+def whep_cycle(server, offer=OFFER):
+    status, headers, answer = http(server, "POST", "/api/whep", offer.encode(), {"Content-Type": "application/sdp"})
     assert status == 201, status
     status, _, _ = http(server, "DELETE", headers["Location"])
     assert status == 200, status
+    return answer.decode()
+
+
+def http_json(server, path):
+    import json
+    return json.loads(http(server, "GET", path)[2])
+
+
+OFFER_LINES = OFFER.replace("\r\n", "\n").rstrip("\n").split("\n")  # read_text made the line ends \n
+
+
+def opus_section(mid, direction):
+    """An audio section of Opus on the fixture's ICE and DTLS (bundled with its other sections)."""
+    value = lambda prefix: next(l for l in OFFER_LINES if l.startswith(prefix))
+    return ["m=audio 9 UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0", "a=rtcp:9 IN IP4 0.0.0.0",
+            value("a=ice-ufrag:"), value("a=ice-pwd:"), value("a=fingerprint:"), "a=setup:actpass",
+            f"a=mid:{mid}", f"a={direction}", "a=rtcp-mux", "a=rtpmap:111 opus/48000/2"]
+
+
+def offer_with_sound():
+    """The Chromium offer with a second section receiving Opus, bundled with the video."""
+    lines = ["a=group:BUNDLE 0 1" if l == "a=group:BUNDLE 0" else l for l in OFFER_LINES]
+    return "\r\n".join(lines + opus_section(1, "recvonly")) + "\r\n"
+
+
+OFFER_WITH_SOUND = offer_with_sound()
+
+
+def whep_sound_cycle(server):
+    answer = whep_cycle(server, OFFER_WITH_SOUND)
+    assert "m=audio" in answer and "OPUS/48000/2" in answer.upper(), answer
 
 
 class RTSPClient:
@@ -121,24 +157,56 @@ class RTSPClient:
         self.sock.close()
 
 
-def rtsp_cycle(server):
-    url = f"rtsp://127.0.0.1:{server.rtsp}/main"
+def rtsp_cycle(server, path="main", described="H264/90000"):
+    """`path`'s media: every stream its SDP describes set up (interleaved TCP) and played, an
+    RTP packet read, TEARDOWN."""
+    url = f"rtsp://127.0.0.1:{server.rtsp}/{path}"
     c = RTSPClient(server.rtsp)
     try:
         assert c.request("OPTIONS", url)[0] == 200
         status, head, sdp = c.request("DESCRIBE", url, "Accept: application/sdp\r\n")
-        assert status == 200 and "H264/90000" in sdp, (status, sdp)
-        control = re.search(r"a=control:(\S+)", sdp.split("m=video", 1)[1]).group(1)
-        track = control if control.startswith("rtsp:") else url.rstrip("/") + "/" + control
-        status, head, _ = c.request("SETUP", track, "Transport: RTP/AVP/TCP;unicast;interleaved=0-1\r\n")
-        assert status == 200, head
-        session = re.search(r"(?im)^session:\s*([^;\r\n]+)", head).group(1)
+        assert status == 200 and described in sdp, (status, sdp)
+        session = None
+        for i, media in enumerate(sdp.split("\nm=")[1:]):
+            control = re.search(r"a=control:(\S+)", media).group(1)
+            track = control if control.startswith("rtsp:") else url.rstrip("/") + "/" + control
+            extra = f"Session: {session}\r\n" if session else ""
+            status, head, _ = c.request("SETUP", track, f"{extra}Transport: RTP/AVP/TCP;unicast;interleaved={2 * i}-{2 * i + 1}\r\n")
+            assert status == 200, head
+            session = session or re.search(r"(?im)^session:\s*([^;\r\n]+)", head).group(1)
         assert c.request("PLAY", url, f"Session: {session}\r\nRange: npt=0.000-\r\n")[0] == 200
         packet = c.rtp_packet()
         assert len(packet) >= 12 and packet[0] >> 6 == 2, "an RTP packet"
         c.request("TEARDOWN", url, f"Session: {session}\r\n")
     finally:
         c.close()
+
+
+def talk_offer():
+    """An offer with one audio section sending Opus, as a talker's."""
+    return "\r\n".join(["v=0", "o=- 1 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0"]
+                       + opus_section(0, "sendonly") + [""])
+
+
+TALK_OFFER = talk_offer()
+
+
+def talk_cycle(server):
+    status, headers, answer = http(server, "POST", f"/api/cameras/{server.camera}/talk", TALK_OFFER.encode(),
+                                   {"Content-Type": "application/sdp"})
+    assert status == 201 and b"a=recvonly" in answer, status
+    status, _, _ = http(server, "DELETE", headers["Location"])
+    assert status == 200, status
+
+
+def rtsp_sound_cycle(server):
+    """The camera's own path (the main camera's id), picture and AAC both set up and played."""
+    rtsp_cycle(server, server.camera, "MPEG4-GENERIC/48000")
+
+
+def wav_cycle(server):
+    status, headers, body = http(server, "GET", "/audio.wav?seconds=0.05")
+    assert status == 200 and body[:4] == b"RIFF" and len(body) == 44 + 4800, (status, len(body))
 
 
 def mp4_cycle(server):
@@ -193,7 +261,10 @@ def main():
     server = Server()
     failures = []
     try:
-        for kind, cycle in (("WHEP", whep_cycle), ("RTSP", rtsp_cycle), ("live.mp4", mp4_cycle)):
+        server.camera = http_json(server, "/api/session")["camera"]["id"]
+        for kind, cycle in (("WHEP", whep_cycle), ("RTSP", rtsp_cycle), ("live.mp4", mp4_cycle),
+                            ("WHEP with sound", whep_sound_cycle), ("RTSP with sound", rtsp_sound_cycle),
+                            ("audio.wav", wav_cycle), ("talk", talk_cycle)):
             for _ in range(20):  # warm-up: thread pools and caches at their working size
                 cycle(server)
             baseline = settled(server, server.usage(), timeout=3)

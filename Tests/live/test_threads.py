@@ -5,7 +5,8 @@ client, a photo taken, motion detection and a metadata scan on, and the fleet's 
 output of every camera has worked. Then the process's threads are listed by name
 (/proc/PID/task/*/comm) and the test asserts what ARCHITECTURE.md says remains:
 
-- one capture thread per camera (`synthetic-<id>`, `v4l2-<device>`);
+- one capture thread per camera (`synthetic-<id>`, `v4l2-<device>`), and one per microphone
+  (`mic-<device>`: the synthetic cameras' microphone, issue 37);
 - the shared pool (`encode-N`, one per core) — every output's work, whatever the camera;
 - libmicrohttpd's polling threads, GStreamer's, Dispatch's and the runtime's own;
 - no thread named after an output of a camera (`rear-photo`, `front-live`, `motion-snapshot`…).
@@ -85,6 +86,8 @@ def kind(name):
         return "pool"
     if name.startswith(("synthetic-", "v4l2-", "image-")):
         return "capture"
+    if name.startswith("mic-"):
+        return "microphone"
     if name.startswith("mhd") or name.startswith("MHD"):
         return "libmicrohttpd"
     return name
@@ -117,6 +120,7 @@ def main():
                or n.startswith(("motion-snapshot", "metadata", "movie"))]
         assert not own, f"outputs started threads of their own: {sorted(own)}"
         assert counts["capture"] == len(CAMERAS), f"one capture thread per camera: {counts['capture']}"
+        assert counts["microphone"] == len(CAMERAS), f"one capture thread per microphone: {counts['microphone']}"
         assert counts["pool"] == os.cpu_count(), f"one pool thread per core: {counts['pool']}"
         print("1 passed, 0 failed")
     finally:

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """`make test-uvc`: the session as a client drives it, against virtual USB webcams on the
-kernel's real uvcvideo driver (Tests/uvc/uvc-camera: camera 0 a Logitech C920 model,
-camera 1 a fixed-focus C270).
+kernel's real uvcvideo driver (Tests/uvc/uvc-camera: camera 0 a Logitech C920 model with
+its microphone — a uac2 function read by snd-usb-audio — camera 1 a fixed-focus C270).
 
 Runs inside the VM of `scripts/vm --uvc c920,c270` (only loopback networking there):
 starts the built server (.build/debug/viewfinder, port 0, "cameras": "auto"), talks HTTP
@@ -849,7 +849,8 @@ def motion_event(tmp):
         r = http("POST", "/api/session/motion", {"enabled": True, "preRoll": 1, "postRoll": 1})
         check("motion: enable -> 200, motion.enabled", r.status == 200 and dig(r.json, "motion", "enabled") is True, repr(r))
         started = poll(lambda: b'"event":"started"' in events.data() and b"event: motion" in events.data(), 30, 0.2)
-        check("motion: the moving bar is an event (event: motion, started)", bool(started), events.data()[-600:])
+        check("motion: the moving bar is an event (event: motion, started)", bool(started),
+              events.data()[-600:].decode("utf-8", "replace"))
         active = poll(lambda: dig(state(), "motion", "active") is True, 10, 0.2)
         check("motion: the state says active", bool(active), "%s" % state().get("motion"))
         time.sleep(2)
@@ -929,6 +930,56 @@ def two_cameras():
         http("POST", "/api/cameras/%s/session/white-balance" % C920, {"mode": "continuous"})
 
 
+def c920_card():
+    """The host-side sound card of the C920's uac2 function: (number, id), or (None, None)."""
+    try:
+        text = open("/proc/asound/cards").read()
+    except OSError:
+        return None, None
+    for m in re.finditer(r"^\s*(\d+) \[(\S+)\s*\]: USB-Audio - (.*)$", text, re.M):
+        if "C920" in m.group(3):
+            return int(m.group(1)), m.group(2)
+    return None, None
+
+
+def wav_second():
+    """A second of the session's audio.wav as the card delivered it: whether it is exactly
+    48000 mono 16-bit samples with its headers, and the reply."""
+    r = http("GET", "/audio.wav?seconds=1", timeout=30)
+    ok = (r.status == 200 and r.headers.get("x-audio-rate") == "48000" and r.headers.get("x-audio-channels") == "1"
+          and len(r.body) == 44 + 2 * 48000 and r.body[:4] == b"RIFF")
+    return ok, r
+
+
+def microphone():
+    """The C920 model's microphone (a uac2 function on the same USB device, read by
+    snd-usb-audio) is the camera's own by "auto": listed with what the device offers, running
+    with the session, and served as audio.wav (silence: nothing plays on the gadget's side);
+    the C270 model has none."""
+    cams = {c.get("id"): c for c in (http("GET", "/api/cameras").json or {}).get("cameras", [])}
+    number, card = c920_card()
+    mic = dig(cams.get(C920), "audio") or {}
+    note("microphone: /proc/asound card %s [%s]; /api/cameras says %s" % (number, card, json.dumps(mic)[:300]))
+    check("microphone: snd-usb-audio made a card of the C920's uac2 function", number is not None, open("/proc/asound/cards").read())
+    check("microphone: the C920's audio device is that card's capture PCM (hw:CARD=%s,DEV=0)" % card,
+          mic.get("device") == "hw:CARD=%s,DEV=0" % card, json.dumps(mic))
+    caps = mic  # rates, channels, mixer, gainDb beside the device
+    check("microphone: its capabilities read from the device: 48000 Hz, 1 channel", 48000 in (caps.get("rates") or [])
+          and caps.get("channels") == [1], json.dumps(mic))
+    c270_mic = dig(cams.get(C270), "audio") or {}
+    check("microphone: the C270 (modelled without one) has none: \"auto\" finds no card, and says so",
+          c270_mic.get("device") == "auto" and "no sound card" in (c270_mic.get("error") or ""), json.dumps(c270_mic))
+    s = poll(lambda: (lambda a: a if a.get("running") else None)(state().get("audio") or {}), 15)
+    check("microphone: the session's audio runs on it", bool(s) and s.get("device") == mic.get("device"), json.dumps(state().get("audio")))
+    # Under TCG the emulated uac2 card holds its samples back and delivers them in bursts
+    # (some 100 overruns a minute); the capture clock fills what it lost and drops what a fill
+    # already covered, so a clip's timeline is whole (issue 45: the retries that hid clips
+    # ended at a "hole" are gone).
+    ok, r = wav_second()
+    note("microphone: clip: %d bytes, overruns %s" % (len(r.body) if r else 0, (state().get("audio") or {}).get("overruns")))
+    check("microphone: audio.wav?seconds=1 is a second of the card's sound, 48 kHz mono", ok, repr(r)[:300])
+
+
 def replug(hold):
     label = "replug with the old node held open" if hold else "replug"
     # the session's settings before the unplug, all away from the camera's power-on
@@ -956,6 +1007,8 @@ def replug(hold):
     check("%s: before the unplug the camera has the session's settings %s" % (label, want), bool(was),
           "camera %s" % ctrls(*NAMES))
     fd = os.open(old, os.O_RDWR | os.O_NONBLOCK) if hold and old else None
+    card_before = c920_card()
+    aloop = False
     viewer = Reader("/stream")
     try:
         poll(lambda: len(stream_parts(viewer.data())) >= 1, 20)
@@ -964,10 +1017,21 @@ def replug(hold):
         s = poll(lambda: (lambda s: s if s.get("state") == "interrupted" else None)(state()), 10)
         check("%s: unplug -> session interrupted within 10 s" % label, u.returncode == 0 and bool(s),
               "unplug rc %s %s; state %s" % (u.returncode, u.stderr.strip(), state().get("state")))
+        a = poll(lambda: (lambda a: a if not a.get("running") and a.get("error") else None)(state().get("audio") or {}), 10)
+        check("%s: unplug -> the sound stops and audio.error says why" % label, bool(a), json.dumps(state().get("audio")))
         n0 = len(stream_parts(viewer.data()))
         more = poll(lambda: len(stream_parts(viewer.data())) >= n0 + 2, 10)
         check("%s: the stream client keeps receiving parts while unplugged" % label, bool(more),
               "%d parts before, %d after 10 s" % (n0, len(stream_parts(viewer.data()))))
+        if hold and card_before[0] is not None:
+            # the microphone's card number taken meanwhile (another card, snd-aloop, gets it):
+            # the replugged webcam's card comes back under another number, as after a reboot
+            # or beside other USB audio
+            gone = poll(lambda: c920_card()[0] is None, 10)
+            r = subprocess.run(["modprobe", "snd-aloop", "index=%d" % card_before[0]], capture_output=True, text=True)
+            aloop = r.returncode == 0
+            check("%s: the old card number %d given to snd-aloop" % (label, card_before[0]), bool(gone) and aloop,
+                  "card gone %s; modprobe %s %s" % (gone, r.returncode, r.stderr.strip()))
         p = subprocess.run([CTL, "plug", "0"], capture_output=True, text=True, timeout=90)
         forget_nodes()
         new = p.stdout.strip()
@@ -979,6 +1043,24 @@ def replug(hold):
         check("%s: plug -> running again within 30 s, same camera id %s" % (label, C920), p.returncode == 0 and bool(s),
               "plug rc %s %s; state %s camera %s error %s" % (p.returncode, p.stderr.strip(), state().get("state"),
                                                               dig(state(), "camera", "id"), state().get("error")))
+        card_after = c920_card()
+        a = poll(lambda: (lambda a: a if a.get("running") and not a.get("error") else None)(state().get("audio") or {}), 30, 0.25)
+        note("%s: microphone card %s [%s] before, %s [%s] after" % (label, card_before[0], card_before[1], card_after[0], card_after[1]))
+        check("%s: the microphone runs again on the replugged card (%s)" % (label, "hw:CARD=%s,DEV=0" % card_after[1]),
+              bool(a) and a.get("device") == "hw:CARD=%s,DEV=0" % card_after[1], json.dumps(state().get("audio")))
+        if hold:
+            check("%s: the microphone came back under another card number" % label,
+                  card_after[0] is not None and card_after[0] != card_before[0], "%s -> %s" % (card_before, card_after))
+        # A clip ends early at a hole in the sound's timeline. After a replug the emulated
+        # card's stream has, on some runs, restarted its timeline at every buffer (each clip
+        # 10 ms; whole seconds on others, under the old card number or a new one): left for its
+        # own issue (the issue 37 note). Asserted: sound flows again; the clip's length printed.
+        got = []
+        poll(lambda: (lambda w: got.append(w[1]) or w[0])(wav_second()), 5, 0.5)
+        last = got[-1] if got else None
+        note("%s: audio.wav?seconds=1 gave %d bytes (a whole second is %d)" % (label, len(last.body) if last else 0, 44 + 96000))
+        check("%s: and audio.wav serves its sound again" % label,
+              last is not None and last.status == 200 and len(last.body) > 44, repr(last)[:200])
         v = poll(lambda: (lambda v: v if matches(v) else None)(ctrls(*NAMES)), 5) or ctrls(*NAMES)
         for names, what in ((("zoom_absolute",), "zoom_absolute"),
                             (("focus_automatic_continuous", "focus_absolute"), "focus locked at its lens position"),
@@ -992,6 +1074,8 @@ def replug(hold):
         viewer.close()
         if fd is not None:
             os.close(fd)
+        if aloop:
+            subprocess.run(["rmmod", "snd_aloop"], capture_output=True)
 
 
 def main():
@@ -1015,7 +1099,7 @@ def main():
     BASE = "http://127.0.0.1:%d" % PORT
     note("server on port %d; C920 %s, C270 %s" % (PORT, node(0), node(1)))
     steps = [("discovery", discovery), ("select the C920", lambda: select(C920, preset="640x480")),
-             ("zoom", zoom), ("focus locked", focus_locked), ("automatic modes", automatic_modes),
+             ("microphone", microphone), ("zoom", zoom), ("focus locked", focus_locked), ("automatic modes", automatic_modes),
              ("exposure custom", exposure_custom), ("white balance locked", white_balance_locked),
              ("unrelated call", unrelated_call), ("outside change", outside_change),
              ("refused write", refused_write), ("C270", c270), ("stream and photo", stream_and_photo),
@@ -1024,6 +1108,11 @@ def main():
              ("two cameras at once", two_cameras),
              ("unplug/replug", lambda: replug(False)),
              ("unplug/replug, node held", lambda: replug(True))]
+    # UVC_STEPS="microphone,zoom": only those steps (after discovery and the C920's selection),
+    # for working on one; CI runs them all.
+    only = [n.strip() for n in os.environ.get("UVC_STEPS", "").split(",") if n.strip()]
+    if only:
+        steps = [s for s in steps if s[0] in only or s[0] in ("discovery", "select the C920")]
     try:
         for name, fn in steps:
             note("-- %s" % name)

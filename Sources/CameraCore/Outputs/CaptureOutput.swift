@@ -1,13 +1,31 @@
-// What an output of a running camera is (AVCaptureOutput in spirit): the preview, photos,
+// What an output of a camera's session is (AVCaptureOutput in spirit): the preview, photos,
 // the movie and the metadata scanner are each one type conforming to this protocol, and the
-// session's frame pipeline offers every frame to the outputs registered with it without
-// knowing what they are. Adding an output is adding a type and registering it.
+// session's frame pipeline offers every frame to its outputs without knowing what they are.
+// An output is added to the session's graph once and kept across the camera's runs, as an
+// AVCaptureOutput is kept while it is added: it owns its settings and what lasts (a
+// recording, an event, figures), and is told when a run starts and ends — its lanes of the
+// pool, its encoder, what it knows of the format, are the run's.
 //
 // Both calls run on the camera's capture thread, for every frame: `wants` must be cheap (a
 // lock, no allocation), and `take` must never block — an output copies the frame into its
 // FrameHandoff and returns; the shared pool's threads do the work (no output has a thread).
 
-public protocol CaptureOutput: AnyObject, Sendable {
+/// What every output of the graph is, whatever media it takes: a kind, the media it takes,
+/// and what the state says of it.
+public protocol MediaOutput: AnyObject, Sendable {
+    /// Which output this is (the state's `type`, a connection's `output`).
+    var kind: OutputKind { get }
+
+    /// What this output takes from the session's inputs: video frames, audio buffers, or both.
+    var mediaTypes: [MediaType] { get }
+
+    /// What the state says of this output: its kind, whether it works now, its figures
+    /// (clients are the session's to add: it knows the hubs).
+    var report: OutputReport { get }
+}
+
+/// An output that takes video frames.
+public protocol CaptureOutput: MediaOutput {
     /// Whether this output takes this frame (preview: someone watching; movie: recording and
     /// the timelapse is due; metadata: a scan is due and the scanner is free). `now` is
     /// monotonic seconds at the frame's arrival.
@@ -17,18 +35,35 @@ public protocol CaptureOutput: AnyObject, Sendable {
     /// session knows of this frame, computed once for every output that takes it.
     func take(_ frame: borrowing RawFrame, _ context: FrameContext)
 
-    /// The pipeline offers this output no more frames (the camera stopped, switched or was
-    /// lost, or the output was detached): finish or drop what is in hand. Returns once nothing
-    /// of this pipeline's frames is still being worked on, unless the output says otherwise.
-    func detached()
+    /// A run of a camera starts: frames of `run` are offered from now until `runEnded`.
+    func runStarted(_ run: CaptureRun)
 
-    /// What the state says of this output: its kind, whether it works now, its figures
-    /// (clients are the session's to add: it knows the hubs).
-    var report: OutputReport { get }
+    /// The run offers this output no more frames (the camera stopped, switched or was lost):
+    /// finish or drop what is in hand. Returns once nothing of this run's frames is still
+    /// being worked on, unless the output says otherwise.
+    func runEnded()
 }
 
 extension CaptureOutput {
-    public func detached() {}
+    public var mediaTypes: [MediaType] { [.video] }
+    public func runStarted(_ run: CaptureRun) {}
+    public func runEnded() {}
+}
+
+/// One run of a camera: from its start (or a reopening after a loss) to its stop, switch or
+/// loss. A format change is a new run.
+public struct CaptureRun: Sendable, Equatable {
+    /// The input's device id (`rear`): lanes and threads are named for it.
+    public var camera: String
+    public var format: VideoFormat
+    /// Counts the session's runs: a late callback of an older run is told apart.
+    public var number: Int
+
+    public init(camera: String, format: VideoFormat, number: Int) {
+        self.camera = camera
+        self.format = format
+        self.number = number
+    }
 }
 
 /// What the session knows of a frame beyond its bytes, worked out once per frame and only

@@ -18,14 +18,16 @@
 // order. Closing lets the frames already taken be worked on; nothing taken is lost, and the
 // lane leaves the pool once it has no frame left.
 //
-// A hand-off that `lends` keeps a frame the camera lends (RawFrame.lease: a V4L2 mmap
-// buffer) instead of copying it: the buffer goes back to the driver once the work on it is
-// done, or once a newer frame replaced it.
+// A hand-off that `lends` keeps a frame the camera lends (a V4L2 mmap buffer) instead of
+// copying it: the buffer goes back to the driver once its work is done or a newer frame replaced it.
 
 import Foundation
 import SystemSupport
 
-public final class FrameHandoff<Job: Sendable>: Sendable {
+/// A video output's hand-off (a microphone's outputs use SampleHandoff<AudioFormat, Job>).
+public typealias FrameHandoff<Job: Sendable> = SampleHandoff<VideoFormat, Job>
+
+public final class SampleHandoff<Format: SampleFormat, Job: Sendable>: Sendable {
     public enum Policy: Sendable, Equatable {
         case newestWins
         case queue(limit: Int)
@@ -33,9 +35,9 @@ public final class FrameHandoff<Job: Sendable>: Sendable {
 
     /// The work done on one taken frame, on a pool thread. Made once per slot by the `worker`
     /// factory: it may keep state from frame to frame (an encoder's handles, a movie's writer).
-    public typealias Work = (_ frame: borrowing RawFrame, _ job: Job) -> Void
+    public typealias Work = (_ frame: borrowing Sample<Format>, _ job: Job) -> Void
 
-    private let core: HandoffCore<Job>
+    private let core: HandoffCore<Format, Job>
     /// Frames this hand-off may have in work at once (at most the pool's threads).
     public let workers: Int
     /// What the hand-off is for (`rear-photo`), for logs and figures.
@@ -59,12 +61,11 @@ public final class FrameHandoff<Job: Sendable>: Sendable {
     deinit { core.finish(then: nil) }
 
     /// Hands `frame` over for work, with `job`. False when it was not taken: the hand-off is
-    /// closed, or (queue policy) full; a full queue counts it as dropped.
+    /// closed, or (queue policy) full; a full queue counts it as dropped. `keep`: a frame a
+    /// client is waiting for (a synchronized set's moment) is queued even past the limit, and
+    /// nothing waiting gives way to it.
     @discardableResult
-    public func submit(_ frame: borrowing RawFrame, _ job: Job) -> Bool { core.submit(frame, job) }
-
-    /// Frames taken and then replaced by a newer one, or refused by a full queue.
-    public var dropped: UInt64 { core.locked { $0.dropped } }
+    public func submit(_ frame: borrowing Sample<Format>, _ job: Job, keep: Bool = false) -> Bool { core.submit(frame, job, keep: keep) }
 
     /// Frames taken by copying their bytes, and frames taken on the camera's lent buffer.
     public var copied: UInt64 { core.locked { $0.copied } }
@@ -118,13 +119,13 @@ public struct HandoffFigures: Sendable, Equatable {
 }
 
 /// The hand-off's state and its lane. Every field is guarded by `condition`.
-private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
+private final class HandoffCore<Format: SampleFormat, Job: Sendable>: @unchecked Sendable {
     struct Entry {
         /// The copy (nil when the frame is lent), and the lease that keeps a lent buffer.
         var buffer: FrameBuffer?
         var lease: FrameLease?
         var bytes: UnsafeRawBufferPointer
-        var format: VideoFormat
+        var format: Format
         var stride: Int
         var sequence: UInt64
         var timestamp: Double
@@ -154,16 +155,16 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
     private let condition = NSCondition()
     private var fields = Fields()
     private let slots: Int
-    private let policy: FrameHandoff<Job>.Policy
+    private let policy: SampleHandoff<Format, Job>.Policy
     private let merge: (@Sendable (Job, Job) -> Job)?
     private let lends: Bool
     private let pool: EncodePool
-    private let makeWork: @Sendable () -> FrameHandoff<Job>.Work
+    private let makeWork: @Sendable () -> SampleHandoff<Format, Job>.Work
     /// Set once, right after init, before any frame can be submitted.
     private var lane: EncodePool.Lane?
 
-    init(slots: Int, policy: FrameHandoff<Job>.Policy, merge: (@Sendable (Job, Job) -> Job)?, lends: Bool,
-         pool: EncodePool, makeWork: @escaping @Sendable () -> FrameHandoff<Job>.Work) {
+    init(slots: Int, policy: SampleHandoff<Format, Job>.Policy, merge: (@Sendable (Job, Job) -> Job)?, lends: Bool,
+         pool: EncodePool, makeWork: @escaping @Sendable () -> SampleHandoff<Format, Job>.Work) {
         self.slots = slots
         self.policy = policy
         self.merge = merge
@@ -187,12 +188,12 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         }
     }
 
-    func submit(_ frame: borrowing RawFrame, _ job: Job) -> Bool {
+    func submit(_ frame: borrowing Sample<Format>, _ job: Job, keep: Bool) -> Bool {
         let room = waitingRoom
         let lease = lends ? frame.lease : nil
         let buffer = locked { f -> FrameBuffer?? in
             guard f.open else { return nil }
-            if case .queue = policy, f.queue.count >= room + slots - f.busy {
+            if case .queue = policy, !keep, f.queue.count >= room + slots - f.busy {
                 f.dropped += 1
                 return nil
             }
@@ -212,7 +213,7 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
         if copy == nil { fields.lent += 1 } else { fields.copied += 1 }
         // Newest wins: the oldest waiting frames give way (their jobs merged into this one's).
         var replaced: [Entry] = []  // a lent buffer goes back to the camera once its entry is gone
-        while fields.queue.count >= room + slots - fields.busy, !fields.queue.isEmpty {
+        while !keep, fields.queue.count >= room + slots - fields.busy, !fields.queue.isEmpty {
             let older = fields.queue.removeFirst()
             if let b = older.buffer { fields.spare.append(b) }
             fields.dropped += 1
@@ -227,11 +228,11 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
     }
 
     fileprivate final class WorkBox {
-        let work: FrameHandoff<Job>.Work
+        let work: SampleHandoff<Format, Job>.Work
         /// The pool thread that used it last (under the lane's lock): a thread takes its own
         /// back when it can, so an encoder's buffers stay warm in that core's cache.
         var lastThread: pthread_t?
-        init(_ w: @escaping FrameHandoff<Job>.Work) { work = w }
+        init(_ w: @escaping SampleHandoff<Format, Job>.Work) { work = w }
     }
     /// A taken frame and the slot's work, held by the work closure until done (then emptied,
     /// so nothing of the frame, the camera's buffer above all, outlives the moment it counts
@@ -284,9 +285,9 @@ private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
     }
 
     /// Runs `work` on the taken frame; no copy of its entry (and of the lease in it) outlives the call.
-    private static func work(_ taken: Taken, _ work: FrameHandoff<Job>.Work) {
+    private static func work(_ taken: Taken, _ work: SampleHandoff<Format, Job>.Work) {
         let e = taken.entry!
-        work(RawFrame(format: e.format, bytes: e.bytes, stride: e.stride, sequence: e.sequence, timestamp: e.timestamp), e.job)
+        work(Sample(format: e.format, bytes: e.bytes, stride: e.stride, sequence: e.sequence, timestamp: e.timestamp), e.job)
     }
 
     /// Closed with nothing waiting or in hand: the lane is done (once), and its completion

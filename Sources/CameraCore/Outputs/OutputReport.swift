@@ -5,7 +5,14 @@
 
 /// The kinds of output a camera's session has (AVCaptureOutput's subclasses, in spirit).
 public enum OutputKind: String, Sendable, Codable, CaseIterable {
-    case preview, photo, live, motion, metadata, ring, movie
+    case preview, photo, live
+    /// The sub stream: a smaller, slower live encode for grids, detectors and slow links.
+    case liveSub
+    /// The main stream in VP8, while a WebRTC viewer without H.264 watches.
+    case liveVP8
+    case motion, metadata, ring, movie
+    /// The audio data output (AVCaptureAudioDataOutput): live PCM (`audio.wav`) and the level meter.
+    case audio
 }
 
 /// What a session's input is.
@@ -24,6 +31,27 @@ public struct InputReport: Sendable, Equatable, Codable {
     }
 }
 
+/// One WebRTC viewer of a live stream and what its receiver reports say of its link.
+public struct ViewerReport: Sendable, Equatable, Codable {
+    /// The WHEP session's id (its Location's last part).
+    public var id: String
+    /// Whether its stream follows its link (a viewer that asked for one stream keeps it).
+    public var adaptive: Bool
+    /// The picture's send rate, kbit/s, over the last second.
+    public var sendKbps: Double
+    /// The last receiver report's fraction lost (0…1) and round trip (ms).
+    public var fractionLost: Double
+    public var roundTripMs: Double
+
+    public init(id: String, adaptive: Bool, sendKbps: Double, fractionLost: Double, roundTripMs: Double) {
+        self.id = id
+        self.adaptive = adaptive
+        self.sendKbps = sendKbps
+        self.fractionLost = fractionLost
+        self.roundTripMs = roundTripMs
+    }
+}
+
 /// One output of a session, as the state reports it.
 public struct OutputReport: Sendable, Equatable, Codable {
     public var type: OutputKind
@@ -37,6 +65,8 @@ public struct OutputReport: Sendable, Equatable, Codable {
     public var framesDropped: UInt64
     /// Milliseconds of work a frame costs it (a moving average over the last frames).
     public var msPerFrame: Double
+    /// A live stream's WebRTC viewers with what their links report (absent for other outputs).
+    public var viewers: [ViewerReport]?
 
     public init(type: OutputKind, active: Bool, clients: [String: Int] = [:], framesIn: UInt64 = 0,
                 framesDropped: UInt64 = 0, msPerFrame: Double = 0) {
@@ -52,5 +82,21 @@ public struct OutputReport: Sendable, Equatable, Codable {
     public init(type: OutputKind, active: Bool, figures f: HandoffFigures, clients: [String: Int] = [:]) {
         self.init(type: type, active: active, clients: clients, framesIn: f.taken, framesDropped: f.dropped,
                   msPerFrame: (f.msPerFrame * 100).rounded() / 100)
+    }
+}
+
+/// A connection of the graph (AVCaptureConnection): which input feeds which output, with what
+/// media, and whether it is enabled (a disabled connection's output gets nothing of its input).
+public struct CaptureConnection: Sendable, Equatable, Codable {
+    public var input: String
+    public var output: OutputKind
+    public var mediaType: MediaType
+    public var enabled: Bool
+
+    public init(input: String, output: OutputKind, mediaType: MediaType, enabled: Bool) {
+        self.input = input
+        self.output = output
+        self.mediaType = mediaType
+        self.enabled = enabled
     }
 }

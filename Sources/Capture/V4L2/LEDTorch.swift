@@ -3,6 +3,7 @@
 
 import CameraCore
 import Foundation
+import SystemSupport
 
 public struct LEDTorch: Sendable, Equatable {
     public let directory: String
@@ -22,10 +23,10 @@ public struct LEDTorch: Sendable, Equatable {
     public func set(level: Double) throws(CameraError) {
         let value = Int((min(max(level, 0), 1) * Double(maxBrightness)).rounded())
         let path = directory + "/brightness"
-        let fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)  // sysfs replaces anyway
-        guard fd >= 0 else { throw .system(call: "open \(path)", errno: errno) }
-        defer { close(fd) }
-        let text = Array("\(value)\n".utf8)
-        guard write(fd, text, text.count) == text.count else { throw .system(call: "write \(path)", errno: errno) }
+        try V4L2Call.system { () throws(SystemError) in
+            let fd = try Sys.open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)  // sysfs replaces anyway
+            defer { try? Sys.close(fd, path) }
+            try Sys.writeAll(fd, Array("\(value)\n".utf8), path)
+        }
     }
 }

@@ -1,19 +1,25 @@
-// One funnel for every V4L2 ioctl (as swift-system's valueOrErrno and µStreamer's xioctl):
-// retry EINTR, read errno once, throw it with the request's name.
+// The V4L2 ioctl funnel (as µStreamer's xioctl): SystemSupport's one syscall funnel
+// (`Sys.valueOrErrno`: EINTR retried, errno read once) around the shim's ioctl, its failure
+// a CameraError naming the request.
 
 import CV4L2
 import CameraCore
 import Glibc
+import SystemSupport
 
 enum V4L2Call {
     static func ioctl<T>(_ fd: Int32, _ request: UInt, _ name: String, _ arg: inout T) throws(CameraError) {
-        while true {
-            let rc = withUnsafeMutablePointer(to: &arg) { cv4l2_ioctl(fd, request, UnsafeMutableRawPointer($0)) }
-            if rc != -1 { return }
-            let e = errno
-            if e == EINTR { continue }
-            throw .system(call: name, errno: e)
+        _ = try system { () throws(SystemError) in
+            try withUnsafeMutablePointer(to: &arg) { p throws(SystemError) in
+                try Sys.valueOrErrno(name) { cv4l2_ioctl(fd, request, UnsafeMutableRawPointer(p)) }
+            }
         }
+    }
+
+    /// Runs system calls (`Sys`), a failure thrown as the camera's (`CameraError.system`, the
+    /// SystemError its cause).
+    static func system<R>(_ body: () throws(SystemError) -> R) throws(CameraError) -> R {
+        do throws(SystemError) { return try body() } catch { throw .system(error) }
     }
 
     /// The fourcc for a pixel format, and back.

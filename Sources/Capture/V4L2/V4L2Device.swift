@@ -20,9 +20,7 @@ public final class V4L2Device {
 
     public init(path: String) throws(CameraError) {
         self.path = path
-        let fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { throw .system(call: "open \(path)", errno: errno) }
-        self.fd = fd
+        fd = try V4L2Call.system { () throws(SystemError) in try Sys.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
     }
 
     deinit { close() }
@@ -84,8 +82,10 @@ public final class V4L2Device {
             for i in 0..<Int(req.count) {
                 var buf = Self.buffer(index: i)
                 try V4L2Call.ioctl(fd, CV4L2_VIDIOC_QUERYBUF, "VIDIOC_QUERYBUF", &buf)
-                let p = mmap(nil, Int(buf.length), PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(buf.m.offset))
-                guard let p, p != MAP_FAILED else { throw .system(call: "mmap", errno: errno) }
+                let p = try V4L2Call.system { () throws(SystemError) in
+                    try Sys.mmap(length: Int(buf.length), protection: PROT_READ | PROT_WRITE, flags: MAP_SHARED, fd: fd,
+                                 offset: Int64(buf.m.offset), path)
+                }
                 buffers.append((p, Int(buf.length)))
             }
             for i in 0..<buffers.count {
@@ -116,7 +116,7 @@ public final class V4L2Device {
     }
 
     private func releaseBuffers() {
-        for b in buffers { munmap(b.start, b.length) }
+        for b in buffers { try? Sys.munmap(b.start, length: b.length) }
         buffers.removeAll()
         var req = v4l2_requestbuffers()
         req.count = 0
@@ -133,12 +133,8 @@ public final class V4L2Device {
                        _ body: (UnsafeRawBufferPointer, _ sequence: UInt64, _ timestamp: Double, _ lease: FrameLease?) -> Void) throws(CameraError) -> Bool {
         try requeueReturned()
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let n = poll(&p, 1, timeoutMs)
-        if n < 0 {
-            let e = errno
-            if e == EINTR { return false }
-            throw .system(call: "poll \(path)", errno: e)
-        }
+        // An interrupted poll answers 0, as a timeout: the capture loop calls again.
+        let n = try V4L2Call.system { () throws(SystemError) in try Sys.poll(&p, timeout: timeoutMs, path) }
         if n == 0 { return false }
         if p.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 && p.revents & Int16(POLLIN) == 0 {
             throw .system(call: "poll \(path)", errno: ENODEV)
@@ -182,7 +178,7 @@ public final class V4L2Device {
     public func close() {
         guard fd >= 0 else { return }
         stopStreaming()
-        Glibc.close(fd)
+        try? Sys.close(fd, path)  // released whatever it answers; nothing was written
         fd = -1
     }
 

@@ -12,6 +12,7 @@
 
 import Foundation
 import Glibc
+import SystemSupport
 
 public struct V4L2Identity: Sendable, Equatable {
     /// Stable camera id (see the table above).
@@ -125,8 +126,6 @@ public struct V4L2Identity: Sendable, Equatable {
     }
 
     private static func realPath(_ path: String) -> String? {
-        guard let p = Glibc.realpath(path, nil) else { return nil }
-        defer { free(p) }
-        return String(cString: p)
+        try? Sys.realpath(path)
     }
 }

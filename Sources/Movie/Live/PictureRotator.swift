@@ -14,7 +14,7 @@ final class PictureRotator {
     init(width: Int, height: Int) throws(MovieError) {
         self.width = width
         self.height = height
-        picture = try PictureConverter.yuv420Picture(width: width, height: height)
+        picture = try PictureConverter.picture(width: width, height: height)
     }
 
     deinit { av_frame_free(&picture) }

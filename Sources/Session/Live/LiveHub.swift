@@ -1,5 +1,7 @@
-// The live H.264 stream of one camera, shared by every live client (issue 27): the init
-// segment of the current encoder and each access unit as an fMP4 fragment. Unlike the
+// One live H.264 stream of one camera (its main or its sub stream), shared by every live
+// client of it: what the current encoder makes (its SPS/PPS and size) and each access unit.
+// fMP4 clients box the units themselves, each from its own first keyframe (LiveClientMux): a
+// shared muxer's timeline ran on across the time nobody watched. Unlike the
 // preview's newest-frame hub, a live client needs every frame from a keyframe on (each
 // depends on the one before): each client has its own short queue; one that falls behind by
 // more than `queueLimit` frames is cut back to the next keyframe (and one is asked for), so
@@ -7,19 +9,8 @@
 
 import CameraCore
 import Movie
+import Subscriptions
 import SystemSupport
-
-/// One access unit of the live stream, as it goes to clients (immutable, shared by all).
-public final class LiveFragment: Sendable {
-    public let unit: AccessUnit
-    /// The fMP4 fragment (moof + mdat) holding the unit.
-    public let mp4: [UInt8]
-
-    public init(unit: AccessUnit, mp4: [UInt8]) {
-        self.unit = unit
-        self.mp4 = mp4
-    }
-}
 
 /// What a live stream is, for a consumer that writes it somewhere (a recording sharing it).
 public struct LiveStreamInfo: Sendable, Equatable {
@@ -36,9 +27,9 @@ public final class LiveHub: Sendable {
     static let queueLimit = 60
 
     public enum Next: Sendable {
-        /// The current encoder's init segment (the fMP4 client's first bytes).
-        case initSegment([UInt8])
-        case fragment(LiveFragment)
+        /// The current encoder's stream begins for this client (an fMP4 client's init segment).
+        case start(LiveStreamInfo)
+        case unit(AccessUnit)
         case wait
         /// The stream restarted (a new format or camera): this client's stream ends.
         case end
@@ -53,15 +44,18 @@ public final class LiveHub: Sendable {
         /// What it is, for the state's counts (`rtsp`, `webrtc`, `mp4`, `movie`, `motion`).
         var kind: String
         var moved = false
-        var queue: [LiveFragment] = []
-        /// Joined the stream at a keyframe (fragments before it are not queued).
+        var queue: [AccessUnit] = []
+        /// Joined the stream at a keyframe (units before it are not queued).
         var synced = false
-        /// The generation whose init segment this client was sent.
+        /// The generation whose start this client was told.
         var generation: Int?
+        /// A WebRTC viewer's link, as its service last read it.
+        var report: ViewerReport?
+        /// It decodes Constrained Baseline alone: the stream is encoded so while it watches.
+        var baseline = false
     }
 
     private struct State {
-        var initSegment: [UInt8]?
         var info: LiveStreamInfo?
         var generation = 0
         var clients: [ObjectIdentifier: Client] = [:]
@@ -88,12 +82,28 @@ public final class LiveHub: Sendable {
 
     /// A client joins; it is woken (`wake`) whenever it may have more. An IDR is asked for, so
     /// it starts at once.
-    public func subscribe(_ id: ObjectIdentifier, kind: String, feed: ObjectIdentifier? = nil,
+    public func subscribe(_ id: ObjectIdentifier, kind: String, feed: ObjectIdentifier? = nil, baseline: Bool = false,
                           wake: @escaping @Sendable () -> Void) {
         state.withLock { s in
-            s.clients[id] = Client(wake: wake, feed: feed, kind: kind)
+            s.clients[id] = Client(wake: wake, feed: feed, kind: kind, baseline: baseline)
             s.keyframeWanted = true
         }
+    }
+
+    /// The profile the stream must be in for every client now: Constrained Baseline while one
+    /// decodes nothing else (one encode serves every viewer), Main otherwise.
+    public var profile: H264Profile {
+        state.withLock { s in s.clients.values.contains { $0.baseline && !$0.moved } ? .constrainedBaseline : .main }
+    }
+
+    /// What a client's link reports (a WebRTC viewer's), for the state.
+    func setReport(_ id: ObjectIdentifier, _ report: ViewerReport) {
+        state.withLock { s in s.clients[id]?.report = report }
+    }
+
+    /// The WebRTC viewers' links, by their ids.
+    public var viewerReports: [ViewerReport] {
+        state.withLock { s in s.clients.values.compactMap { $0.moved ? nil : $0.report }.sorted { $0.id < $1.id } }
     }
 
     public func unsubscribe(_ id: ObjectIdentifier) {
@@ -122,19 +132,32 @@ public final class LiveHub: Sendable {
         state.withLock { s in defer { s.keyframeWanted = false }; return s.keyframeWanted }
     }
 
-    /// A new encoder starts (a launch, a new format): its init segment. Clients of the old
-    /// one end their streams (a player cannot take a second moov mid-stream); new ones start here.
-    func start(initSegment: [UInt8], info: LiveStreamInfo) {
+    /// A new encoder starts (a launch, a new format). Clients of the old one end their streams
+    /// (a player cannot take a second moov mid-stream); new ones start here.
+    func start(_ info: LiveStreamInfo) {
         let wake = state.withLock { s -> [@Sendable () -> Void] in
             s.generation += 1
-            s.initSegment = initSegment
             s.info = info
             return s.clients.values.map(\.wake)
         }
         for w in wake { w() }
     }
 
-    func publish(_ fragment: LiveFragment) {
+    /// Another encoder takes over the stream at the same size (the one before failed): its
+    /// clients go on from its first IDR, whose SPS and PPS are in band (an fMP4 client keeps
+    /// its init segment; decoders take the new parameter sets as a camera's own stream's).
+    /// At another size it is a new stream, as `start`.
+    func replace(_ info: LiveStreamInfo) {
+        let same = state.withLock { s -> Bool in
+            guard let old = s.info, old.width == info.width, old.height == info.height, old.fps == info.fps else { return false }
+            s.info = info
+            for id in s.clients.keys { s.clients[id]!.synced = false }  // from the new encoder's IDR on
+            return true
+        }
+        if !same { start(info) }
+    }
+
+    func publish(_ unit: AccessUnit) {
         let wake = state.withLock { s -> [@Sendable () -> Void] in
             var wake: [@Sendable () -> Void] = []
             // The clients are changed in place (through `values`): no copy of the table or
@@ -144,7 +167,7 @@ public final class LiveHub: Sendable {
                 defer { s.clients.values.formIndex(after: &i) }
                 guard !s.clients.values[i].moved, s.clients.values[i].generation == s.generation else { continue }
                 if !s.clients.values[i].synced {
-                    guard fragment.unit.keyframe else { continue }
+                    guard unit.keyframe else { continue }
                     s.clients.values[i].synced = true
                 }
                 if s.clients.values[i].queue.count >= Self.queueLimit {  // too far behind: again from the next keyframe
@@ -153,7 +176,7 @@ public final class LiveHub: Sendable {
                     s.keyframeWanted = true
                     continue
                 }
-                s.clients.values[i].queue.append(fragment)
+                s.clients.values[i].queue.append(unit)
                 wake.append(s.clients.values[i].wake)
             }
             return wake
@@ -161,20 +184,107 @@ public final class LiveHub: Sendable {
         for w in wake { w() }
     }
 
-    /// What client `id` sends next: the init segment first, then its fragments in order (an
-    /// RTP client skips the init segment and sends each fragment's access unit).
+    /// What client `id` sends next: the stream's start first, then its units in order from a
+    /// keyframe on.
     public func next(_ id: ObjectIdentifier) -> Next {
         state.withLock { s in
             guard let c = s.clients.index(forKey: id) else { return .end }
             if s.clients.values[c].moved { return .moved }
             guard let sent = s.clients.values[c].generation else {
-                guard let initSegment = s.initSegment else { return .wait }
+                guard let info = s.info else { return .wait }
                 s.clients.values[c].generation = s.generation
-                return .initSegment(initSegment)
+                return .start(info)
             }
             guard sent == s.generation else { return .end }
             guard !s.clients.values[c].queue.isEmpty else { return .wait }
-            return .fragment(s.clients.values[c].queue.removeFirst())
+            return .unit(s.clients.values[c].queue.removeFirst())
         }
+    }
+}
+
+/// An RTP transport's subscription (an RTSP media, a WebRTC peer): each access unit from a
+/// keyframe on. A new format (a prepare) ends the hub's
+/// clients; an RTP stream carries on, as a camera's does: it joins the new stream at its
+/// first IDR, whose in-band SPS gives the size. Following a feed, told `.moved` when the main
+/// camera switches, it joins the new camera's hub at once, as an MJPEG viewer does. Moved to
+/// the camera's other stream (a WebRTC viewer whose link cannot carry the main one), it joins
+/// that stream's hub before its next unit, from the IDR the join asks for.
+public final class LiveUnitSubscription: UnitSubscription, Sendable {
+    public typealias Join = @Sendable (_ id: ObjectIdentifier, _ stream: LiveStreamName, _ wake: @escaping @Sendable () -> Void) -> LiveHub
+    private let join: Join
+    private struct State {
+        var hub: LiveHub?
+        var wake: (@Sendable () -> Void)?
+        var cancelled = false
+        /// The stream it takes now, and the one it is to take.
+        var stream: LiveStreamName
+        var wanted: LiveStreamName
+    }
+    private let state: Locked<State>
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    init(stream: LiveStreamName, join: @escaping Join) {
+        self.join = join
+        state = Locked(State(stream: stream, wanted: stream))
+    }
+
+    /// The stream it takes (or is about to).
+    public var stream: LiveStreamName { state.withLock { $0.wanted } }
+
+    /// Takes `stream` from its next unit on (nothing when it takes it already).
+    public func switchStream(to stream: LiveStreamName) {
+        let wake = state.withLock { s -> (@Sendable () -> Void)? in
+            guard s.wanted != stream else { return nil }
+            s.wanted = stream
+            return s.wake
+        }
+        wake?()
+    }
+
+    public func attach(wake: @escaping @Sendable () -> Void) {
+        let stream = state.withLock { $0.wanted }
+        let hub = join(id, stream, wake)
+        let cancelled = state.withLock { s -> Bool in
+            if !s.cancelled { s.hub = hub; s.wake = wake; s.stream = stream }
+            return s.cancelled
+        }
+        if cancelled { hub.unsubscribe(id) }
+    }
+
+    public func next() -> Pull<EncodedUnit> {
+        while case let (hub, wake, moveTo)? = state.withLock({ s in
+            s.hub.map { ($0, s.wake, s.wanted != s.stream ? s.wanted : nil) }
+        }) {
+            let result: LiveHub.Next = moveTo == nil ? hub.next(id) : .moved
+            switch result {
+            case .start: continue
+            case .unit(let u): return .item(EncodedUnit(bytes: u.bytes, pts: u.pts, time: u.time, keyframe: u.keyframe))
+            case .wait: return .wait
+            case .end, .moved:  // a new stream, the feed moved, or the other stream wanted: joined again, from its next IDR
+                hub.unsubscribe(id)
+                guard let wake else { return .end }
+                let stream = moveTo ?? state.withLock { $0.wanted }
+                let joined = join(id, stream, wake)
+                let cancelled = state.withLock { s -> Bool in
+                    if !s.cancelled { s.hub = joined; s.stream = stream }
+                    return s.cancelled
+                }
+                if cancelled { joined.unsubscribe(id); return .end }
+            }
+        }
+        return .end
+    }
+
+    public func requestKeyframe() { state.withLock { $0.hub }?.requestKeyframe() }
+
+    /// What this client's link reports, shown with the stream it takes now.
+    public func report(_ r: ViewerReport) { state.withLock { $0.hub }?.setReport(id, r) }
+
+    public func cancel() {
+        state.withLock { s in
+            s.cancelled = true
+            defer { s.hub = nil; s.wake = nil }
+            return s.hub
+        }?.unsubscribe(id)
     }
 }

@@ -61,13 +61,15 @@ public final class MetadataOutput: CaptureOutput {
 
     var scans: UInt64 { shared.withLock { $0.scans } }
 
+    public var kind: OutputKind { .metadata }
+
     public var report: OutputReport {
         shared.withLock { s in
             OutputReport(type: .metadata, active: !s.types.isEmpty, figures: s.handoff.map { s.past + $0.figures } ?? s.past)
         }
     }
 
-    func setCamera(_ id: String) { shared.withLock { $0.camera = id } }
+    public func runStarted(_ run: CaptureRun) { shared.withLock { $0.camera = run.camera } }
 
     /// New types and region; empty types turn detection off (the thread ends). What was in
     /// view is forgotten: the next scan announces afresh.
@@ -96,8 +98,9 @@ public final class MetadataOutput: CaptureOutput {
         ended?.finish(then: nil)  // a scan in hand finishes (and is not announced); the thread ends
     }
 
-    /// The camera stopped: nothing is in view any more.
-    func cameraStopped() { shared.withLock { $0.objects = []; $0.keys = [] } }
+    /// The camera stopped: nothing is in view any more. (Its lane outlives runs: the scanner
+    /// does not depend on the format, and a scan in hand of the last run is announced.)
+    public func runEnded() { shared.withLock { $0.objects = []; $0.keys = [] } }
 
     public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool {
         shared.withLock { s in

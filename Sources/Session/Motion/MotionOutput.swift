@@ -3,7 +3,7 @@
 // to a grid of cell means and compared, about a hundred microseconds at 720p (/metrics counts
 // its CPU) — so nothing is copied and no thread waits. Events go to the session; the frame of
 // an event's highest score is encoded (on the output's snapshot lane of the shared pool) for the movie.
-// One per running pipeline, like the photo output; its settings are the session's.
+// Kept across runs, with its settings and figures; the snapshot lane is the run's.
 
 import CameraCore
 import Foundation
@@ -54,10 +54,11 @@ final class MotionOutput: CaptureOutput {
     }
 
     private let shared: Locked<Shared>
-    private let figures: Locked<MotionFigures>
+    /// The detector's figures since the output was added (for /metrics).
+    let figures = Locked(MotionFigures())
     private let work = Work()
-    private let onEvent: @Sendable (MotionEvent) -> Void
-    private let snapshots: FrameHandoff<SnapshotJob>
+    private let onEvent = Locked<@Sendable (MotionEvent) -> Void>({ _ in })
+    private let snapshots: FrameLane<SnapshotJob>
 
     struct SnapshotJob: Sendable {
         var transform: FrameTransform
@@ -65,14 +66,10 @@ final class MotionOutput: CaptureOutput {
         var score: Double
     }
 
-    /// `onEvent` is called on the capture thread (or the caller of `configure`/`detached`).
-    /// `figures`: the session's, kept across the camera's runs.
-    init(camera: String, settings: MotionSettings, figures: Locked<MotionFigures>, pool: EncodePool, onEvent: @escaping @Sendable (MotionEvent) -> Void) {
-        let shared = Locked(Shared(settings: settings, camera: camera))
-        self.figures = figures
+    init(settings: MotionSettings, pool: EncodePool) {
+        let shared = Locked(Shared(settings: settings, camera: ""))
         self.shared = shared
-        self.onEvent = onEvent
-        snapshots = FrameHandoff(name: "\(camera)-motion-snapshot", policy: .newestWins, pool: pool) {
+        snapshots = FrameLane { run in FrameHandoff(name: "\(run.camera)-motion-snapshot", policy: .newestWins, pool: pool) {
             let encoder = FrameEncoder()
             return { frame, job in
                 guard let image = try? encoder.encode(frame, quality: 85, transform: job.transform) else { return }
@@ -81,8 +78,11 @@ final class MotionOutput: CaptureOutput {
                     if (s.snapshot?.score ?? -1) < job.score { s.snapshot = snapshot }
                 }
             }
-        }
+        } }
     }
+
+    /// Where events go: called on the capture thread (or the caller of `configure`/`runEnded`).
+    func setEventHandler(_ handler: @escaping @Sendable (MotionEvent) -> Void) { onEvent.withLock { $0 = handler } }
 
     var settings: MotionSettings { shared.withLock { $0.settings } }
 
@@ -99,6 +99,8 @@ final class MotionOutput: CaptureOutput {
     }
 
     /// Its work is on the capture thread (no hand-off): frames judged, the detector's time.
+    var kind: OutputKind { .motion }
+
     var report: OutputReport {
         shared.withLock { s in
             OutputReport(type: .motion, active: s.settings.enabled, framesIn: s.judged,
@@ -178,19 +180,24 @@ final class MotionOutput: CaptureOutput {
             if let e = event, e.event == .ended, let end = e.end { f.secondsInMotion += end - e.start }
         }
         if snapshotDue { snapshots.submit(frame, SnapshotJob(transform: context.transform, at: t, score: observation.score)) }
-        if let event { onEvent(event) }
+        if let event { onEvent.withLock { $0 }(event) }
+    }
+
+    func runStarted(_ run: CaptureRun) {
+        shared.withLock { $0.camera = run.camera }
+        snapshots.start(run)
     }
 
     /// The camera stopped: an event under way ends at its last moving frame.
-    func detached() {
-        snapshots.close()
+    func runEnded() {
+        snapshots.end()
         if let ended = shared.withLock({ s -> MotionEvent? in s.score = 0; s.box = nil; return Self.endEvent(&s) }) { announceEnd(ended) }
     }
 
     /// An event ended off the frame path (detection turned off, the camera stopped).
     private func announceEnd(_ e: MotionEvent) {
         figures.withLock { $0.secondsInMotion += (e.end ?? e.start) - e.start }
-        onEvent(e)
+        onEvent.withLock { $0 }(e)
     }
 
     private static func endEvent(_ s: inout Shared) -> MotionEvent? {

@@ -2,7 +2,8 @@
 // capture (a fleet): the frame nearest a moment is taken from here, so a command that arrives
 // up to `span` late still gets the right frame and one that arrives early waits for it. It
 // encodes every frame, on its lane of the shared pool — so only once `activate`d (a host's first fleet
-// command): a host that never takes part in a set pays nothing.
+// command): a host that never takes part in a set pays nothing. Kept across runs (activated
+// once, it keeps every run's frames); the frames kept are the run's.
 
 import CameraCore
 import Foundation
@@ -12,8 +13,15 @@ import SystemSupport
 public final class FrameRing: CaptureOutput {
     /// Seconds of frames kept.
     public let span: Double
-    private let handoff: FrameHandoff<Job>
-    private let state = Locked<(frames: [EncodedFrame], waiters: [Waiter], open: Bool)>(([], [], true))
+    private let lane: FrameLane<Job>
+    private struct State {
+        var frames: [EncodedFrame] = []
+        var waiters: [Waiter] = []
+        var open = false
+        /// The run's frame interval: a moment's frame is the one within half of it.
+        var interval = 1.0 / 30
+    }
+    private let state = Locked(State())
     private let active = Locked(false)
 
     struct Job: Sendable {
@@ -32,43 +40,59 @@ public final class FrameRing: CaptureOutput {
 
     let quality: Int
 
-    init(name: String, span: Double, quality: Int, pool: EncodePool) {
+    init(span: Double, quality: Int, pool: EncodePool) {
         self.span = span
         self.quality = quality
         let ring = Locked<FrameRing?>(nil)
-        handoff = FrameHandoff(name: "\(name)-ring", policy: .queue(limit: 4), pool: pool) {
+        lane = FrameLane { run in FrameHandoff(name: "\(run.camera)-ring", policy: .queue(limit: 4), pool: pool) {
             let encoder = FrameEncoder()
             return { frame, job in
                 guard let image = try? encoder.encode(frame, quality: job.quality, transform: job.transform, subsampling: .s422) else { return }
                 ring.withLock { $0 }?.add(EncodedFrame(jpeg: image.jpeg, width: image.width, height: image.height,
                                                         sequence: job.sequence, timestamp: frame.timestamp))
             }
-        }
+        } }
         ring.withLock { $0 = self }
     }
 
     public func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { active.withLock { $0 } }
 
-    public var report: OutputReport { OutputReport(type: .ring, active: active.withLock { $0 }, figures: handoff.figures) }
+    public var kind: OutputKind { .ring }
 
-    /// Keeps frames from now on (until the camera stops).
+    public var report: OutputReport { OutputReport(type: .ring, active: active.withLock { $0 }, figures: lane.figures) }
+
+    /// Keeps frames from now on.
     public func activate() { active.withLock { $0 = true } }
 
     /// Requests waiting for their moment's frame.
     var waiting: Int { state.withLock { $0.waiters.count } }
 
     public func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
-        handoff.submit(frame, Job(sequence: context.sequence, transform: context.transform, quality: quality))
+        // A frame a set is waiting for is never the one a busy pool drops: the set would get
+        // its neighbour, one frame off every other host's (issue 45, the fleet's spread).
+        let t = frame.timestamp
+        let wanted = state.withLock { s in s.waiters.contains { abs($0.at - t) <= s.interval } }
+        lane.submit(frame, Job(sequence: context.sequence, transform: context.transform, quality: quality), keep: wanted)
     }
 
-    public func detached() {
+    public func runStarted(_ run: CaptureRun) {
+        lane.start(run)
+        state.withLock { s in
+            s.open = true
+            s.frames = []
+            if run.format.fps > 0 { s.interval = 1 / Double(run.format.fps) }
+        }
+    }
+
+    /// Those waiting for a frame answer nil; the frames kept stay until the next run starts.
+    public func runEnded() {
         let waiters = state.withLock { s -> [Waiter] in
             s.open = false
             defer { s.waiters = [] }
             return s.waiters
         }
         for w in waiters { w.resume(nil) }
-        handoff.close()
+        lane.end()
     }
 
     private func add(_ frame: EncodedFrame) {
@@ -76,12 +100,10 @@ public final class FrameRing: CaptureOutput {
             s.frames.append(frame)
             s.frames.removeAll { $0.timestamp < frame.timestamp - span }
             var ready: [(Waiter, EncodedFrame?)] = []
-            let gap = s.frames.count > 1 ? s.frames[1].timestamp - s.frames[0].timestamp : 0
+            let interval = s.interval, frames = s.frames
             s.waiters.removeAll { w in
                 guard frame.timestamp >= w.at else { return false }
-                // A moment from before the ring's first frame (asked late, just after it started): not kept.
-                let kept = w.at >= s.frames[0].timestamp - gap / 2
-                ready.append((w, kept ? Self.nearest(w.at, in: s.frames) : nil))
+                ready.append((w, Self.nearest(w.at, in: frames, interval: interval)))
                 return true
             }
             return ready
@@ -89,8 +111,26 @@ public final class FrameRing: CaptureOutput {
         for (w, f) in ready { w.resume(f) }
     }
 
-    private static func nearest(_ at: Double, in frames: [EncodedFrame]) -> EncodedFrame? {
-        frames.min { abs($0.timestamp - at) < abs($1.timestamp - at) }
+    /// The frame of the moment `at`: the kept frame nearest it — but never a neighbour
+    /// standing in for a frame that is missing (one the camera skipped or the ring lost, or a
+    /// moment from before the ring's first frame): then nil, so a synchronized set reports a
+    /// host with no frame for its moment rather than mixing neighbouring frames. A frame is
+    /// missing where the two kept frames around `at` lie further apart than one and a half
+    /// of the frame interval beside them (measured there: a camera's rate can fall in low
+    /// light; `interval`, the run's nominal one, only where nothing beside them is kept).
+    static func nearest(_ at: Double, in frames: [EncodedFrame], interval: Double) -> EncodedFrame? {
+        guard !frames.isEmpty else { return nil }
+        let after = frames.firstIndex { $0.timestamp >= at }
+        let before = after.map { $0 - 1 } ?? frames.count - 1
+        var beside: [Double] = []
+        if before >= 1 { beside.append(frames[before].timestamp - frames[before - 1].timestamp) }
+        if let a = after, a + 1 < frames.count { beside.append(frames[a + 1].timestamp - frames[a].timestamp) }
+        let local = beside.min() ?? interval
+        let candidates = [before >= 0 ? frames[before] : nil, after.map { frames[$0] }].compactMap { $0 }
+        guard let f = candidates.min(by: { abs($0.timestamp - at) < abs($1.timestamp - at) }) else { return nil }
+        if candidates.count == 2, candidates[1].timestamp - candidates[0].timestamp <= local * 1.5 + 1e-6 { return f }
+        // At an edge of the ring, or beside a missing frame: only a frame of the moment itself.
+        return abs(f.timestamp - at) <= local / 2 + 1e-6 ? f : nil
     }
 
     /// The kept frame whose capture time is nearest `at` (wall-clock seconds), once a frame
@@ -103,9 +143,8 @@ public final class FrameRing: CaptureOutput {
             let now = state.withLock { s -> (done: Bool, frame: EncodedFrame?) in
                 guard s.open else { return (true, nil) }
                 // Older than the ring by more than half a frame: its frame is gone.
-                let gap = s.frames.count > 1 ? s.frames[1].timestamp - s.frames[0].timestamp : 0
-                if let first = s.frames.first, at < first.timestamp - gap / 2 { return (true, nil) }
-                if let last = s.frames.last, last.timestamp >= at { return (true, Self.nearest(at, in: s.frames)) }
+                if let first = s.frames.first, at < first.timestamp - s.interval / 2 { return (true, nil) }
+                if let last = s.frames.last, last.timestamp >= at { return (true, Self.nearest(at, in: s.frames, interval: s.interval)) }
                 s.waiters.append(waiter)
                 return (false, nil)
             }

@@ -4,7 +4,7 @@
 // with an earlier photo, the waiting frame is replaced by a newer one and the requests it
 // would have answered move to that newer frame (newest wins, merged).
 //
-// One per running pipeline: when the camera stops, waiting requests answer nil at once.
+// Kept across runs; when a run ends, waiting requests answer nil at once.
 
 import CameraCore
 import Foundation
@@ -48,8 +48,8 @@ public final class CaptureTicket: Sendable {
 
 /// The requests waiting for a frame, and the thread that encodes them.
 final class PhotoOutput: CaptureOutput {
-    private let pending = Locked<(open: Bool, tickets: [CaptureTicket])>((true, []))
-    private let handoff: FrameHandoff<Job>
+    private let pending = Locked<(open: Bool, tickets: [CaptureTicket])>((false, []))
+    private let lane: FrameLane<Job>
 
     struct Job: Sendable {
         var tickets: [CaptureTicket]
@@ -57,14 +57,14 @@ final class PhotoOutput: CaptureOutput {
         var transform: FrameTransform
     }
 
-    init(name: String, pool: EncodePool) {
+    init(pool: EncodePool) {
         // A replaced frame's tickets are answered by the newer one.
         let merge: @Sendable (Job, Job) -> Job = { older, newer in
             var j = newer
             j.tickets = older.tickets + newer.tickets
             return j
         }
-        handoff = FrameHandoff(name: "\(name)-photo", policy: .newestWins, merge: merge, pool: pool) {
+        lane = FrameLane { run in FrameHandoff(name: "\(run.camera)-photo", policy: .newestWins, merge: merge, pool: pool) {
             let encoder = FrameEncoder()  // this slot's libjpeg-turbo handles
             return { frame, job in
                 for t in job.tickets {
@@ -73,7 +73,7 @@ final class PhotoOutput: CaptureOutput {
                                                       sequence: job.sequence, timestamp: frame.timestamp) })
                 }
             }
-        }
+        } }
     }
 
     /// A ticket for the first frame exposed at or after `requested` (wall-clock seconds);
@@ -88,9 +88,11 @@ final class PhotoOutput: CaptureOutput {
         return ticket
     }
 
+    var kind: OutputKind { .photo }
+
     var report: OutputReport {
         let waiting = pending.withLock { !$0.tickets.isEmpty }
-        return OutputReport(type: .photo, active: waiting || !handoff.isIdle, figures: handoff.figures)
+        return OutputReport(type: .photo, active: waiting || !lane.isIdle, figures: lane.figures)
     }
 
     /// A request is due at this frame's exposure (no allocation: this runs for every frame).
@@ -108,17 +110,22 @@ final class PhotoOutput: CaptureOutput {
             return due
         }
         let job = Job(tickets: due, sequence: context.sequence, transform: context.transform)
-        if !handoff.submit(frame, job) { for t in due { t.fulfil(nil) } }  // closed meanwhile: as if the camera stopped
+        if !lane.submit(frame, job) { for t in due { t.fulfil(nil) } }  // closed meanwhile: as if the camera stopped
+    }
+
+    func runStarted(_ run: CaptureRun) {
+        lane.start(run)
+        pending.withLock { $0.open = true }
     }
 
     /// No more requests; the photos already taken are encoded, those still waiting answer nil.
-    func detached() {
+    func runEnded() {
         let waiting = pending.withLock { p -> [CaptureTicket] in
             p.open = false
             defer { p.tickets = [] }
             return p.tickets
         }
         for t in waiting { t.fulfil(nil) }
-        handoff.close()
+        lane.end()
     }
 }

@@ -105,7 +105,7 @@ public final class PhotoStore: Sendable {
     /// answered, never listed); called once at start-up, while nothing saves. The names removed.
     @discardableResult
     public func removeUnfinished() -> [String] {
-        files.withTurn { files.names().filter { $0.hasPrefix(".tmp-") && unlink(files.file($0)) == 0 } }
+        files.withTurn { files.names().filter { $0.hasPrefix(".tmp-") && (try? Sys.unlink(files.file($0))) != nil } }
     }
 
     /// Newest first.
@@ -121,21 +121,24 @@ public final class PhotoStore: Sendable {
     public func delete(_ id: String) -> Bool {
         guard Self.isValid(id: id) else { return false }
         return files.withTurn {
-            let gone = unlink(path(id)) == 0
-            if gone { unlink(keepPath(id)); unlink(markPath(id)) }
+            let gone = (try? Sys.unlink(path(id))) != nil
+            if gone {  // the photo is what counts: a mark already gone is fine
+                try? Sys.unlink(keepPath(id))
+                try? Sys.unlink(markPath(id))
+            }
             return gone
         }
     }
 
     /// Marks a photo kept (an empty `ID.keep` beside it: retention never deletes it) or not.
     public func setKeep(_ id: String, _ keep: Bool) -> PhotoInfo? {
-        guard Self.isValid(id: id), access(path(id), F_OK) == 0 else { return nil }
+        guard Self.isValid(id: id), Sys.exists(path(id)) else { return nil }
         files.withTurn {
+            let mark = keepPath(id)
             if keep {
-                let fd = open(keepPath(id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-                if fd >= 0 { close(fd) }
+                if let fd = try? Sys.open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, mode: 0o644) { try? Sys.close(fd, mark) }
             } else {
-                unlink(keepPath(id))
+                try? Sys.unlink(mark)  // not kept already: nothing to remove
             }
         }
         return info(id)
@@ -148,8 +151,7 @@ public final class PhotoStore: Sendable {
             guard name.hasSuffix(".jpg") else { return nil }
             let id = String(name.dropLast(4))
             guard let parsed = Self.parse(id) else { return nil }
-            var st = stat()
-            guard stat(files.file(name), &st) == 0 else { return nil }
+            guard let st = try? Sys.stat(files.file(name)) else { return nil }
             return StoredEntry(id: id, camera: parsed.camera, time: Double(parsed.micros) / 1e6, bytes: Int64(st.st_size),
                                keep: names.contains(id + ".keep"))
         }
@@ -160,7 +162,7 @@ public final class PhotoStore: Sendable {
         let mark = mark(id)
         return PhotoInfo(id: id, bytes: bytes.count, width: size.width,
                          height: size.height, capturedAt: Self.iso(Double(parsed.micros) / 1_000_000), camera: parsed.camera,
-                         keep: access(keepPath(id), F_OK) == 0, timestamp: Double(parsed.micros) / 1_000_000,
+                         keep: Sys.exists(keepPath(id)), timestamp: Double(parsed.micros) / 1_000_000,
                          set: mark?.set, at: mark?.at)
     }
 

@@ -6,6 +6,7 @@
 
 import CameraCore
 import Foundation
+import Subscriptions
 import SystemSupport
 
 public final class FrameHub: Sendable {
@@ -32,7 +33,6 @@ public final class FrameHub: Sendable {
 
     private struct State {
         var latest: EncodedFrame?
-        var nextSequence: UInt64 = 1
         var viewers: [Viewer?] = []
         var freeSlots: [Int] = []
         var viewerCount = 0
@@ -54,11 +54,6 @@ public final class FrameHub: Sendable {
 
     /// True while someone will look at the next frame: encode only then.
     public var hasDemand: Bool { state.withLock { s in s.viewerCount > 0 || !s.frameWaiters.isEmpty } }
-
-    /// Takes the next session-wide sequence number (monotonic across camera switches).
-    public func takeSequence() -> UInt64 {
-        state.withLock { s in defer { s.nextSequence += 1 }; return s.nextSequence }
-    }
 
     /// Makes `frame` the newest, unless a frame with a later sequence is already out (an
     /// encode worker that finished late): viewers only ever move forward. False when dropped.
@@ -278,4 +273,53 @@ public final class FrameHub: Sendable {
         }
         for w in all { w() }
     }
+}
+
+/// One MJPEG viewer's subscription: the hub's newest part each time the connection can send
+/// one (a slow viewer skips frames, never queues them), the once-a-second resend and its fps
+/// cap (`FrameHub.next`). Told `.moved` when the feed it follows switches cameras, it joins
+/// the new camera's hub through `rejoin` before its next part, and counts as a viewer there
+/// (each camera encodes only while watched). Each part is the preview output's finished
+/// multipart part, handed on as it is.
+public final class PreviewSubscription: Subscription, @unchecked Sendable {
+    // @unchecked: `hub`, `slot` and `wake` are touched only by the connection that pumps it
+    // (attach, next, cancel: one thread at a time, in order).
+    private let rejoin: @Sendable () -> (hub: FrameHub, slot: Int)
+    private var hub: FrameHub?
+    private var slot: Int
+    private var wake: (@Sendable () -> Void)?
+
+    /// Joins at once (a viewer counts, and creates demand, from its request on).
+    init(rejoin: @escaping @Sendable () -> (hub: FrameHub, slot: Int)) {
+        self.rejoin = rejoin
+        (hub, slot) = rejoin()
+    }
+
+    public func attach(wake: @escaping @Sendable () -> Void) {
+        self.wake = wake
+        hub?.setWaker(slot, wake)
+    }
+
+    public func next() -> Pull<[UInt8]> {
+        while let hub {
+            switch hub.next(slot) {
+            case .send(let frame): return .item(frame.bytes)
+            case .wait: return .wait
+            case .end: return .end
+            case .moved:
+                hub.removeViewer(slot)
+                let joined = rejoin()
+                (self.hub, slot) = joined
+                if let wake { joined.hub.setWaker(joined.slot, wake) }
+            }
+        }
+        return .end
+    }
+
+    public func cancel() {
+        hub?.removeViewer(slot)
+        hub = nil
+    }
+
+    deinit { hub?.removeViewer(slot) }  // never pumped (a HEAD, or an answer not sent)
 }

@@ -5,8 +5,7 @@
 // session's sequence, and the hub only moves forward, so a worker that finishes after a
 // newer frame was published drops its own: viewers see frames in capture order.
 //
-// One per running pipeline: its lane of the shared encode pool opens with the camera and
-// closes with it.
+// Kept across runs: its lane of the shared encode pool opens with each run and closes with it.
 
 import CameraCore
 import JPEG
@@ -23,16 +22,17 @@ final class PreviewOutput: CaptureOutput {
 
     private let hub: FrameHub
     private let settings: PipelineSettings
-    private let handoff: FrameHandoff<Job>
+    private let lane: FrameLane<Job>
     private let failures = Locked(UInt64(0))
 
-    init(hub: FrameHub, settings: PipelineSettings, workers: Int, name: String, pool: EncodePool, logger: Logger) {
+    init(hub: FrameHub, settings: PipelineSettings, workers: Int, pool: EncodePool, logger: Logger) {
         self.hub = hub
         self.settings = settings
         let failures = self.failures
         // A lane of the process's shared encode threads (`encode-N`), lent the camera's
         // buffer where it lends one (V4L2: no copy before the encode).
-        handoff = FrameHandoff(name: "\(name)-encode", workers: workers, policy: .newestWins, lends: true, pool: pool) { [hub] in
+        lane = FrameLane { run in FrameHandoff(name: "\(run.camera)-encode", workers: workers, policy: .newestWins, lends: true,
+                                             pool: pool) { [hub] in
             let encoder = FrameEncoder()  // this slot's libjpeg-turbo handles
             return { frame, job in
                 let timestamp = EncodedFrame.format(frame.timestamp)
@@ -46,17 +46,21 @@ final class PreviewOutput: CaptureOutput {
                     if n == 1 || n % 100 == 0 { logger.error("encode failed: \(error)") }
                 }
             }
-        }
+        } }
     }
 
     /// Frames handed to the encoder by copying them, and on the camera's own (lent) buffer.
-    var copied: UInt64 { handoff.copied }
-    var lent: UInt64 { handoff.lent }
+    var handoffs: (copied: UInt64, lent: UInt64) { lane.handoffs }
+
+    /// Frames of this run someone waited for that a newer one replaced (the state's `frames.dropped`).
+    var droppedThisRun: UInt64 { lane.runFigures.dropped }
 
     /// Its dropped frames: those someone waited for that did not reach them — a newer one
     /// replaced them while every slot was busy, or the encode failed.
+    var kind: OutputKind { .preview }
+
     var report: OutputReport {
-        var f = handoff.figures
+        var f = lane.figures
         f.dropped += failures.withLock { $0 }
         return OutputReport(type: .preview, active: hub.hasDemand, figures: f)
     }
@@ -64,10 +68,12 @@ final class PreviewOutput: CaptureOutput {
     func wants(_ frame: borrowing RawFrame, now: Double) -> Bool { hub.hasDemand }
 
     func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
-        handoff.submit(frame, Job(sequence: context.sequence, transform: context.transform,
+        lane.submit(frame, Job(sequence: context.sequence, transform: context.transform,
                                   quality: settings.quality, subsampling: settings.subsampling))
     }
 
+    func runStarted(_ run: CaptureRun) { lane.start(run) }
+
     /// Returns once every frame already taken is published (or dropped as older).
-    func detached() { handoff.close() }
+    func runEnded() { lane.end() }
 }

@@ -29,6 +29,8 @@ final class AccessControl: Sendable {
         if r.path == "/metrics" && settings.metricsOpen { return nil }
         // Opening and ending a WebRTC view is watching, not steering.
         if (r.method == "POST" && r.path.hasSuffix("/whep")) || (r.method == "DELETE" && r.path.hasPrefix("/api/whep/")) { return .viewer }
+        // What was said to a camera is the talker's: hearing it back needs an operator, as talking does.
+        if r.path.hasSuffix("/speaker.wav") { return .operator }
         return r.method == "GET" || r.method == "HEAD" ? .viewer : .operator
     }
 

@@ -100,18 +100,19 @@ public enum AccountsFile {
     /// One line from standard input; on a terminal, prompted on standard error and not echoed.
     public static func readPassword(prompt: String) -> String? {
         let terminal = isatty(0) == 1
-        var saved = termios()
+        // A terminal whose settings cannot be read is left as it is (not given zeroed ones back).
+        let saved = terminal ? try? Sys.tcgetattr(0) : nil
         if terminal {
             // Echo off before the prompt shows: nothing typed after it is ever echoed.
-            tcgetattr(0, &saved)
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(0, TCSAFLUSH, &quiet)
+            if var quiet = saved {
+                quiet.c_lflag &= ~tcflag_t(ECHO)
+                try? Sys.tcsetattr(0, TCSAFLUSH, quiet)
+            }
             FileHandle.standardError.write(Data(prompt.utf8))
         }
         defer {
             if terminal {
-                tcsetattr(0, TCSAFLUSH, &saved)
+                if let saved { try? Sys.tcsetattr(0, TCSAFLUSH, saved) }
                 FileHandle.standardError.write(Data("\n".utf8))
             }
         }

@@ -47,6 +47,28 @@ public struct Configuration: Sendable, Equatable {
         public var noise: Bool? = nil
         /// This camera's motion settings over the top-level `motion`'s.
         public var motion: MotionChange? = nil
+        /// Its microphone (nil: the default for its source — `auto` for V4L2, `synthetic`
+        /// for a synthetic camera, none for an image).
+        public var audio: AudioSource? = nil
+        /// Its speaker for talk-back (nil: the default — `synthetic` for a synthetic camera,
+        /// none otherwise): `synthetic` or an ALSA PCM name.
+        public var speaker: AudioSource? = nil
+    }
+
+    /// A camera's microphone: `auto` (a V4L2 camera's own sound card),
+    /// `synthetic`, an ALSA PCM name, or none (`null`).
+    public enum AudioSource: Sendable, Equatable {
+        case auto, synthetic, none
+        case pcm(String)
+
+        /// A camera's microphone when the configuration names none.
+        static func defaultMicrophone(for source: CameraEntry.Source?) -> AudioSource {
+            switch source {
+            case .v4l2, nil: .auto
+            case .synthetic: .synthetic
+            case .image: .none
+            }
+        }
     }
 
     public enum Cameras: Sendable, Equatable {
@@ -222,7 +244,12 @@ public struct Configuration: Sendable, Equatable {
                                             try sceneCodes(v, path: "cameras[\(i)].codes")
                                         } ?? [],
                                         timecode: try r.bool("timecode"), noise: try r.bool("noise"),
-                                        motion: try r.object("motion").map { o throws(JSONFieldError) in try motionChange(o) })
+                                        motion: try r.object("motion").map { o throws(JSONFieldError) in try motionChange(o) },
+                                        audio: try audioSource(r, "audio", path: "cameras[\(i)].audio", auto: true),
+                                        speaker: try audioSource(r, "speaker", path: "cameras[\(i)].speaker", auto: false))
+                if entry.audio == .auto && entry.source != .v4l2 {
+                    throw JSONFieldError(path: "cameras[\(i)].audio", problem: "\"auto\" is a V4L2 camera's own microphone; name an ALSA device, \"synthetic\" or null")
+                }
                 if !entry.codes.isEmpty && entry.source != .synthetic {
                     throw JSONFieldError(path: "cameras[\(i)].codes", problem: "only a synthetic camera's scene shows codes")
                 }
@@ -256,6 +283,27 @@ public struct Configuration: Sendable, Equatable {
         }
     }
 
+
+    /// `audio` or `speaker`: absent (nil), null (none), "auto" (a microphone only), "synthetic",
+    /// or an ALSA PCM name.
+    static func audioSource(_ r: JSONObjectReader, _ key: String, path: String, auto: Bool) throws(JSONFieldError) -> AudioSource? {
+        guard r.contains(key) else { return nil }
+        guard let v = r.value(key) else { return AudioSource.none }
+        guard case .string(let name) = v else {
+            throw JSONFieldError(path: path, problem: "expected \(auto ? "\"auto\", " : "")\"synthetic\", an ALSA device name or null, found \(v.typeName)")
+        }
+        switch name {
+        case "auto" where auto: return .auto
+        case "synthetic": return .synthetic
+        case "", "auto":
+            throw JSONFieldError(path: path, problem: "'\(name)' is not a device: name an ALSA device (hw:CARD=…,DEV=0, default), \"synthetic\" or null")
+        default:
+            guard name.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isNewline }) else {
+                throw JSONFieldError(path: path, problem: "'\(name)' is not an ALSA device name")
+            }
+            return .pcm(name)
+        }
+    }
 
     /// Cross-field checks, shared by the file and the command-line overrides.
     public func validate() throws(JSONFieldError) {

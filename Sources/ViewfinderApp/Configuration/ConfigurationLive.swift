@@ -3,13 +3,34 @@
 
 import Foundation
 import JSON
+import Movie
+import Session
 
 extension Configuration {
-    /// The live H.264 stream: seconds between unasked keyframes; a kbit/s cap (VBV), else
-    /// CRF 23; live clients (WHEP peers, RTSP clients, live.mp4 streams) at once, all cameras.
+    /// The live H.264 streams: seconds between unasked keyframes; the main stream's kbit/s cap
+    /// (VBV; nil: the default at its size and rate); the sub stream; live clients (WHEP peers,
+    /// RTSP clients, live.mp4 streams) at once, all cameras.
     public struct LiveSettings: Sendable, Equatable {
         public var keyframeInterval = 2.0, bitrate: Int?
+        public var sub = SubStreamSettings()
+        /// The H.264 encoders to try, in order: each probed at start, the first working one used,
+        /// the next taking over a stream whose encoder fails.
+        public var encoders = VideoEncoderKind.preferred
         public var maxClients = 50
+    }
+
+    /// `live.sub`: the sub stream's size (640 wide at the camera's aspect unless given), rate and cap.
+    public struct SubStreamSettings: Sendable, Equatable {
+        public var width: Int?, height: Int?
+        public var fps = 15, bitrate = 500
+
+        func encoderSettings(keyframeInterval: Double) -> LiveEncoderSettings {
+            var s = LiveEncoderSettings.sub
+            s.keyframeInterval = keyframeInterval
+            (s.width, s.height) = width == nil && height == nil ? (640, nil) : (width, height)
+            (s.fps, s.bitrate) = (fps, bitrate)
+            return s
+        }
     }
 
     /// The RTSP server: `rtsp://host:port/<camera-id>` and `/main`.
@@ -23,6 +44,8 @@ extension Configuration {
     /// WebRTC (WHEP): the STUN/TURN servers for clients beyond the LAN, as RTCIceServer.
     public struct WebRTCSettings: Sendable, Equatable {
         public var enabled = true
+        /// A viewer that asked for no stream gets the main one or the sub one as its link allows.
+        public var adaptive = true
         public var iceServers: [ICEServer] = []
     }
 
@@ -41,6 +64,28 @@ extension Configuration {
             }
             c.live.bitrate = try s.int("bitrate", in: 100...100_000) ?? c.live.bitrate
             c.live.maxClients = try s.int("maxClients", in: 1...10_000) ?? c.live.maxClients
+            if let list = s.value("encoders") {
+                let known = VideoEncoderKind.h264.map(\.rawValue).joined(separator: ", ")
+                guard case .array(let items) = list, !items.isEmpty else {
+                    throw JSONFieldError(path: "live.encoders", problem: "expected a list of encoders to try in order (\(known))")
+                }
+                var kinds: [VideoEncoderKind] = []
+                for (i, item) in items.enumerated() {
+                    guard case .string(let name) = item, let kind = VideoEncoderKind(rawValue: name), kind.isH264 else {
+                        throw JSONFieldError(path: "live.encoders[\(i)]", problem: "not an encoder: expected one of \(known)")
+                    }
+                    guard !kinds.contains(kind) else { throw JSONFieldError(path: "live.encoders[\(i)]", problem: "'\(name)' is listed twice") }
+                    kinds.append(kind)
+                }
+                c.live.encoders = kinds
+            }
+            if let sub = try s.object("sub") {
+                c.live.sub.width = try sub.int("width", in: 16...7680) ?? c.live.sub.width
+                c.live.sub.height = try sub.int("height", in: 16...4320) ?? c.live.sub.height
+                c.live.sub.fps = try sub.int("fps", in: 1...120) ?? c.live.sub.fps
+                c.live.sub.bitrate = try sub.int("bitrate", in: 100...100_000) ?? c.live.sub.bitrate
+                try sub.finish()
+            }
             try s.finish()
         }
         if let s = try root.object("rtsp") {
@@ -51,6 +96,7 @@ extension Configuration {
         }
         if let s = try root.object("webrtc") {
             c.webrtc.enabled = try s.bool("enabled") ?? c.webrtc.enabled
+            c.webrtc.adaptive = try s.bool("adaptive") ?? c.webrtc.adaptive
             if let list = s.value("iceServers") {
                 guard case .array(let items) = list else {
                     throw JSONFieldError(path: "webrtc.iceServers", problem: "expected a list of {\"urls\", \"username\", \"credential\"}")
@@ -104,9 +150,12 @@ extension Configuration {
                 + (s.username.map { ", \"username\": \(str($0))" } ?? "") + (s.credential.map { ", \"credential\": \(str($0))" } ?? "") + "}"
         }
         return [
-            ("live", "{\"keyframeInterval\": \(live.keyframeInterval), \"bitrate\": \(live.bitrate.map { "\($0)" } ?? "null"), \"maxClients\": \(live.maxClients)}"),
+            ("live", "{\"keyframeInterval\": \(live.keyframeInterval), \"bitrate\": \(live.bitrate.map { "\($0)" } ?? "null"), "
+                + "\"sub\": {\"width\": \(live.sub.width.map { "\($0)" } ?? "null"), \"height\": \(live.sub.height.map { "\($0)" } ?? "null"), "
+                + "\"fps\": \(live.sub.fps), \"bitrate\": \(live.sub.bitrate)}, "
+                + "\"encoders\": [" + live.encoders.map { str($0.rawValue) }.joined(separator: ", ") + "], \"maxClients\": \(live.maxClients)}"),
             ("rtsp", "{\"enabled\": \(rtsp.enabled), \"host\": \(str(rtsp.host)), \"port\": \(rtsp.port)}"),
-            ("webrtc", "{\"enabled\": \(webrtc.enabled), \"iceServers\": [" + servers.joined(separator: ", ") + "]}"),
+            ("webrtc", "{\"enabled\": \(webrtc.enabled), \"adaptive\": \(webrtc.adaptive), \"iceServers\": [" + servers.joined(separator: ", ") + "]}"),
         ]
     }
 }

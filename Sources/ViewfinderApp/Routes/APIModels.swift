@@ -15,9 +15,40 @@ struct CameraInfo: Encodable {
     /// Its session's run state, and whether that session is the main one.
     var state: String
     var main: Bool
+    /// Its live streams (main and sub): size, rate, cap and encoder at its current format;
+    /// empty in `viewfinder cameras` (no session is made there).
+    var live: [LiveStreamReport] = []
+    /// Its microphone: the device and what it offers (or why that cannot be read); null: none.
+    var audio: AudioInfo?
+    /// Its talk-back speaker and whether someone talks through it now; null: none.
+    var speaker: SpeakerInfo?
+
+    struct SpeakerInfo: Encodable {
+        var device: String
+        var talking: Bool
+    }
+
+    struct AudioInfo: Encodable {
+        var device: String
+        var capabilities: AudioCapabilities?
+        var error: String?
+
+        func encode(to encoder: Encoder) throws {
+            enum K: String, CodingKey { case device, rates, channels, mixer, gainDb, error }
+            var c = encoder.container(keyedBy: K.self)
+            try c.encode(device, forKey: .device)
+            if let caps = capabilities {
+                try c.encode(caps.rates, forKey: .rates)
+                try c.encode(caps.channels, forKey: .channels)
+                try c.encode(caps.mixer, forKey: .mixer)
+                try c.encode(caps.gainDb, forKey: .gainDb)
+            }
+            try c.encode(error, forKey: .error)
+        }
+    }
 
     func encode(to encoder: Encoder) throws {
-        enum K: String, CodingKey { case id, name, position, kind, device, available, formats, capabilities, state, main }
+        enum K: String, CodingKey { case id, name, position, kind, device, available, formats, capabilities, state, main, audio, speaker, live }
         var c = encoder.container(keyedBy: K.self)
         try c.encode(id, forKey: .id); try c.encode(name, forKey: .name)
         try c.encode(position, forKey: .position); try c.encode(kind, forKey: .kind)
@@ -25,6 +56,9 @@ struct CameraInfo: Encodable {
         try c.encode(available, forKey: .available)
         try c.encode(formats, forKey: .formats); try c.encode(capabilities, forKey: .capabilities)
         try c.encode(state, forKey: .state); try c.encode(main, forKey: .main)
+        try c.encode(audio, forKey: .audio)
+        try c.encode(speaker, forKey: .speaker)
+        if !live.isEmpty { try c.encode(live, forKey: .live) }
     }
 }
 
@@ -88,4 +122,11 @@ struct FleetStarted: Encodable {
     var at: Double
     var replies: String
     var photos: String
+}
+
+/// `GET /api/cameras`: the cameras, and the live H.264 encoders their streams may be made by,
+/// in the order they are tried (`live.encoders`), each with whether this machine has it.
+struct CameraList: Encodable {
+    var cameras: [CameraInfo]
+    var encoders: [LiveEncoderChain.Entry]
 }

@@ -13,7 +13,7 @@ extension Application {
             let label = "{camera=\"\(Self.labelValue(s.id))\"}"
             up += "viewfinder_up\(label) \(state.state == .running ? 1 : 0)\n"
             encoded += "viewfinder_frames_encoded_total\(label) \(s.hub.encodedFrames)\n"
-            let handoffs = await s.previewHandoffs
+            let handoffs = s.previewHandoffs
             copies += "viewfinder_preview_frames_copied_total\(label) \(handoffs.copied)\n"
                 + "viewfinder_preview_frames_lent_total\(label) \(handoffs.lent)\n"
             clients += "viewfinder_stream_clients\(label) \(state.stream.clients)\n"
@@ -73,7 +73,13 @@ extension Application {
         # TYPE viewfinder_live_clients gauge
         viewfinder_live_clients{transport="webrtc"} \(whep.count)
         viewfinder_live_clients{transport="rtsp"} \(rtspClientCount)
-        viewfinder_live_clients{transport="mp4"} \(liveStreams.value)
+        viewfinder_live_clients{transport="mp4"} \(liveMP4Count)
+        # HELP viewfinder_live_encoder_available Live H.264 encoders this machine has (probed at start; 0 once one failed).
+        # TYPE viewfinder_live_encoder_available gauge
+        \(encoders.entries.map { "viewfinder_live_encoder_available{encoder=\"\($0.name)\"} \($0.available ? 1 : 0)" }.joined(separator: "\n"))
+        # HELP viewfinder_live_encoder_fallbacks_total Live streams moved to the next encoder when theirs failed.
+        # TYPE viewfinder_live_encoder_fallbacks_total counter
+        viewfinder_live_encoder_fallbacks_total \(encoders.fallbacks)
 
         """
         return Response(status: 200, contentType: "text/plain; version=0.0.4", bytes: Array(text.utf8))

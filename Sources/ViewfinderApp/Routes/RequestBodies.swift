@@ -248,7 +248,7 @@ struct CaptureOptions {
     }
 }
 
-/// `{maxDuration?, maxBytes?, codec?, timelapse?: {interval | trigger: "api", fps?}}`.
+/// `{maxDuration?, maxBytes?, codec?, audio?, timelapse?: {interval | trigger: "api", fps?}}`.
 extension RecordingOptions: RequestBody {
     init(reading body: JSONObjectReader) throws(JSONFieldError) {
         var o = RecordingOptions()
@@ -264,6 +264,7 @@ extension RecordingOptions: RequestBody {
             o.maxBytes = Int64(b)
         }
         if let c = try body.string("codec", allowed: MovieCodec.allCases.map(\.rawValue)) { o.codec = MovieCodec(rawValue: c)! }
+        if let a = try body.bool("audio") { o.audio = a }
         if let t = try body.object("timelapse") {
             let fps = try t.double("fps") ?? 30
             guard (1...120).contains(fps) else { throw JSONFieldError(path: "timelapse.fps", problem: "must be within 1…120") }

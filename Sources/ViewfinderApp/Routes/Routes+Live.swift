@@ -4,46 +4,93 @@
 import Foundation
 import HTTPServer
 import Session
+import JSON
 import Streaming
+
+extension LiveRequest: RequestBody {
+    init(reading body: JSONObjectReader) throws(JSONFieldError) {
+        func cap(_ r: JSONObjectReader) throws(JSONFieldError) -> Cap? {
+            guard r.has("bitrate") else { return nil }
+            if r.value("bitrate") == nil { return .configured }  // null: back to the configured or default cap
+            return try r.int("bitrate", in: 100...100_000).map(Cap.kbits)
+        }
+        let main = try cap(body)
+        var sub: Cap?
+        if let r = try body.object("sub") {
+            sub = try cap(r)
+            try r.finish()
+        }
+        try body.finish()
+        self.init(main: main, sub: sub)
+    }
+}
 
 extension Application {
     func addLiveRoutes(_ r: inout Router, main: @escaping SessionLookup, named: @escaping SessionLookup) {
         let cameras = self.cameras
-        r.get("/live.mp4") { [self] _ in try liveMP4(cameras.mainFeed) }
-        r.get("/cameras/:id/live.mp4") { [self] request in try liveMP4(SessionFeed(try named(request))) }
+        r.get("/live.mp4") { [self] request in try liveMP4(request, cameras.mainFeed) }
+        r.get("/cameras/:id/live.mp4") { [self] request in try liveMP4(request, SessionFeed(try named(request))) }
+        // The streams' caps, moved while they run (a viewer's link, an NVR's budget).
+        route(&r, "/api/session/live", main) { (s, l: LiveRequest) in await s.setLive(l) }
+        route(&r, "/api/cameras/:id/session/live", named) { (s, l: LiveRequest) in await s.setLive(l) }
         guard configuration.webrtc.enabled else { return }
         // The main preview follows the main camera across a switch, as /stream does.
         r.post("/api/whep") { [self] request in try await whepOffer(request, cameras.mainFeed) }
         r.post("/api/cameras/:id/whep") { [self] request in try await whepOffer(request, SessionFeed(try named(request))) }
         r.delete("/api/whep/:session") { [self] request in
-            guard whep.close(request.parameters["session"] ?? "") else {
+            guard await whep.close(request.parameters["session"] ?? "") else {
                 throw HTTPError(404, "not_found", "No WHEP session \(request.parameters["session"] ?? "") (it ended, or never began).")
             }
             return Response(status: 200)
         }
     }
 
-    /// The live H.264 stream of `feed`'s camera as fragmented MP4: a new format ends the
-    /// stream, and so does a switch of the main session for a `/live.mp4` client (the player
-    /// reconnects to the new camera's stream).
-    func liveMP4(_ feed: SessionFeed) throws -> Response {
+    /// The live H.264 stream of `feed`'s camera as fragmented MP4, with its microphone's AAC
+    /// when one runs (`?audio=0`: picture only): a new format ends the stream, and so does a
+    /// switch of the main session for a `/live.mp4` client (the player reconnects to the new
+    /// camera's stream).
+    func liveMP4(_ request: Request, _ feed: SessionFeed) throws -> Response {
+        let stream = try liveStream(request)
+        let sound: Bool
+        switch request.query["audio"] {
+        case nil, "1", "true": sound = true
+        case "0", "false": sound = false
+        case let other?: throw HTTPError(400, "invalid_value", "audio: '\(other)' is not true or false (1 or 0)")
+        }
         try admitLiveClient()
         return Response(headers: [("Content-Type", "video/mp4")] + Response.noCache,
-                        body: .stream(LiveMP4Stream(feed: feed, clients: liveStreams)))
+                        body: .stream(feed.liveMP4(stream, sound: sound)))
     }
 
     private func whepOffer(_ request: Request, _ source: SessionFeed) async throws -> Response {
+        let offer = try sdpOffer(request, "WHEP")
+        // A stream asked for is kept; without one the viewer's link chooses (webrtc.adaptive).
+        let stream = request.query["stream"] == nil ? nil : try liveStream(request)
+        try admitLiveClient()
+        let (id, answer) = try await whep.open(offer: offer, source: source, stream: stream, adaptive: configuration.webrtc.adaptive)
+        return Response(status: 201, contentType: "application/sdp", bytes: Array(answer.utf8),
+                        headers: [("Location", "/api/whep/\(id)")] + iceLinks + Response.noCache)
+    }
+
+    /// `?stream=main` (the default) or `sub`.
+    func liveStream(_ request: Request) throws(HTTPError) -> LiveStreamName {
+        guard let name = request.query["stream"] else { return .main }
+        guard let stream = LiveStreamName(rawValue: name), LiveStreamName.h264.contains(stream) else {
+            throw HTTPError(400, "invalid_value", "stream: '\(name)' is not main or sub")
+        }
+        return stream
+    }
+
+    /// The SDP offer a WHEP or WHIP request carries (`protocol` names it in the refusals).
+    func sdpOffer(_ request: Request, _ protocol: String) throws(HTTPError) -> String {
         let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type == "application/sdp" else {
-            throw HTTPError(415, "unsupported_media_type", "A WHEP offer is SDP: send it with Content-Type: application/sdp.")
+            throw HTTPError(415, "unsupported_media_type", "A \(`protocol`) offer is SDP: send it with Content-Type: application/sdp.")
         }
         guard let offer = String(validating: request.body, as: UTF8.self), !offer.isEmpty else {
             throw HTTPError(400, "invalid_sdp", "The offer is empty or not UTF-8.")
         }
-        try admitLiveClient()
-        let (id, answer) = try await whep.open(offer: offer, source: source)
-        return Response(status: 201, contentType: "application/sdp", bytes: Array(answer.utf8),
-                        headers: [("Location", "/api/whep/\(id)")] + iceLinks + Response.noCache)
+        return offer
     }
 
     /// `live.maxClients` across WHEP peers, RTSP clients and live.mp4 streams.

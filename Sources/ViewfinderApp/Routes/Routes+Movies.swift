@@ -7,6 +7,7 @@ import Foundation
 import HTTPServer
 import Movie
 import Session
+import SystemSupport
 
 extension Application {
     /// Ends the recording and answers the movie once its file is complete.
@@ -30,9 +31,26 @@ extension Application {
         let body = try RecordingSwitch(reading: try bodyObject(request))
         let session = try lookup(request)
         let active = await session.state().recording.active
-        if body.active && !active { _ = try await session.startRecording(RecordingOptions()) }
-        if !body.active && active { _ = await (try await session.stopRecording()).outcome() }
+        // A switch says what it wants, not a change: a second "on" or "off" that crossed the
+        // first (an MQTT command sent again while the first was still ending the movie) finds
+        // it done, and answers the state rather than 409.
+        if body.active && !active {
+            let refused = await Self.refusal { () async throws(SessionError) in _ = try await session.startRecording(RecordingOptions()) }
+            if let refused, refused != .alreadyRecording { throw refused }
+        }
+        if !body.active && active {
+            var recorder: MovieRecorder?
+            let refused = await Self.refusal { () async throws(SessionError) in recorder = try await session.stopRecording() }
+            if let refused, refused != .notRecording { throw refused }
+            if let recorder { _ = await recorder.outcome() }
+        }
         return json(cameras.marked(await session.state()))
+    }
+
+    /// What `body` threw, or nil.
+    private static func refusal(_ body: () async throws(SessionError) -> Void) async -> SessionError? {
+        do { try await body() } catch { return error }
+        return nil
     }
 
     func addMovieRoutes(_ r: inout Router) {
@@ -71,7 +89,7 @@ extension Application {
                 return Response(status: 206, headers: headers,
                                 body: .file(FileBody(fd: file.fd, offset: first, length: last - first + 1)))
             case .unsatisfiable:
-                close(file.fd)
+                try? Sys.close(file.fd)  // only opened to read
                 throw HTTPError(416, "range_not_satisfiable",
                                 "The range '\(request.headers["range"] ?? "")' starts past the movie's end (\(file.size) bytes).",
                                 headers: [("Content-Range", "bytes */\(file.size)")])

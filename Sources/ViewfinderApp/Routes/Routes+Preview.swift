@@ -15,8 +15,8 @@ extension Application {
         let asked = request.query["fps"].flatMap(Double.init).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
         let feed = followsMain ? cameras.mainFeed : SessionFeed(session)
         let fps = min(asked ?? cap, cap)
-        let body = MJPEGStream(feed: feed, maxFps: fps.isFinite ? fps : 0)
-        return Response(headers: [("Content-Type", Multipart.contentType)] + Response.noCache, body: .stream(body))
+        return Response(headers: [("Content-Type", Multipart.contentType)] + Response.noCache,
+                        body: .stream(feed.preview(maxFps: fps.isFinite ? fps : 0)))
     }
 
     /// The latest preview frame if it is fresh, else the next one (the camera encodes it on

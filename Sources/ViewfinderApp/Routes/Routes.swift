@@ -23,7 +23,7 @@ extension Application {
                     role: request.principal?.role ?? "operator", authentication: access.settings.mode == .accounts))
         }
         r.get("/metrics") { [self] _ in await metrics() }
-        r.get("/api/cameras") { [self] _ in json(["cameras": await cameraList()]) }
+        r.get("/api/cameras") { [self] _ in json(CameraList(cameras: await cameraList(), encoders: encoders.entries)) }
         r.get("/api/events") { [self] request in try await events(request) }
 
         addSessionRoutes(&r, "/api/session", main, isMain: true)
@@ -49,6 +49,8 @@ extension Application {
         r.get("/cameras/:id/snapshot") { [self] request in try await snapshot(request, named) }
         // Live H.264: fragmented MP4 (MSE, ffplay, VLC) and WebRTC (WHEP).
         addLiveRoutes(&r, main: main, named: named)
+        addAudioRoutes(&r, main: main, named: named)
+        addTalkRoutes(&r, main: main, named: named)
         r.get("/") { [self] request in try await actionAlias(request, main) }
         return r
     }
@@ -108,21 +110,34 @@ extension Application {
         var list: [CameraInfo] = []
         for s in cameras.sessions {
             let d = s.cameras[0]
+            let state = await s.state()
             list.append(CameraInfo(id: d.descriptor.id, name: d.descriptor.name, position: d.descriptor.position.rawValue,
                                    kind: d.descriptor.kind.rawValue, device: d.descriptor.device, available: true,
                                    formats: d.formats, capabilities: d.capabilities,
-                                   state: await s.state().state.rawValue, main: s === cameras.main))
+                                   state: state.state.rawValue, main: s === cameras.main, live: state.live,
+                                   audio: s.microphone(of: d.descriptor.id).map { mic in
+                                       switch mic.capabilities {
+                                       case .success(let caps): CameraInfo.AudioInfo(device: mic.device, capabilities: caps)
+                                       case .failure(let e): CameraInfo.AudioInfo(device: mic.device, error: e.description)
+                                       }
+                                   },
+                                   speaker: talk.speaker(of: d.descriptor.id).map { speaker in
+                                       CameraInfo.SpeakerInfo(device: speaker.name, talking: talk.isTalking(d.descriptor.id))
+                                   }))
         }
         return list
     }
 
-    /// `GET /api/events[?camera=ID]`: every camera's events, or one camera's.
+    /// `GET /api/events[?camera=ID][&levels=1]`: every camera's events, or one camera's; with
+    /// `levels`, the microphones' level readings too (ten a second each).
     private func events(_ request: Request) async throws -> Response {
         let cameras = self.cameras, only = request.query["camera"]
         let first = try only.map { id throws(SessionError) in try cameras.session(id) } ?? cameras.main
-        let stream = EventStream(events: cameras.events, initial: .state(await cameras.state(of: first)), camera: only,
-                                 mark: { cameras.marked($0) })
+        // Each state says whether its camera is the main one at the time it is sent.
+        let levels = ["1", "true"].contains(request.query["levels"] ?? "")
+        let events = cameras.events.subscription(initial: [.state(await cameras.state(of: first))], camera: only, levels: levels)
+            .map { ServerSentEvent.Message(event: $0.name, data: cameras.marked($0).json) }
         return Response(headers: [("Content-Type", "text/event-stream"), ("X-Accel-Buffering", "no")] + Response.noCache,
-                        body: .stream(stream))
+                        body: .stream(ServerSentEventStream(events)))
     }
 }

@@ -16,6 +16,8 @@ struct HomeAssistantDiscovery {
         var name: String
         var kind: String
         var capabilities: Capabilities
+        /// It has a microphone: a mute switch and a sound level sensor.
+        var hasMicrophone = false
     }
 
     struct Config: Equatable {
@@ -96,6 +98,18 @@ struct HomeAssistantDiscovery {
             "unit_of_measurement": "fps", "state_class": "measurement", "entity_category": "diagnostic",
         ])
         add("sensor", "code", "Last code", ["state_topic": .string(t.code(c)), "icon": "mdi:qrcode-scan"])
+        if camera.hasMicrophone {
+            add("switch", "mute", "Microphone muted", [
+                "command_topic": .string(t.command(c, "session/audio")),
+                "payload_on": #"{"muted": true}"#, "payload_off": #"{"muted": false}"#,
+                "state_topic": .string(state), "value_template": "{{ 'ON' if value_json.audio and value_json.audio.muted else 'OFF' }}",
+                "state_on": "ON", "state_off": "OFF", "icon": "mdi:microphone-off",
+            ])
+            add("sensor", "sound_level", "Sound level", [
+                "state_topic": .string(t.soundLevel(c)), "value_template": "{{ value_json.rmsDb }}",
+                "unit_of_measurement": "dBFS", "state_class": "measurement", "icon": "mdi:microphone",
+            ])
+        }
         add("binary_sensor", "motion", "Motion", [
             "state_topic": .string(state), "value_template": "{{ 'ON' if value_json.motion.active else 'OFF' }}",
             "payload_on": "ON", "payload_off": "OFF", "device_class": "motion",

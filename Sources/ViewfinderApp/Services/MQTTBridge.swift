@@ -11,6 +11,7 @@ import JSON
 import Logging
 import MQTT
 import Session
+import Subscriptions
 import SystemSupport
 
 final class MQTTBridge: Sendable {
@@ -21,6 +22,8 @@ final class MQTTBridge: Sendable {
     let discovery: HomeAssistantDiscovery?
     let cameras: MultiCamSession
     let events: EventHub
+    /// Its subscription to the events, while started.
+    private let watched = Locked<EventSubscription?>(nil)
     let photos: PhotoStore
     let logger: Logger
     let fleet: FleetCapture?
@@ -29,6 +32,8 @@ final class MQTTBridge: Sendable {
     private let cameraList: [HomeAssistantDiscovery.Camera]
     /// Per camera level: the newest state not yet sent, and when the last went out.
     private let pendingStates = Locked([String: (state: SessionState?, sent: Double)]())
+    /// When each camera's level was last published (once a second: a sensor, not a meter).
+    private let levelsSent = Locked([String: Double]())
     private let flushAlarm: Alarm
     /// Commands running now.
     private let inFlight = Locked(0)
@@ -48,7 +53,8 @@ final class MQTTBridge: Sendable {
         let list = cameras.sessions.map { s in
             let d = s.cameras[0]
             return HomeAssistantDiscovery.Camera(id: s.id, level: MQTTTopics.level(s.id), name: d.descriptor.name,
-                                                 kind: d.descriptor.kind.rawValue, capabilities: d.capabilities)
+                                                 kind: d.descriptor.kind.rawValue, capabilities: d.capabilities,
+                                                 hasMicrophone: s.audioData != nil)
         }
         cameraList = list
         commands = MQTTCommands(topics: topics, router: router, access: access, role: settings.role,
@@ -72,16 +78,17 @@ final class MQTTBridge: Sendable {
         client.subscribe(topics.commands)
         if let discovery { client.subscribe(discovery.ownConfigs) }
         if fleet != nil { client.subscribe(topics.fleetCapture) }
-        let id = ObjectIdentifier(self)
-        events.subscribe(id, initial: [], kind: "mqtt")
-        watch(id)
+        let subscription = events.subscription(initial: [], kind: "mqtt", levels: true)
+        subscription.attach { [weak self] in self?.watch() }
+        watched.withLock { $0 = subscription }
+        watch()
         client.start()
         if let every = settings.snapshotInterval { snapshotAlarm.set(after: every) }
     }
 
     /// `offline` (retained) before a clean disconnect: the broker does not publish the will then.
     func stop() {
-        events.unsubscribe(ObjectIdentifier(self))
+        watched.withLock { w in defer { w = nil }; return w }?.cancel()
         flushAlarm.cancel()
         snapshotAlarm.cancel()
         client.publish(MQTTMessage(topic: topics.status, text: "offline", qos: 1, retain: true))
@@ -140,8 +147,9 @@ final class MQTTBridge: Sendable {
 
     // MARK: - Out
 
-    private func watch(_ id: ObjectIdentifier) {
-        while let event = events.next(id, wake: { [weak self] in self?.watch(id) }) {
+    private func watch() {
+        guard let subscription = watched.withLock({ $0 }) else { return }
+        while case .item(let event) = subscription.next() {
             guard let camera = event.camera else { continue }
             let level = MQTTTopics.level(camera)
             switch event {
@@ -154,9 +162,22 @@ final class MQTTBridge: Sendable {
                 if let first = m.objects.first {
                     client.publish(MQTTMessage(topic: topics.code(level), text: first.value, qos: 0, retain: true))
                 }
+            case .level(let l): publishLevel(l, level)
             default: publishEvent(event, level)
             }
         }
+    }
+
+    /// A microphone's level on `<camera>/level`, at most once a second (the events come ten a second).
+    private func publishLevel(_ l: LevelEvent, _ level: String) {
+        let now = Clock.monotonic()
+        let due = levelsSent.withLock { sent -> Bool in
+            guard now - (sent[level] ?? -1e9) >= 1 else { return false }
+            sent[level] = now
+            return true
+        }
+        guard due else { return }
+        client.publish(MQTTMessage(topic: topics.soundLevel(level), text: SessionEvent.level(l).json, qos: 0))
     }
 
     private func publishEvent(_ event: SessionEvent, _ level: String) {

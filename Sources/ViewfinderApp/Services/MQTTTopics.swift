@@ -14,11 +14,13 @@ struct MQTTTopics: Sendable {
     func event(_ level: String) -> String { "\(camera(level))/event" }
     func snapshot(_ level: String) -> String { "\(camera(level))/snapshot" }
     func code(_ level: String) -> String { "\(camera(level))/code" }
+    /// The microphone's level, once a second: `{"peakDb", "rmsDb", "muted"}`.
+    func soundLevel(_ level: String) -> String { "\(camera(level))/level" }
     func command(_ level: String, _ route: String) -> String { "\(camera(level))/\(route)" }
     /// Every command of every camera of this host.
     var commands: String { "\(base)/+/#" }
     /// What this host publishes under a camera, never a command.
-    static let published: Set<String> = ["state", "event", "snapshot", "code"]
+    static let published: Set<String> = ["state", "event", "snapshot", "code", "level"]
 
     var fleetCapture: String { "\(prefix)/fleet/capture" }
     func fleetReplies(_ set: String) -> String { "\(prefix)/fleet/sets/\(set)" }

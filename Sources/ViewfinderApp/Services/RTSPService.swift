@@ -1,9 +1,11 @@
 // The RTSP side of the application: `rtsp://host:8554/<camera-id>` for each camera and
-// `/main` following the main session, each one shared media fed from the camera's LiveHub.
+// `/main` following the main session, each one shared media fed from the camera's LiveHub;
+// `/<camera-id>/sub` and `/main/sub` the same for the sub stream.
 // The server (Streaming's RTSPServer) knows no camera; this delegate answers its questions.
 
 import Auth
 import Logging
+import Movie
 import Session
 import Streaming
 import SystemSupport
@@ -13,7 +15,9 @@ final class RTSPService: RTSPServerDelegate {
     private let access: AccessControl
     private let nonces = NonceIssuer()
     private let isFull: @Sendable () -> Bool
-    private let feeders = Locked<[ObjectIdentifier: LiveFeeder]>([:])
+    private let feeders = Locked<[ObjectIdentifier: FeedPump]>([:])
+    /// The sound each path's last DESCRIBE offered: what its media's AAC stream is made of.
+    private let described = Locked<[String: AudioTrackInfo]>([:])
     private let logger: Logger
 
     /// `full` says whether the live clients are at `live.maxClients`.
@@ -24,37 +28,53 @@ final class RTSPService: RTSPServerDelegate {
         self.logger = logger
     }
 
-    /// The paths served: each camera's id, and "main".
-    var paths: [String] { ["/main"] + cameras.sessions.map { "/" + $0.id } }
+    /// The paths served: each camera's id, and "main", each also with "/sub".
+    var paths: [String] {
+        let main = ["/main"] + cameras.sessions.map { "/" + $0.id }
+        return main + main.map { $0 + "/sub" }
+    }
 
     func authorize(method: String, uri: String, authorization: String?, address: String) -> RTSPDecision {
         access.rtspDecision(method: method, uri: uri, authorization: authorization, address: address, nonces: nonces)
     }
 
-    func refusal(describing path: String) -> Int? {
-        guard let session = session(path) else { return 404 }
-        guard session.isCapturing else { return 503 }  // not started: DESCRIBE would wait for a first frame
-        return isFull() ? 503 : nil
+    func describe(_ path: String) -> RTSPMedia {
+        guard let session = session(path) else { return .refuse(status: 404) }
+        guard session.isCapturing else { return .refuse(status: 503) }  // not started: DESCRIBE would wait for a first frame
+        guard !isFull() else { return .refuse(status: 503) }
+        // Sound on a camera's own paths: /main follows a switch, which a media's SDP cannot.
+        guard !path.hasPrefix("/main"), let track = session.soundTrack(.aac) else { return .serve(sound: nil) }
+        described.withLock { $0[path] = track }
+        return .serve(sound: AACFormat(sampleRate: track.sampleRate, channels: track.channels, config: track.extradata))
     }
 
-    func mediaStarted(path: String, feed: H264Feed) {
+    func mediaStarted(path: String, feed: H264Feed, sound: AudioFeed?) {
         let cameras = self.cameras
         let source: SessionFeed
-        if path == "/main" {
+        let (camera, stream) = Self.split(path)
+        if camera == "main" {
             source = cameras.mainFeed
         } else if let s = session(path) {
             source = SessionFeed(s)
         } else {
             return
         }
+        // The sound, from the microphone's thread straight into its appsrc (a push only
+        // queues), until the picture's pump stops: the media is gone.
+        let listening = sound.flatMap { sound in
+            described.withLock { $0[path] }.flatMap { track in
+                session(path)?.subscribeSound(track) { packet in sound.push(packet.bytes, time: packet.time) }
+            }
+        }
         let box = Locked<ObjectIdentifier?>(nil)
-        let feeder = LiveFeeder(feed: feed, source: source, kind: "rtsp") { [feeders] in
+        let feeder = FeedPump(feed: feed, units: source.liveUnits(stream, kind: "rtsp")) { [feeders] in
+            listening?.cancel()
             if let id = box.withLock({ $0 }) { feeders.withLock { _ = $0.removeValue(forKey: id) } }
         }
         box.withLock { $0 = ObjectIdentifier(feeder) }
         feeders.withLock { $0[ObjectIdentifier(feeder)] = feeder }
         feeder.start()
-        logger.info("RTSP \(path): streaming")
+        logger.info("RTSP \(path): streaming\(listening == nil ? "" : " with sound")")
     }
 
     func stopAll() {
@@ -62,8 +82,15 @@ final class RTSPService: RTSPServerDelegate {
     }
 
     private func session(_ path: String) -> CaptureSession? {
-        let id = path.hasPrefix("/") ? String(path.dropFirst()) : path
+        let id = Self.split(path).camera
         if id == "main" { return cameras.main }
         return try? cameras.session(id)
+    }
+
+    /// "/rear/sub" → ("rear", .sub); "/rear" → ("rear", .main).
+    static func split(_ path: String) -> (camera: String, stream: LiveStreamName) {
+        let parts = path.split(separator: "/")
+        let stream: LiveStreamName = parts.count == 2 && parts[1] == "sub" ? .sub : .main
+        return (parts.first.map(String.init) ?? "", stream)
     }
 }

@@ -132,14 +132,12 @@ final class StorageRetention: Sendable {
     }
 
     private static func device(_ path: String) -> UInt64 {
-        var st = stat()
-        return stat(path, &st) == 0 ? UInt64(st.st_dev) : 0
+        (try? Sys.stat(path)).map { UInt64($0.st_dev) } ?? 0
     }
 
     /// Bytes an unprivileged writer may still use on `path`'s file system (nil: unknown, e.g. not there yet).
     static func freeBytes(_ path: String) -> Int64? {
-        var s = statvfs()
-        guard statvfs(path, &s) == 0 else { return nil }
+        guard let s = try? Sys.statvfs(path) else { return nil }
         return Int64(s.f_bavail) * Int64(s.f_frsize)
     }
 }

@@ -31,14 +31,16 @@ public struct SystemdNotifier: Sendable {
         withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: path) }
         let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count + (abstract ? 0 : 1))
 
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .last("socket AF_UNIX SOCK_DGRAM") }
-        defer { close(fd) }
+        let fd = try Sys.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, "AF_UNIX SOCK_DGRAM")
+        defer { try? Sys.close(fd, "NOTIFY_SOCKET") }  // a datagram socket: nothing waits in it
         let bytes = Array(state.utf8)
-        let sent = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL), $0, length) }
+        _ = try withUnsafePointer(to: &addr) { p throws(SystemError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(SystemError) in
+                try bytes.withUnsafeBufferPointer { b throws(SystemError) in
+                    try Sys.sendto(fd, UnsafeRawBufferPointer(b), flags: Int32(MSG_NOSIGNAL), to: sa, length: length, address)
+                }
+            }
         }
-        guard sent >= 0 else { throw .last("sendto \(address)") }
     }
 
     /// Half of $WATCHDOG_USEC — the interval sd_watchdog_enabled(3) recommends — when the

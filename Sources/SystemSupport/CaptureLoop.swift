@@ -1,18 +1,17 @@
-// The capture thread every camera runs — synthetic, image and V4L2 alike: it calls `step`
-// until the owner stops it or `step` reports the end, then runs `end` once on the same
-// thread. `stop` returns only after the last frame has been handed over.
+// The capture thread every device runs — cameras (synthetic, image, V4L2) and microphones
+// (synthetic, ALSA) alike: it calls `step` until the owner stops it or `step` reports the
+// end, then runs `end` once on the same thread. `stop` returns only after the last frame (or
+// buffer) has been handed over.
 
-import CameraCore
 import Foundation
-import SystemSupport
 
-final class CaptureLoop: Sendable {
+public final class CaptureLoop: Sendable {
     private let running = Locked(true)
     private let finished = DispatchSemaphore(value: 0)
 
     /// `step` returns false when the loop must end on its own (a lost device); `end` is told
     /// whether the owner stopped it (false means the loop ended by itself).
-    init(name: String, step: @escaping @Sendable () -> Bool, end: @escaping @Sendable (_ stoppedByOwner: Bool) -> Void = { _ in }) {
+    public init(name: String, step: @escaping @Sendable () -> Bool, end: @escaping @Sendable (_ stoppedByOwner: Bool) -> Void = { _ in }) {
         let thread = Thread { [self] in
             ThreadName.set(name)
             while isRunning && step() {}
@@ -26,7 +25,7 @@ final class CaptureLoop: Sendable {
     private var isRunning: Bool { running.withLock { $0 } }
 
     /// Returns once the thread has delivered its last frame. Idempotent.
-    func stop() {
+    public func stop() {
         let was = running.withLock { r -> Bool in defer { r = false }; return r }
         if was { finished.wait() }
     }

@@ -7,6 +7,10 @@
 // at or before its first moving frame − preRoll, and goes on with the live units until the
 // session says when to stop (the last moving frame + postRoll); an event starting before
 // that extends the same movie.
+//
+// With the camera's microphone running, the ring keeps its AAC packets too (the camera's one
+// AAC encode, subscribed while the ring runs), as far back as its oldest frame: an event's
+// movie has the pre-roll's sound, each packet at its capture time as in any movie.
 
 import Foundation
 import Movie
@@ -29,16 +33,25 @@ final class MotionRecording: Sendable {
     private struct State {
         var preRoll: Double
         var ring: [AccessUnit] = []
+        var sound: [AudioPacket] = []
+        var soundTrack: AudioTrackInfo?
+        var soundFeed: SoundSubscription?
         var generation: Int?
         var lastKeyframe: Double?
         var movie: Movie?
         var stopped = false
     }
     private let state: Locked<State>
+    /// The camera's AAC subscription, when its microphone runs (asked again at each keyframe
+    /// while there is none: a microphone may start later).
+    private let subscribeSound: @Sendable (@escaping @Sendable (AudioPacket) -> Void) -> (AudioTrackInfo, SoundSubscription)?
 
-    init(hub: LiveHub, preRoll: Double, onDone: @escaping @Sendable (MovieRecorder, RecordingEndReason) -> Void) {
+    init(hub: LiveHub, preRoll: Double,
+         sound: @escaping @Sendable (@escaping @Sendable (AudioPacket) -> Void) -> (AudioTrackInfo, SoundSubscription)?,
+         onDone: @escaping @Sendable (MovieRecorder, RecordingEndReason) -> Void) {
         self.hub = hub
         self.onDone = onDone
+        subscribeSound = sound
         state = Locked(State(preRoll: preRoll))
     }
 
@@ -52,12 +65,40 @@ final class MotionRecording: Sendable {
     /// No more units; the movie being written, if any, is the caller's to finish.
     func stop() -> MovieRecorder? {
         hub.unsubscribe(id)
-        return state.withLock { s in
+        let (recorder, feed) = state.withLock { s in
             s.stopped = true
             s.ring = []
-            defer { s.movie = nil }
-            return s.movie?.recorder
+            s.sound = []
+            defer { s.movie = nil; s.soundFeed = nil; s.soundTrack = nil }
+            return (s.movie?.recorder, s.soundFeed)
         }
+        feed?.cancel()
+        return recorder
+    }
+
+    /// The sound track an event's movie gets now (nil: no microphone runs).
+    var soundTrack: AudioTrackInfo? { state.withLock { $0.soundTrack } }
+
+    /// Seconds of sound the ring holds at most (its frames' reach), for the recorder's backlog.
+    var soundSeconds: Double { state.withLock { s in (s.sound.last?.time ?? 0) - (s.sound.first?.time ?? 0) } }
+
+    /// A packet of the camera's AAC (the microphone's thread): kept while the ring's frames
+    /// reach back to it, and written into the event's movie as it comes.
+    private func take(_ packet: AudioPacket) {
+        state.withLock { s in
+            guard !s.stopped else { return }
+            s.sound.append(packet)
+            let horizon = (s.ring.first?.time ?? packet.time) - 0.1
+            if let k = s.sound.firstIndex(where: { $0.time >= horizon }), k > 0 { s.sound.removeFirst(k) }
+            if let m = s.movie, m.recorder.hasAudio { m.recorder.submit(audio: packet) }
+        }
+    }
+
+    /// Joins the camera's AAC encode when none is joined and a microphone runs.
+    private func joinSound(_ s: inout State) {
+        guard s.soundFeed == nil, let (track, feed) = subscribeSound({ [weak self] in self?.take($0) }) else { return }
+        s.soundTrack = track
+        s.soundFeed = feed
     }
 
     func setPreRoll(_ seconds: Double) { state.withLock { $0.preRoll = seconds } }
@@ -77,6 +118,11 @@ final class MotionRecording: Sendable {
     func record(into recorder: MovieRecorder, from time: Double) {
         state.withLock { s in
             s.movie = Movie(recorder: recorder)
+            // The sound first: the recorder's lane writes the queued sound after each frame, and
+            // a pre-roll's frames can all be written before a late submission of its sound.
+            if recorder.hasAudio {
+                for p in s.sound where p.time + 0.05 >= time { recorder.submit(audio: p) }
+            }
             for u in s.ring where u.time >= time { submit(u, &s.movie!) }
         }
     }
@@ -102,7 +148,7 @@ final class MotionRecording: Sendable {
     private func submit(_ u: AccessUnit, _ m: inout Movie) {
         if m.needKeyframe && !u.keyframe { return }
         m.needKeyframe = false
-        if !m.recorder.submit(unit: u.bytes, pts: u.pts, keyframe: u.keyframe) {
+        if !m.recorder.submit(unit: u.bytes, time: u.time, keyframe: u.keyframe) {
             m.needKeyframe = true  // no room: the next GOP, whole
             hub.requestKeyframe()
         }
@@ -114,17 +160,17 @@ final class MotionRecording: Sendable {
             guard !s.stopped else { return }
             while true {
                 switch hub.next(id) {
-                case .initSegment:
+                case .start:
                     // A new stream (a new format, a turn by 90°): the ring's units are another
                     // stream's, and a movie of them cannot go on.
                     s.ring = []
                     s.lastKeyframe = nil
                     s.generation = hub.generation
                     if let m = s.movie { done.append((m.recorder, .formatChanged)); s.movie = nil }
-                case .fragment(let f):
-                    let u = f.unit
+                case .unit(let u):
                     s.ring.append(u)
                     if u.keyframe {
+                        joinSound(&s)
                         s.lastKeyframe = u.time
                     } else if let k = s.lastKeyframe, u.time - k >= max(0.5, s.preRoll) {
                         hub.requestKeyframe()

@@ -49,10 +49,9 @@ final class LiveRecording: Sendable {
             guard !s.stopped else { return false }
             while true {
                 switch hub.next(id) {
-                case .initSegment:
+                case .start:
                     guard hub.generation == generation else { return true }  // another stream than the movie's
-                case .fragment(let f):
-                    let u = f.unit
+                case .unit(let u):
                     if s.needKeyframe && !u.keyframe { continue }
                     if u.keyframe {
                         s.lastKeyframe = u.pts
@@ -60,7 +59,7 @@ final class LiveRecording: Sendable {
                     } else if let k = s.lastKeyframe, u.pts - k >= LiveEncoder.ticksPerSecond {
                         hub.requestKeyframe()
                     }
-                    if !recorder.submit(unit: u.bytes, pts: u.pts, keyframe: u.keyframe) {
+                    if !recorder.submit(unit: u.bytes, time: u.time, keyframe: u.keyframe) {
                         s.needKeyframe = true
                         hub.requestKeyframe()
                     }

@@ -1,0 +1,78 @@
+// Which of its camera's live streams a WebRTC viewer gets, from what its receiver reports say
+// of its link (issue 38): the main stream while the link carries it, the sub stream when it
+// does not — and back up after a quiet spell. A viewer starts on the sub stream, whose
+// keyframe any link carries, and is moved up once two seconds of reports are quiet (as a
+// congestion controller starts low and ramps up): a first keyframe of the main stream on a
+// slow link would be lost in the link's queue, and the picture would not start at all. There is no bandwidth estimate to read here
+// (webrtcbin has no congestion controller; the browser's REMB or transport-wide feedback is
+// not parsed), so the reports' loss and round trip decide, as a loss-based controller does:
+//
+// - down at once when a report says ≥ 10 % of packets were lost, or when two reports in a row
+//   put the round trip 250 ms over the least seen (a queue filling at a slow link);
+// - up after `probeWait` seconds of quiet on the sub stream (< 2 % lost, round trip within
+//   100 ms of the least): a probe — 2 s at the start, 10 s after the link worsened under the
+//   main stream, 20 s after a probe that failed (a failed probe freezes the picture for some
+//   two seconds: on a link that stays slow that is a tenth of the time; a restored link is
+//   still found within 30 s).
+//
+// The streams are encoded once for every viewer: a move is this viewer's alone, at the target
+// stream's next keyframe (asked for when it joins).
+
+import Session
+import Streaming
+
+struct StreamAdapter: Sendable {
+    static let lossDown = 0.10, lossQuiet = 0.02
+    static let queueDown = 0.25, queueQuiet = 0.10
+    static let startProbe = 2.0, laterProbe = 10.0, afterFailedProbe = 20.0, probeFailsWithin = 10.0
+
+    private(set) var stream: LiveStreamName = .sub
+    /// The least round trip seen: the path's own, without a queue.
+    private(set) var baseRoundTrip: Double?
+    /// The picture's send rate over the last interval, kbit/s.
+    private(set) var sendRate: Double = 0
+    private(set) var last: LinkReport?
+    private var lastAt: Double?
+    private var queuedReports = 0
+    private var quietSince: Double?
+    private var probeWait = startProbe
+    private var probedAt: Double?
+
+    /// Takes the link's report at `now` (monotonic seconds): the stream to move to, or nil to stay.
+    mutating func update(_ r: LinkReport, now: Double) -> LiveStreamName? {
+        if let previous = last, let at = lastAt, now > at, r.bytesSent >= previous.bytesSent {
+            sendRate = Double(r.bytesSent - previous.bytesSent) * 8 / 1000 / (now - at)
+        }
+        (last, lastAt) = (r, now)
+        guard r.reported else { return nil }
+        if r.roundTrip > 0 { baseRoundTrip = min(baseRoundTrip ?? r.roundTrip, r.roundTrip) }
+        let queue = baseRoundTrip.map { r.roundTrip - $0 } ?? 0
+        queuedReports = queue > Self.queueDown ? queuedReports + 1 : 0
+        let congested = r.fractionLost >= Self.lossDown || queuedReports >= 2
+        let quiet = r.fractionLost < Self.lossQuiet && queue < Self.queueQuiet
+        switch stream {
+        case .main:
+            if congested {
+                let probeFailed = probedAt.map { now - $0 < Self.probeFailsWithin } ?? false
+                probeWait = probeFailed ? Self.afterFailedProbe : Self.laterProbe
+                probedAt = nil
+                quietSince = nil
+                queuedReports = 0
+                stream = .sub
+                return .sub
+            }
+            return nil
+        case .sub:
+            guard quiet else { quietSince = nil; return nil }
+            let since = quietSince ?? now
+            quietSince = since
+            guard now - since >= probeWait else { return nil }
+            quietSince = nil
+            probedAt = now
+            stream = .main
+            return .main
+        case .vp8:
+            return nil  // one VP8 rendition: nothing to move to (a VP8 viewer is not adaptive)
+        }
+    }
+}

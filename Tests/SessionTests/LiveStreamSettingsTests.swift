@@ -1,0 +1,58 @@
+// What a live stream is made of (issue 38): the sub stream's size from the camera's aspect
+// (never larger than the camera), its rate, the default caps against what IP cameras ship,
+// and the sub output taking every other frame of a 30 fps camera — on capture times, so a
+// late frame or a pause in the camera does not shift its cadence.
+
+import CameraCore
+import Logging
+import Movie
+@testable import Session
+import Testing
+
+@Suite struct LiveStreamSettingsTests {
+    @Test func theSubStreamKeepsTheCamerasAspectAndIsNeverLarger() {
+        let sub = LiveEncoderSettings.sub
+        #expect(sub.size(ofCamera: 1920, 1080) == (640, 360))
+        #expect(sub.size(ofCamera: 1280, 720) == (640, 360))
+        #expect(sub.size(ofCamera: 640, 480) == (640, 480))
+        #expect(sub.size(ofCamera: 352, 288) == (352, 288), "a camera smaller than the sub stream: its own size")
+        #expect(sub.size(ofCamera: 1600, 1200) == (640, 480))
+        var h = LiveEncoderSettings(height: 240)
+        #expect(h.size(ofCamera: 1280, 720) == (426, 240), "from the height: the width follows (even)")
+        h.width = 320
+        #expect(h.size(ofCamera: 1280, 720) == (320, 240), "both given: that size")
+        #expect(LiveEncoderSettings(width: 4000).size(ofCamera: 1280, 720) == (1280, 720), "never larger than the camera")
+        #expect(LiveEncoderSettings().size(ofCamera: 641, 481) == (640, 480), "the main stream: the camera's, cut to even")
+        #expect(sub.rate(ofCamera: 30) == 15 && sub.rate(ofCamera: 10) == 10 && LiveEncoderSettings().rate(ofCamera: 60) == 60)
+    }
+
+    @Test func defaultCapsAreWhatIPCamerasShip() {
+        #expect(LiveEncoderSettings.defaultBitrate(width: 1920, height: 1080, fps: 30) == 4000)
+        #expect(LiveEncoderSettings.defaultBitrate(width: 1280, height: 720, fps: 30) == 2200)
+        #expect(LiveEncoderSettings.defaultBitrate(width: 640, height: 360, fps: 15) == 500)
+        #expect(LiveEncoderSettings.defaultBitrate(width: 3840, height: 2160, fps: 30) == 11300)
+        #expect(LiveEncoderSettings.defaultBitrate(width: 160, height: 120, fps: 5) == 200, "never below 200")
+        #expect(LiveEncoderSettings(bitrate: 900).cap(width: 1920, height: 1080, fps: 30) == 900, "a configured cap wins")
+    }
+
+    /// A 30 fps camera's frames, some late by up to a third of an interval, then a pause of a
+    /// second: the 15 fps output takes every other one, and after the pause starts again at once.
+    @Test func theSubOutputTakesFramesAtItsOwnRate() {
+        let output = LiveOutput(.sub, hub: LiveHub(), settings: .sub, encoders: .software, pool: EncodePool(threads: 1, name: "sub-test"),
+                                logger: Logger(label: "test"))
+        output.hub.subscribe(ObjectIdentifier(output), kind: "mp4") {}
+        let format = VideoFormat(pixelFormat: .yuyv, width: 16, height: 8, fps: 30)
+        let bytes = [UInt8](repeating: 0, count: 16 * 8 * 2)
+        func offered(_ t: Double) -> Bool {
+            bytes.withUnsafeBytes { b in output.wants(RawFrame(format: format, bytes: b, stride: 32, sequence: 0, timestamp: t), now: 0) }
+        }
+        let jitter = [0, 0.01, -0.005, 0.011, 0]
+        let times = (0..<30).map { 100 + Double($0) / 30 + jitter[$0 % jitter.count] }
+        let taken = times.filter(offered)
+        #expect(taken.count == 15, "15 of 30 frames: \(taken.count)")
+        let afterPause = (0..<4).map { offered(102 + Double($0) / 30) }
+        #expect(afterPause == [true, false, true, false], "after a pause: the first frame, then every other one")
+        output.hub.unsubscribe(ObjectIdentifier(output))
+        #expect(!offered(103), "nobody watches: no frame")
+    }
+}
