@@ -151,6 +151,8 @@ extension JSONValue {
             #expect(await eventually { asker.json("homeassistant/switch/viewfinder_n5/rear_mute/config") != nil })
             let mute = try #require(asker.json("homeassistant/switch/viewfinder_n5/rear_mute/config"))
             #expect(mute["command_topic"]?.string == "viewfinder/n5/rear/session/audio")
+            // Each entity's config is a message of its own: the sensor's may come after the switch's.
+            #expect(await eventually { asker.json("homeassistant/sensor/viewfinder_n5/rear_sound_level/config") != nil })
             let sensor = try #require(asker.json("homeassistant/sensor/viewfinder_n5/rear_sound_level/config"))
             #expect(sensor["state_topic"]?.string == "viewfinder/n5/rear/level" && sensor["unit_of_measurement"]?.string == "dBFS")
             #expect(await eventually { asker.probe.messages(on: "viewfinder/n5/rear/level").count >= 2 })
