@@ -106,8 +106,9 @@ extension CaptureSession {
     }
 
     private func scheduleAudioReopen(_ input: AudioInput, run: Int, after delay: Double) {
+        let timekeeper = self.timekeeper
         Task { [weak self] in
-            try? await Alarm.sleep(delay)
+            try? await timekeeper.sleep(delay)
             await self?.openAudio(input, run: run)
         }
     }

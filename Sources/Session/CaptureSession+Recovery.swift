@@ -88,8 +88,9 @@ extension CaptureSession {
 
     private func scheduleReconnect(attempt: Int) {
         let delay = run.recovery.next()
+        let timekeeper = self.timekeeper
         Task { [weak self] in
-            try? await Alarm.sleep(delay)
+            try? await timekeeper.sleep(delay)
             await self?.reconnect(attempt: attempt)
         }
     }

@@ -25,6 +25,8 @@ public actor CaptureSession {
     nonisolated let graph: CaptureGraph
     let configuration: SessionConfiguration
     let logger: Logger
+    /// What the reopenings' backoffs (camera and microphone) wait on: the system's time, or a test's.
+    let timekeeper: any Timekeeper
 
     /// The input that runs, at `format` (chosen as `preset`).
     var camera: any CaptureDevice
@@ -54,11 +56,13 @@ public actor CaptureSession {
     /// `microphones`: each camera's microphone, by camera id (a camera without one is mute).
     public init(cameras: [any CaptureDevice], microphones: [String: any AudioDevice] = [:],
                 configuration: SessionConfiguration, events: EventHub = EventHub(),
-                logger: Logger = Logger(label: "session")) throws(SessionError) {
+                logger: Logger = Logger(label: "session"),
+                timekeeper: any Timekeeper = SystemTimekeeper()) throws(SessionError) {
         precondition(!cameras.isEmpty, "a session needs at least one camera")
         executor = DispatchQueueExecutor(label: "viewfinder.session")
         self.events = events
         self.logger = logger
+        self.timekeeper = timekeeper
         self.configuration = configuration
         let chosen: any CaptureDevice
         if let id = configuration.camera {

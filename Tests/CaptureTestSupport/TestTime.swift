@@ -16,9 +16,10 @@ public enum TestTime {
     }()
 
     /// How long a test waits, unless it says otherwise, for what should happen promptly: a
-    /// response, a frame, an event. Generous on purpose: `make test` runs every suite at once
-    /// on two cores (dozens of servers, each with cameras rendering at 30 fps), and a request
-    /// that takes 50 ms alone took over 10 s there (SessionAPITests' switch, in CI).
+    /// response, a frame, an event. Generous on purpose: before `make test` bounded how many
+    /// test cases run at once (TEST_WIDTH), it ran every one at once on two cores (dozens of
+    /// servers, each with cameras rendering at 30 fps), and a request that takes 50 ms alone
+    /// took over 10 s there (SessionAPITests' switch, in CI); a loaded machine still can.
     public static let patience: Double = 30
 
     /// A deadline `seconds` from now, stretched by `scale`.

@@ -15,9 +15,9 @@ import Testing
 @testable import Session
 
 @Suite(.serialized) struct AudioInputTests {
-    func session(_ mic: FakeMicrophone) throws -> CaptureSession {
+    func session(_ mic: FakeMicrophone, _ timekeeper: any Timekeeper = SystemTimekeeper()) throws -> CaptureSession {
         try CaptureSession(cameras: [SyntheticCamera(id: "rear", position: .rear)], microphones: ["rear": mic],
-                           configuration: SessionConfiguration(preset: "352x288"))
+                           configuration: SessionConfiguration(preset: "352x288"), timekeeper: timekeeper)
     }
 
     /// Polls the session's state until `condition` holds (bounded): the state follows events
@@ -85,19 +85,23 @@ import Testing
     }
 
     @Test func aMissingMicrophoneLeavesThePictureAloneAndIsOpenedWhenItComes() async throws {
-        let mic = FakeMicrophone(plugged: false)
-        let s = try session(mic)
+        // The reopens' waits on a clock the test advances: none happens behind the test's back
+        // (a reopen that failed meanwhile would put its own error in the state).
+        let mic = FakeMicrophone(plugged: false), clock = ManualTimekeeper()
+        let s = try session(mic, clock)
         let started = try await s.start()
         #expect(started.state == .running, "the picture does not depend on the sound")
         let missing = await until(s) { $0.audio?.error != nil }
         #expect(missing.audio?.running == false)
         #expect(missing.audio?.error?.contains("snd_pcm_open hw:CARD=C920,DEV=0") == true, "\(missing.audio?.error ?? "")")
+        #expect(await clock.waitForSleepers() && clock.requested == [0.5], "tried again after 0.5 s: \(clock.requested)")
         let viewer = s.hub.addViewer(maxFps: 0)
         #expect(await s.hub.nextFrame(after: s.hub.latestFrame?.sequence ?? 0, timeout: TestTime.patience * TestTime.scale) != nil)
         s.hub.removeViewer(viewer)
 
         mic.replug()
-        let back = await until(s, timeout: 15) { $0.audio?.running == true }
+        clock.advance(by: 0.5)
+        let back = await until(s) { $0.audio?.running == true }
         #expect(back.audio?.running == true && back.audio?.error == nil)
 
         // Unplugged while running: the loss is reported, the picture goes on, and it comes back.
@@ -106,8 +110,10 @@ import Testing
         #expect(lost.audio?.error?.contains("No such device") == true, "\(lost.audio?.error ?? "")")
         #expect(lost.state == .running)
         let opens = mic.opens
+        #expect(await clock.waitForSleepers(), "the reopen waits on the clock")
         mic.replug()
-        #expect(await until(s, timeout: 15) { $0.audio?.running == true }.audio?.running == true)
+        clock.advance(by: clock.requested.last ?? 0)
+        #expect(await until(s) { $0.audio?.running == true }.audio?.running == true)
         #expect(mic.opens == opens + 1)
         await s.stop()
     }

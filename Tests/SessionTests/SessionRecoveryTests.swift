@@ -19,9 +19,15 @@ final class DarkeningCamera: CaptureDevice, Sendable {
     let descriptor: CameraDescriptor
     let formats = [FormatOption(pixelFormat: .yuyv, width: 352, height: 288, fps: [30])]
     let capabilities = Capabilities.fixed
-    let timeout = 0.3
+    /// How long it waits for a frame, read at each start (a test that must not race the
+    /// fake's own timeout lengthens it before a reopen).
+    var timeout: Double {
+        get { state.withLock { $0.timeout } }
+        set { state.withLock { $0.timeout = newValue } }
+    }
 
     private struct State {
+        var timeout = 0.3
         var lit = true
         var running = false
         var opens = 0
@@ -128,9 +134,22 @@ final class DarkeningCamera: CaptureDevice, Sendable {
         return await done()
     }
 
+    /// Lets the session's next reopen happen: waits for its backoff to be asked of the test's
+    /// clock (after the fake camera's own capture timeout reported the loss), checks the wait
+    /// asked for, and moves the clock past it.
+    func reopen(after expected: Double, _ clock: ManualTimekeeper, _ camera: DarkeningCamera,
+                sourceLocation: SourceLocation = #_sourceLocation) async {
+        let opens = camera.opens
+        #expect(await clock.waitForSleepers(), "a reopen waits on the clock", sourceLocation: sourceLocation)
+        #expect(clock.requested.last == expected, "the backoff asked: \(clock.requested)", sourceLocation: sourceLocation)
+        clock.advance(by: expected)
+        #expect(await eventually { camera.opens > opens }, "reopened once the clock passed \(expected) s", sourceLocation: sourceLocation)
+    }
+
     @Test func aCameraThatOpensButStaysDarkIsInterruptedOnceUntilFramesReturn() async throws {
-        let camera = DarkeningCamera(), events = EventHub()
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "352x288"), events: events)
+        let camera = DarkeningCamera(), events = EventHub(), clock = ManualTimekeeper()
+        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "352x288"), events: events,
+                                   timekeeper: clock)
         let log = StateLog(events)
         try await s.start()
         #expect(await s.state().state == .running)
@@ -138,33 +157,30 @@ final class DarkeningCamera: CaptureDevice, Sendable {
         camera.lit = false
         #expect(await eventually { log.states.contains(.interrupted) }, "lost after the capture timeout: \(log.states)")
         let lostAt = log.states.firstIndex(of: .interrupted)!
-        // Three reopens that stayed dark (the first loss's open is the start's).
-        // Three timeouts and three growing waits take ~3 s alone; a loaded run's start (every
-        // suite at once on two cores) has taken more than 10: the bound is generous.
-        #expect(await eventually(30) { camera.opens >= 4 }, "reopened: \(camera.opens)")
+        // Three reopens that stayed dark, each after a wait twice the last: the backoff's
+        // waits are read off the test's clock, not timed on the wall clock.
+        for wait in [0.25, 0.5, 1.0] { await reopen(after: wait, clock, camera) }
+        #expect(camera.opens == 4, "the start's open and three reopens: \(camera.opens)")
+        #expect(await clock.waitForSleepers(), "dark again: the next reopen waits")
+        #expect(clock.requested == [0.25, 0.5, 1.0, 2.0], "not reset by a reopen that stayed dark: \(clock.requested)")
         let dark = await s.state()
         #expect(dark.state == .interrupted && !dark.online && dark.error?.contains("no frame") == true, "\(dark)")
         #expect(!log.states[lostAt...].contains(.running), "never `running` without a frame: \(log.states)")
-        // The wait between attempts grows (0.25, 0.5, 1 s, ...), not reset by every reopen: after
-        // three reopens the next wait is at least 2 s (the session's own backoff, read rather
-        // than timed: gaps between reopens on a loaded machine are mostly scheduling).
-        let next = await s.run.recovery.delay
-        #expect(next >= 2, "the next wait after \(camera.opens - 1) reopens: \(next) s")
 
         camera.lit = true
+        clock.advance(by: 2.0)
         #expect(await eventually { await s.state().state == .running }, "back once frames come: \(log.states)")
         let back = await s.state()
         #expect(back.online && back.error == nil, "\(back)")
         // The settings read-back (every 0.5 s while running) goes on after the recovery.
         let reads = camera.readBacks
-        #expect(await eventually(5) { camera.readBacks > reads }, "read back after the recovery: \(camera.readBacks)")
+        #expect(await eventually { camera.readBacks > reads }, "read back after the recovery: \(camera.readBacks)")
         #expect(log.states[lostAt...].filter { $0 == .interrupted }.count == 1 && log.states.last == .running,
                 "one interruption, then running: \(log.states)")
 
-        // A second loss goes the same way.
-        let before = camera.opens
+        // A second loss goes the same way, the backoff from its start again.
         camera.lit = false
-        #expect(await eventually { camera.opens > before }, "reopened after the second loss")
+        await reopen(after: 0.25, clock, camera)
         #expect(await s.state().state == .interrupted)
         await s.stop()
         #expect(await s.state().state == .idle)
@@ -172,8 +188,12 @@ final class DarkeningCamera: CaptureDevice, Sendable {
 
     /// Waits until the camera has been reopened after a loss and is open but still dark (the
     /// session holds its pipeline while it says `interrupted`).
-    func reopenedAndDark(_ camera: DarkeningCamera, _ s: CaptureSession) async -> Bool {
-        await eventually {
+    func reopenedAndDark(_ camera: DarkeningCamera, _ s: CaptureSession, _ clock: ManualTimekeeper) async -> Bool {
+        // Reopened, it stays dark without reporting another loss: what follows is the test's alone.
+        #expect(await clock.waitForSleepers())
+        camera.timeout = 3_600
+        await reopen(after: 0.25, clock, camera)
+        return await eventually {
             guard camera.opens >= 2, camera.isRunning, !camera.lit else { return false }
             return await s.state().state == .interrupted
         }
@@ -182,19 +202,20 @@ final class DarkeningCamera: CaptureDevice, Sendable {
     /// A session stopped while its camera is reopened but dark closes the camera and stays
     /// stopped: no reopen after it.
     @Test func stoppingWhileWaitingForFramesClosesTheCamera() async throws {
-        let camera = DarkeningCamera()
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "352x288"))
+        let camera = DarkeningCamera(), clock = ManualTimekeeper()
+        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "352x288"), timekeeper: clock)
         try await s.start()
         camera.lit = false
-        #expect(await reopenedAndDark(camera, s), "reopened, dark")
+        #expect(await reopenedAndDark(camera, s, clock), "reopened, dark")
         await s.stop()
         #expect(!camera.isRunning, "closed by stop")
         let opens = camera.opens
-        // The next attempt would have been due within 0.8 s (its timeout, then a wait of at most
-        // 0.5 s): a window in which nothing must happen.
-        try await Task.sleep(nanoseconds: 1_200_000_000)
-        #expect(camera.opens == opens, "no reopen after stop")
+        // A reopen only ever follows a wait on the clock: none is pending (the reopened camera
+        // reports no loss of its own), and time moved far past any wait brings none.
+        #expect(clock.sleeping == 0, "no reopen pending after stop")
+        clock.advance(by: 60)
         #expect(await s.state().state == .idle)
+        #expect(camera.opens == opens && clock.sleeping == 0, "no reopen after stop")
         camera.lit = true
         try await s.start()
         #expect(await s.state().state == .running)
@@ -204,11 +225,12 @@ final class DarkeningCamera: CaptureDevice, Sendable {
     /// Preparing another camera while the reopened one is still dark closes the dark one (it
     /// is the session's pipeline until then) and runs the other.
     @Test func preparingAnotherCameraWhileDarkClosesTheDarkOne() async throws {
-        let a = DarkeningCamera(id: "a"), b = DarkeningCamera(id: "b")
-        let s = try CaptureSession(cameras: [a, b], configuration: SessionConfiguration(camera: "a", preset: "352x288"))
+        let a = DarkeningCamera(id: "a"), b = DarkeningCamera(id: "b"), clock = ManualTimekeeper()
+        let s = try CaptureSession(cameras: [a, b], configuration: SessionConfiguration(camera: "a", preset: "352x288"),
+                                   timekeeper: clock)
         try await s.start()
         a.lit = false
-        #expect(await reopenedAndDark(a, s), "a reopened, dark")
+        #expect(await reopenedAndDark(a, s, clock), "a reopened, dark")
         let state = try await s.prepare(PrepareRequest(camera: "b"))
         #expect(state.state == .running && state.camera?.id == "b", "\(state)")
         #expect(!a.isRunning, "the dark camera was closed")

@@ -74,7 +74,7 @@ struct WAV: Sendable {
     static func decode(_ args: [String]) async throws -> Data {
         let out = NSTemporaryDirectory() + "vf-decode-\(UUID().uuidString)"
         defer { unlink(out) }
-        let r = try await offload { try LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error"] + args + ["-y", out]) }
+        let r = try await LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error"] + args + ["-y", out])
         try #require(r.status == 0, "ffmpeg \(args): \(r.err)")
         return try Data(contentsOf: URL(fileURLWithPath: out))
     }
@@ -146,7 +146,7 @@ struct WAV: Sendable {
             #expect(sound["codec"] as? String == "aac" && sound["sampleRate"] as? Int == 48_000 && sound["channels"] as? Int == 1)
             let path = app.configuration.recording.directory + "/\(try #require(movie["id"] as? String)).mp4"
             if sharingTheLiveEncode {
-                #expect(try LiveRecordingTests.probe(path).profile == "Main", "the live encoder's stream (a movie's own encoder writes High)")
+                #expect(try await LiveRecordingTests.probe(path).profile == "Main", "the live encoder's stream (a movie's own encoder writes High)")
             }
             // The first frame's capture time, from its timecode.
             let gray = try await Self.decode(["-i", path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray"])

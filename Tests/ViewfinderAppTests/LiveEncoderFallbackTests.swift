@@ -31,9 +31,9 @@ import Testing
             // The live.mp4 client reads on across the hand-over: 100 fragments in one response.
             let path = try await LiveMP4Tests.record(mp4, fragments: 100)
             defer { unlink(path) }
-            let decode = try LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
+            let decode = try await LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
             #expect(decode.status == 0 && decode.err.isEmpty, "live.mp4 decodes across the hand-over: \(decode.err)")
-            let keys = try LiveMP4Tests.keyFrames(path)
+            let keys = try await LiveMP4Tests.keyFrames(path)
             #expect(keys.count >= 100, "\(keys.count) frames in one stream")
             let r = try await rtsp
             #expect(r.status == 0, "the RTSP client decoded 150 frames across it: \(r.err)")

@@ -22,8 +22,14 @@ import Testing
         return out
     }
 
+    /// Runs a tool to completion (bounded), on a thread of its own: an async test never waits
+    /// on Swift's cooperative pool, whose two threads every in-process server's routes need.
+    static func run(_ tool: String, _ args: [String], timeout: Double = 60) async throws -> (status: Int32, out: String, err: String) {
+        try await offload { try runBlocking(tool, args, timeout: timeout) }
+    }
+
     /// Runs a tool to completion (bounded): its exit status, standard output and standard error.
-    static func run(_ tool: String, _ args: [String], timeout: Double = 60) throws -> (status: Int32, out: String, err: String) {
+    static func runBlocking(_ tool: String, _ args: [String], timeout: Double = 60) throws -> (status: Int32, out: String, err: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: tool)
         p.arguments = args
@@ -47,8 +53,8 @@ import Testing
     }
 
     /// ffprobe's key_frame flag of every frame of the file, "1" or "0", in order.
-    static func keyFrames(_ path: String) throws -> [String] {
-        let frames = try run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+    static func keyFrames(_ path: String) async throws -> [String] {
+        let frames = try await run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                   "frame=key_frame", "-of", "csv=p=0", path])
         // One line a frame ("1," for a keyframe: the SEI side data adds an empty field and lines).
         return frames.out.split(separator: "\n").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ", ")) }
@@ -73,12 +79,12 @@ import Testing
             defer { unlink(path) }
             #expect(c.status == 200 && c.headers["content-type"] == "video/mp4")
             #expect(Self.boxes(c.body).prefix(2).map(\.type) == ["ftyp", "moov"], "the init segment first")
-            let stream = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+            let stream = try await Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                            "stream=codec_name,width,height", "-of", "csv=p=0", path])
             #expect(stream.out.trimmingCharacters(in: .whitespacesAndNewlines) == "h264,352,288", "ffprobe: \(stream.out) \(stream.err)")
-            let keys = try Self.keyFrames(path)
+            let keys = try await Self.keyFrames(path)
             #expect(keys.count >= 30 && keys.first == "1", "\(keys.count) frames, the first a keyframe: \(keys.prefix(3))")
-            let decode = try Self.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
+            let decode = try await Self.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
             #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg decodes every frame: \(decode.err)")
         }
     }
@@ -102,7 +108,7 @@ import Testing
             // 2.7 s of picture (81 frames at 30 fps): two whole seconds at least.
             let path = try await Self.record(c, fragments: 81 + 2 * 120)
             defer { unlink(path) }
-            let streams = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels",
+            let streams = try await Self.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,sample_rate,channels",
                                                             "-of", "csv=p=0", path])
             let lines = streams.out.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             #expect(lines.first?.hasPrefix("h264") == true && lines.contains("aac,48000,1"), "ffprobe: \(lines) \(streams.err)")
@@ -118,7 +124,7 @@ import Testing
             try mute.request("GET", "/live.mp4?audio=0")
             let picture = try await Self.record(mute, fragments: 5)
             defer { unlink(picture) }
-            let only = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", picture])
+            let only = try await Self.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_name", "-of", "csv=p=0", picture])
             #expect(only.out.trimmingCharacters(in: .whitespacesAndNewlines) == "h264", "audio=0: \(only.out)")
             #expect(try await fetch(port, "/live.mp4?audio=maybe").status == 400)
         }
@@ -136,7 +142,7 @@ import Testing
             try next.request("GET", "/live.mp4")
             let path = try await Self.record(next, fragments: 5)
             defer { unlink(path) }
-            let stream = try Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+            let stream = try await Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                            "stream=width,height", "-of", "csv=p=0", path])
             #expect(stream.out.trimmingCharacters(in: .whitespacesAndNewlines) == "640,480", "ffprobe: \(stream.out) \(stream.err)")
         }
@@ -153,7 +159,7 @@ import Testing
             try c.request("GET", "/cameras/rear/live.mp4")
             let path = try await LiveMP4Tests.record(c, fragments: 40)
             defer { unlink(path) }
-            let keys = try LiveMP4Tests.keyFrames(path)
+            let keys = try await LiveMP4Tests.keyFrames(path)
             #expect(keys.count >= 40 && keys.filter { $0 == "1" }.count >= 3, "\(keys.count) frames, keyframes at \(keys.indices.filter { keys[$0] == "1" })")
         }
     }
@@ -169,12 +175,12 @@ import Testing
         try c.request("GET", path)
         let mp4 = try await LiveMP4Tests.record(c, fragments: 3)
         defer { unlink(mp4) }
-        let size = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+        let size = try await LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                              "stream=width,height", "-of", "csv=p=0", mp4])
         let wh = size.out.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
         let gray = mp4 + ".gray"
         defer { unlink(gray) }
-        _ = try LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", mp4, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-y", gray])
+        _ = try await LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", mp4, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-y", gray])
         let pixels = [UInt8]((try? Data(contentsOf: URL(fileURLWithPath: gray))) ?? Data())
         guard wh.count == 2, pixels.count == wh[0] * wh[1] else { throw CancellationError() }
         return (wh[0], wh[1], pixels)

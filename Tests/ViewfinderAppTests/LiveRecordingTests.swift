@@ -10,10 +10,10 @@ import Testing
 
 @Suite struct LiveRecordingTests {
     /// ffprobe's profile, frame count and keyframe count of a movie.
-    static func probe(_ path: String) throws -> (profile: String, frames: Int, keyframes: Int) {
-        let s = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+    static func probe(_ path: String) async throws -> (profile: String, frames: Int, keyframes: Int) {
+        let s = try await LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                           "stream=profile", "-of", "csv=p=0", path])
-        let keys = try LiveMP4Tests.keyFrames(path)
+        let keys = try await LiveMP4Tests.keyFrames(path)
         return (s.out.trimmingCharacters(in: .whitespacesAndNewlines), keys.count, keys.filter { $0 == "1" }.count)
     }
 
@@ -37,13 +37,13 @@ import Testing
             try viewer.request("GET", "/live.mp4")
             try await viewer.read(timeout: 20) { LiveMP4Tests.boxes($0).contains { $0.type == "mdat" } }
             let (path, movie) = try await Self.record(app, port)
-            let p = try Self.probe(path)
+            let p = try await Self.probe(path)
             #expect(p.profile == "Main", "the live encoder's profile (the movie's own encoder writes High): \(p.profile)")
             #expect(p.frames >= 55 && p.frames == movie["frames"] as? Int, "\(p.frames) frames, the answer says \(movie["frames"] ?? "-")")
             #expect(p.keyframes >= 2, "a keyframe a second: \(p.keyframes) in \(p.frames) frames")
             // Capture times as they are (-enc_time_base -1): a capture late under load shares a
             // 1/30 s slot with the next, which the null muxer reports though nothing failed to decode.
-            let decode = try LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-enc_time_base", "-1", "-f", "null", "-"])
+            let decode = try await LiveMP4Tests.run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-enc_time_base", "-1", "-f", "null", "-"])
             #expect(decode.status == 0 && decode.err.isEmpty, "every frame decodes: \(decode.err)")
         }
     }
@@ -51,14 +51,14 @@ import Testing
     @Test func withoutALiveClientOrWithAnotherPresetTheMovieEncodesItsOwn() async throws {
         try await withServer({ $0.recording.preset = "superfast" }) { app, port in
             _ = try await fetch(port, "POST", "/api/session/start")
-            #expect(try Self.probe(try await Self.record(app, port).path).profile == "High")
+            #expect(try await Self.probe(try await Self.record(app, port).path).profile == "High")
         }
         try await withServer({ $0.recording.preset = "ultrafast" }) { app, port in
             _ = try await fetch(port, "POST", "/api/session/start")
             let viewer = try TestConnection(port: port)
             try viewer.request("GET", "/live.mp4")
             try await viewer.read(timeout: 20) { LiveMP4Tests.boxes($0).contains { $0.type == "mdat" } }
-            #expect(try Self.probe(try await Self.record(app, port).path).profile != "Main")
+            #expect(try await Self.probe(try await Self.record(app, port).path).profile != "Main")
         }
     }
 

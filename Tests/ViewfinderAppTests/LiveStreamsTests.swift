@@ -31,8 +31,8 @@ import Testing
     }
 
     /// ffprobe's packets of the video track: (pts seconds, keyframe).
-    static func packets(_ path: String) throws -> [(pts: Double, key: Bool)] {
-        let r = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+    static func packets(_ path: String) async throws -> [(pts: Double, key: Bool)] {
+        let r = try await LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                           "packet=pts_time,flags", "-of", "csv=p=0", path])
         return r.out.split(separator: "\n").compactMap { line in
             let f = line.split(separator: ",")
@@ -69,10 +69,10 @@ import Testing
             try c.request("GET", "/cameras/rear/live.mp4?stream=sub&audio=0")
             let path = try await LiveMP4Tests.record(c, fragments: 31)
             defer { unlink(path) }
-            let stream = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height",
+            let stream = try await LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=width,height",
                                                                    "-of", "csv=p=0", path])
             #expect(stream.out.trimmingCharacters(in: .whitespacesAndNewlines) == "320,240", "ffprobe: \(stream.out) \(stream.err)")
-            let times = try Self.packets(path).map(\.pts)
+            let times = try await Self.packets(path).map(\.pts)
             let steps = zip(times.dropFirst(), times).map { $0 - $1 }.sorted()
             #expect(times.count >= 30)
             #expect((steps.first ?? 0) >= 0.9 / 15 - 0.001, "the shortest step is \(steps.first ?? 0) s")
@@ -112,7 +112,7 @@ import Testing
                 let path = try await LiveMP4Tests.record(c, fragments: frames + 1)
                 defer { unlink(path) }
                 let bytes = LiveMP4Tests.boxes(c.body).filter { $0.type == "mdat" }.prefix(frames).reduce(0) { $0 + $1.bytes.count }
-                let times = try Self.packets(path).map(\.pts)
+                let times = try await Self.packets(path).map(\.pts)
                 let span = times.count > frames ? times[frames] - times[0] : Double(frames) / 30
                 return Double(bytes * 8) / 1000 / span
             }
@@ -161,7 +161,7 @@ import Testing
             let path = try await LiveMP4Tests.record(late, fragments: 45)
             defer { unlink(path) }
             #expect(Self.sequenceNumbers(late.body).prefix(3) == [1, 2, 3], "fragments numbered from 1: \(Self.sequenceNumbers(late.body).prefix(3))")
-            let packets = try Self.packets(path)
+            let packets = try await Self.packets(path)
             #expect(packets.first?.pts == 0 && packets.first?.key == true, "a keyframe at 0: \(packets.prefix(2))")
             let gaps = zip(packets.dropFirst(), packets).map { $0.pts - $1.pts }
             // The bug's gap spanned the 1.5 s nobody watched. Under a sanitizer (TestTime.scale) a

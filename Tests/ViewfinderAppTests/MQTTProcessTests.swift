@@ -47,6 +47,6 @@ import Testing
         q.interrupt()  // SIGINT: a clean stop
         try #require(await waitForExit(q, timeout: ProcessTests.stopTimeout))
         #expect(q.terminationStatus == 0, "a clean exit: the offline came from the host, not from its will")
-        #expect(await waitUntil(2) { status(probe, "polite") == "offline" })
+        #expect(await waitUntil { status(probe, "polite") == "offline" })
     }
 }

@@ -107,7 +107,7 @@ import Testing
                 #expect(m["trigger"] as? String == "motion" && m["reason"] as? String == "eventEnded")
                 let event = try #require(m["event"] as? [String: Double])
                 let startedAt = try #require(iso.date(from: m["startedAt"] as? String ?? "")).timeIntervalSince1970
-                let probe = try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration",
+                let probe = try await LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration",
                                                                       "-of", "csv=p=0", app.movies.path(id)])
                 let duration = try #require(Double(probe.out.trimmingCharacters(in: .whitespacesAndNewlines)))
                 #expect(event["start"]! - startedAt >= preRoll - 0.001, "\(id): \(event["start"]! - startedAt) s before the event")

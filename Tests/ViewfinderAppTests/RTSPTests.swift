@@ -10,7 +10,7 @@ import Testing
 
 @Suite struct RTSPTests {
     static func run(_ tool: String, _ args: [String], timeout: Double = 30) async throws -> (status: Int32, out: String, err: String) {
-        try await offload { try LiveMP4Tests.run(tool, args, timeout: timeout) }
+        try await LiveMP4Tests.run(tool, args, timeout: timeout)
     }
 
     /// ffprobe's "codec,width,height" for `url` over `transport`, and its errors.

@@ -152,7 +152,7 @@ import Testing
             try c.request("GET", "/live.mp4?audio=0")
             let path = try await LiveMP4Tests.record(c, fragments: 5)
             defer { unlink(path) }
-            return try LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=profile",
+            return try await LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=profile",
                                                               "-of", "csv=p=0", path]).out.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         try await withServer { app, port in
