@@ -61,6 +61,24 @@ import Testing
         #expect(a.baseRoundTrip == 0.02)
     }
 
+    /// The viewer's last report covers the few milliseconds since its previous one (a browser
+    /// losing packets sends many): its fraction says nothing was lost, while its count of lost
+    /// packets climbs by a third of what was sent in the second.
+    @Test func lossCountedOverTheSecondMovesDownWhenTheLastReportsFractionIsClean() {
+        var a = StreamAdapter()
+        func report(lost: Double = 0, packetsLost: Int64, sent: UInt64) -> LinkReport {
+            LinkReport(reported: true, fractionLost: lost, roundTrip: 0.02, jitter: 0.001, packetsLost: packetsLost,
+                       bytesSent: sent * 1000, packetsSent: sent)
+        }
+        #expect(a.update(report(packetsLost: 0, sent: 50), now: 0) == nil)
+        #expect(a.update(report(packetsLost: 0, sent: 100), now: 2) == .main)
+        #expect(a.update(report(packetsLost: 1, sent: 300), now: 3) == nil && a.fractionLost == 0.005, "1 of 200: \(a.fractionLost)")
+        #expect(a.update(report(packetsLost: 70, sent: 500), now: 4) == .sub, "69 of 200 lost, the report's fraction 0")
+        #expect(abs(a.fractionLost - 0.345) < 1e-9)
+        #expect(a.update(report(lost: 0.5, packetsLost: 70, sent: 550), now: 5) == nil && a.fractionLost == 0.5,
+                "the report's own fraction, when it is the larger")
+    }
+
     @Test func noReceiverReportYetDecidesNothing() {
         var a = StreamAdapter()
         let none = LinkReport(reported: false, fractionLost: 0, roundTrip: 0, jitter: 0, packetsLost: 0, bytesSent: 10, packetsSent: 1)

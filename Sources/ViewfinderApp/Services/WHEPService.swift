@@ -136,17 +136,18 @@ final class WHEPService: Sendable {
         let peers = sessions.withLock { s in s.filter { $0.value.peer.state == .connected }.map { ($0.key, $0.value.peer) } }
         for (id, peer) in peers {
             guard let link = peer.link else { continue }
-            let moved = sessions.withLock { s -> (LiveUnitSubscription, LiveStreamName)? in
+            let moved = sessions.withLock { s -> (LiveUnitSubscription, LiveStreamName, Double)? in
                 guard var e = s[id] else { return nil }
                 defer { s[id] = e }
                 let to = e.adapter.update(link, now: now)
                 e.units.report(ViewerReport(id: id, adaptive: e.adaptive, sendKbps: (e.adapter.sendRate * 10).rounded() / 10,
-                                            fractionLost: link.fractionLost, roundTripMs: (link.roundTrip * 10_000).rounded() / 10))
-                return e.adaptive ? to.map { (e.units, $0) } : nil
+                                            fractionLost: e.adapter.fractionLost, roundTripMs: (link.roundTrip * 10_000).rounded() / 10))
+                return e.adaptive ? to.map { (e.units, $0, e.adapter.fractionLost) } : nil
             }
-            if let (units, to) = moved {
+            logger.debug("WHEP session \(id) link (its report): reported \(link.reported), lost \(link.fractionLost), round trip \(link.roundTrip), packets lost \(link.packetsLost), sent \(link.packetsSent)")
+            if let (units, to, lost) = moved {
                 units.switchStream(to: to)
-                logger.info("WHEP session \(id): the \(to.rawValue) stream (lost \(Int(link.fractionLost * 100)) %, round trip \(Int(link.roundTrip * 1000)) ms)")
+                logger.info("WHEP session \(id): the \(to.rawValue) stream (lost \(Int(lost * 100)) %, round trip \(Int(link.roundTrip * 1000)) ms)")
             }
         }
     }
