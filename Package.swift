@@ -126,7 +126,10 @@ let package = Package(
         .executableTarget(name: "ViewfinderBench", dependencies: ["JPEG", "CameraCore", "Capture", "Motion", "Movie", "SystemSupport"]),
 
         // Stateful models of real cameras at the ioctl seam, shared by the test targets.
-        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "Movie", "SystemSupport"], path: "Tests/CaptureTestSupport"),
+        // A test's time: how long it waits for an event (TestTime) and a clock it moves (ManualTimekeeper).
+        .target(name: "TimeTestSupport", dependencies: ["SystemSupport"], path: "Tests/TimeTestSupport"),
+        .target(name: "CaptureTestSupport", dependencies: ["Capture", "CameraCore", "CV4L2", "JPEG", "Movie", "SystemSupport", "TimeTestSupport"],
+                path: "Tests/CaptureTestSupport"),
         .testTarget(name: "SessionTests", dependencies: ["Session", "Movie", "Sound", "Subscriptions", "Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "Barcodes", "SystemSupport",
                                                           .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "JPEGTests", dependencies: ["JPEG", "CPixels", "CameraCore"]),
@@ -136,7 +139,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "CaptureTestSupport", "CameraCore", "JPEG", "CV4L2", "SystemSupport"]),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
         .testTarget(name: "SoundTests", dependencies: ["Sound", "CameraCore", "CaptureTestSupport", "SystemSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Subscriptions", "SystemSupport", "TimeTestSupport"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .target(name: "MQTTTestSupport", dependencies: ["MQTT", "SystemSupport", .product(name: "Logging", package: "swift-log")], path: "Tests/MQTTTestSupport"),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport", "SystemSupport", .product(name: "Logging", package: "swift-log")]),

@@ -35,33 +35,40 @@ public enum ServerSentEvent {
 /// `maxConnectionsPerAddress`, until the next event, which on an idle camera may never come.
 /// The first write after the client left draws its reset, the second fails and the
 /// connection is closed: within about two heartbeats.
+///
+/// Its time is a Timekeeper's (the system's unless a test's): a test moves a clock past a
+/// heartbeat instead of waiting three seconds for one.
 public final class ServerSentEventStream: Subscription, Sendable {
     private let events: any Subscription<ServerSentEvent.Message>
     private let heartbeat: Double
+    private let timekeeper: any Timekeeper
     private struct Beat {
         var wake: (@Sendable () -> Void)?
         var timer: Task<Void, Never>?
-        var lastSent = Clock.monotonic()
+        var lastSent: Double
         var due = false
         var closed = false
     }
-    private let beat = Locked(Beat())
+    private let beat: Locked<Beat>
 
-    public init(_ events: any Subscription<ServerSentEvent.Message>, heartbeat: Double = 3) {
+    public init(_ events: any Subscription<ServerSentEvent.Message>, heartbeat: Double = 3,
+                timekeeper: any Timekeeper = SystemTimekeeper()) {
         self.events = events
         self.heartbeat = heartbeat
+        self.timekeeper = timekeeper
+        beat = Locked(Beat(lastSent: timekeeper.now))
     }
 
     public func attach(wake: @escaping @Sendable () -> Void) {
         events.attach(wake: wake)
-        let interval = heartbeat
+        let interval = heartbeat, keeper = self.timekeeper
         let timer = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Alarm.sleep(min(1, interval / 2))
+                try? await keeper.sleep(min(1, interval / 2))
                 guard let self else { return }
                 // Due once nothing was sent for a whole interval (events count as beats).
                 let wake = self.beat.withLock { b -> (@Sendable () -> Void)? in
-                    guard !b.closed, Clock.monotonic() - b.lastSent >= interval * 0.99 else { return nil }
+                    guard !b.closed, keeper.now - b.lastSent >= interval * 0.99 else { return nil }
                     b.due = true
                     return b.wake
                 }
@@ -78,12 +85,14 @@ public final class ServerSentEventStream: Subscription, Sendable {
     public func next() -> Pull<[UInt8]> {
         switch events.next() {
         case .item(let e):
-            beat.withLock { $0.lastSent = Clock.monotonic(); $0.due = false }
+            let now = timekeeper.now
+            beat.withLock { $0.lastSent = now; $0.due = false }
             return .item(ServerSentEvent.format(event: e.event, data: e.data))
         case .end:
             return .end
         case .wait:
-            if beat.withLock({ b in defer { if b.due { b.due = false; b.lastSent = Clock.monotonic() } }; return b.due }) {
+            let now = timekeeper.now
+            if beat.withLock({ b in defer { if b.due { b.due = false; b.lastSent = now } }; return b.due }) {
                 return .item(ServerSentEvent.keepAlive)
             }
             return .wait

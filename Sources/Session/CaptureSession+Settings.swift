@@ -20,7 +20,7 @@ extension CaptureSession {
     public func zoom(_ r: ZoomRequest) throws(SessionError) -> SessionState {
         let caps = camera.capabilities.zoom
         let (target, rate) = try SettingsValidation.zoom(r, caps)
-        let now = Clock.monotonic()
+        let now = timekeeper.now
         if rate == nil || !caps.optical {
             // At once: the lens goes there now (the crop follows from the factor).
             var new = settings
@@ -55,7 +55,7 @@ extension CaptureSession {
             }
         }
         while launched == run.number, pipelineSettings.ramp == ramp {
-            let now = Clock.monotonic()
+            let now = timekeeper.now
             let optical = SettingsValidation.zoomParts(ramp.factor(at: now), caps).optical
             let ending = !ramp.isRamping(at: now)
             // A step a hundredth or more; the last one exactly where the ramp ends, however
@@ -71,7 +71,7 @@ extension CaptureSession {
                 }
             }
             if ending { return }
-            try? await Alarm.sleep(0.033)  // about a frame
+            try? await timekeeper.sleep(0.033)  // about a frame
         }
     }
 
@@ -180,7 +180,7 @@ extension CaptureSession {
         // stepper that runs late (a loaded machine; make test-asan caught it) has the lens
         // short of the end after the curve's time is up, which is not the lens moved from
         // outside.
-        let ramping = pipelineSettings.ramp.isRamping(at: Clock.monotonic()) || lens.ramping
+        let ramping = pipelineSettings.ramp.isRamping(at: timekeeper.now) || lens.ramping
         if !ramping, abs(next.zoom.optical - before.zoom.optical) >= 0.005 {
             // The lens moved from outside: the picture is the lens's alone now, unless it
             // sits at the end of its range with the crop beyond it.

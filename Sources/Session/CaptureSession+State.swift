@@ -9,7 +9,7 @@ import SystemSupport
 extension CaptureSession {
     public func state() -> SessionState {
         let latest = hub.latestFrame
-        let now = Clock.monotonic(), ramp = pipelineSettings.ramp
+        let now = timekeeper.now, ramp = pipelineSettings.ramp
         var s = settings
         s.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
         s.zoom.digital = (pipelineSettings.digitalZoom(at: now) * 1000).rounded() / 1000

@@ -25,7 +25,8 @@ public actor CaptureSession {
     nonisolated let graph: CaptureGraph
     let configuration: SessionConfiguration
     let logger: Logger
-    /// What the reopenings' backoffs (camera and microphone) wait on: the system's time, or a test's.
+    /// What the reopenings' backoffs (camera and microphone) wait on and the zoom ramp runs on: the
+    /// system's time, or a test's.
     let timekeeper: any Timekeeper
 
     /// The input that runs, at `format` (chosen as `preset`).
@@ -230,7 +231,8 @@ public actor CaptureSession {
         let launched = run.number
         let p = FramePipeline(run: CaptureRun(camera: device.descriptor.id, format: format, number: launched),
                               outputs: graph.connectedOutputs(of: device.descriptor.id),
-                              transform: { [pipelineSettings] now in pipelineSettings.transform(at: now) },
+                              // The zoom ramp's curve runs on the session's clock (its timekeeper).
+                              transform: { [pipelineSettings, timekeeper] _ in pipelineSettings.transform(at: timekeeper.now) },
                               nextSequence: { [graph] in graph.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
         if begin { p.begin() }

@@ -37,6 +37,9 @@ public final class FakeWebcam: Sendable {
         /// Buffers: asked for at the last STREAMON, lent out now, the most ever out at once,
         /// and exposures lost because every buffer was out.
         var buffers = 0, lent = 0, mostLent = 0, starved = 0
+        /// The sensor delivers nothing (a camera whose stream stalls: a USB bandwidth fault,
+        /// a cable half out); each DQBUF poll then times out, and is counted.
+        var dark = false, darkPolls = 0
     }
     private let state: Locked<State>
 
@@ -104,6 +107,12 @@ public final class FakeWebcam: Sendable {
     /// The most buffers lent out at once, and exposures lost for want of a queued buffer.
     public var mostLent: Int { state.withLock { $0.mostLent } }
     public var starved: Int { state.withLock { $0.starved } }
+    /// Stops (or resumes) delivering frames; the stream stays on.
+    public func setDark(_ dark: Bool) { state.withLock { $0.dark = dark } }
+    /// DQBUF polls that timed out while dark.
+    public var darkPolls: Int { state.withLock { $0.darkPolls } }
+    /// True (and counted) when the sensor is dark.
+    func pollDark() -> Bool { state.withLock { s in if s.dark { s.darkPolls += 1 }; return s.dark } }
     func buffersRequested(_ n: Int) { state.withLock { $0.buffers = n } }
     func lent(_ delta: Int) {
         state.withLock { s in
@@ -251,6 +260,7 @@ final class FakePort: V4L2Port, @unchecked Sendable {  // one owner at a time, l
         guard streaming, let f = format else { throw .system(call: "VIDIOC_DQBUF", errno: EINVAL) }
         queued += returned.withLock { r in defer { r = [] }; return r }
         usleep(UInt32(min(Int(timeoutMs), 33) * 1000))  // the sensor's frame interval
+        if camera.pollDark() { return false }  // the poll timed out
         guard !queued.isEmpty else {  // every buffer is lent out: this exposure has nowhere to go
             camera.frameStarved()
             return false

@@ -6,6 +6,7 @@ import CameraCore
 import CaptureTestSupport
 import Foundation
 import Glibc
+import SystemSupport
 import Testing
 @testable import Capture
 
@@ -155,5 +156,36 @@ import Testing
         defer { camera.stop() }
         fake.setFromOutside("zoom_absolute", 300)
         #expect(camera.readBack(s)?.zoom.optical == 3)
+    }
+
+    /// The capture timeout (µStreamer's --device-timeout) on a clock the test moves (issue 45):
+    /// a camera whose stream stalls is lost once no frame came for `captureTimeout` of that
+    /// clock — not at 2.9 s, however many polls the capture thread makes, and at 3.1 s with an
+    /// error that says why. Before, only the vivid VM suite saw it, by waiting out 3 s.
+    @Test func aStreamThatStallsIsLostAfterItsCaptureTimeoutOnItsClock() async throws {
+        let fake = FakeWebcam.c920(), clock = ManualTimekeeper()
+        let camera = V4L2Camera(id: "fake", path: "/dev/fake0", formats: [FormatOption(pixelFormat: .yuyv, width: 640, height: 480, fps: [30])],
+                                captureTimeout: 3, timekeeper: clock, open: { path throws(CameraError) in try fake.open(path) })
+        let frames = Locked(0), lost = Locked<CameraError?>(nil)
+        camera.setInterruptionHandler { e in lost.withLock { $0 = e } }
+        try camera.start(format: format) { _ in frames.withLock { $0 += 1 } }
+        defer { camera.stop() }
+        /// Waits (bounded) until `condition` holds: the capture thread's events.
+        func until(_ condition: () -> Bool) async -> Bool {
+            let deadline = TestTime.deadline(TestTime.patience)
+            while !condition() && Date() < deadline { try? await Task.sleep(nanoseconds: 2_000_000) }
+            return condition()
+        }
+        #expect(await until { frames.withLock { $0 } > 0 }, "a frame")
+        fake.setDark(true)
+        let polls = fake.darkPolls
+        #expect(await until { fake.darkPolls >= polls + 2 })
+        clock.advance(by: 2.9)
+        let later = fake.darkPolls
+        #expect(await until { fake.darkPolls >= later + 3 }, "the capture thread looked again, three times")
+        #expect(lost.withLock { $0 } == nil, "2.9 s without a frame: not lost yet")
+        clock.advance(by: 0.2)
+        #expect(await until { lost.withLock { $0 } != nil }, "3.1 s without a frame: lost")
+        #expect(lost.withLock { $0 } == .unavailable("/dev/fake0: no frame in 3.0 s"), "\(String(describing: lost.withLock { $0 }))")
     }
 }

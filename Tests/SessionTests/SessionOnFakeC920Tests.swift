@@ -9,15 +9,17 @@ import CaptureTestSupport
 import Foundation
 import Glibc
 import JPEG
+import SystemSupport
 import Testing
 @testable import Session
 
 @Suite(.serialized) struct SessionOnFakeC920Tests {
-    func session(_ fake: FakeWebcam) async throws -> CaptureSession {
+    func session(_ fake: FakeWebcam, _ timekeeper: any Timekeeper = SystemTimekeeper()) async throws -> CaptureSession {
         let camera = V4L2Camera(id: "c920", path: "/dev/fake0", name: "HD Pro Webcam C920",
                                 formats: [FormatOption(pixelFormat: .yuyv, width: 640, height: 480, fps: [30])],
                                 open: { path throws(CameraError) in try fake.open(path) })
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1))
+        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1),
+                                   timekeeper: timekeeper)
         try await s.start()
         return s
     }
@@ -89,20 +91,38 @@ import Testing
         await s.stop()
     }
 
+    /// A ramp on the session's clock (a ManualTimekeeper the test moves half a second at a
+    /// time): 3 doublings at 1 a second. At each moment the lens has had exactly the curve's
+    /// step (zoom_absolute = 100 × the factor, up to the lens's 5) and the state says the
+    /// curve's factor; at 3 s the ramp is over, the lens at its end and the crop beyond it.
     @Test func aRampStepsTheLensAndCropsOnlyBeyondIt() async throws {
-        let fake = FakeWebcam.c920()
-        let s = try await session(fake)
+        let fake = FakeWebcam.c920(), clock = ManualTimekeeper()
+        let s = try await session(fake, clock)
         fake.clearWrites()
-        // 3 doublings at 1 a second: 3 s, long enough for the stepper (a step a frame) to be
-        // scheduled several times even on a loaded machine (the sanitizer runs in CI).
         _ = try await s.zoom(ZoomRequest(factor: 8, rate: 1))
-        let deadline = TestTime.deadline(15)
-        while await s.state().zoom.ramping && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
-        let steps = fake.writes.filter { $0.key == "zoom_absolute" }.map(\.value)
-        #expect(steps.count >= 3, "the lens moves in steps along the ramp: \(steps)")
-        #expect(steps == steps.sorted() && steps.last == 500, "monotonic, ending at the lens's end: \(steps)")
+        var expected: [Int] = []
+        for half in 1...5 {
+            #expect(await clock.waitForSleepers(), "the lens stepper waits for its next frame")
+            clock.advance(by: 0.5)
+            let t = Double(half) / 2
+            expected.append(Int((min(5, exp2(t)) * 100).rounded()))
+            #expect(await clock.waitForSleepers(), "it stepped, and waits again")
+            let lens = fake.writes.filter { $0.key == "zoom_absolute" }.map(\.value)
+            #expect(lens == expected, "at \(t) s the lens has had \(lens)")
+            let state = await s.state()
+            #expect(state.zoom.ramping && state.zoom.factor == (exp2(t) * 1000).rounded() / 1000,
+                    "at \(t) s: factor \(state.zoom.factor), ramping \(state.zoom.ramping)")
+        }
+        clock.advance(by: 0.5)
+        // At 3 s the curve is at its end; the stepper finds the lens there, writes nothing and
+        // ends (a wait for that task: bounded, polled).
+        let deadline = TestTime.deadline(10)
+        while await s.state().zoom.ramping && Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
+        #expect(fake.writes.filter { $0.key == "zoom_absolute" }.map(\.value) == [141, 200, 283, 400, 500])
         let state = await s.state()
-        #expect(state.zoom.factor == 8 && state.zoom.optical == 5 && state.zoom.digital == 1.6)
+        #expect(!state.zoom.ramping && state.zoom.factor == 8 && state.zoom.optical == 5 && state.zoom.digital == 1.6,
+                "\(state.zoom)")
+        #expect(clock.sleeping == 0, "the stepper is done")
         await s.stop()
     }
 

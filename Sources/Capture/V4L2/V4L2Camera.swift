@@ -12,8 +12,10 @@ public final class V4L2Camera: CaptureDevice, Sendable {
     public let descriptor: CameraDescriptor
     /// A torch outside V4L2 (an LED class device named in config), if any.
     public let torchLED: LEDTorch?
-    /// No frame for this long means the device is gone (µStreamer's --device-timeout).
+    /// No frame for this long means the device is gone (µStreamer's --device-timeout), on
+    /// `timekeeper`'s clock (the system's, or a test's).
     public let captureTimeout: Double
+    private let timekeeper: any Timekeeper
     private let open: V4L2Opener
     /// Where the camera is now: a replugged camera may come back under another node.
     private let locate: (@Sendable () -> String?)?
@@ -39,6 +41,7 @@ public final class V4L2Camera: CaptureDevice, Sendable {
 
     public init(id: String, path: String, name: String? = nil, position: CameraDescriptor.Position = .external,
                 formats: [FormatOption]? = nil, torchLED: LEDTorch? = nil, captureTimeout: Double = 3,
+                timekeeper: any Timekeeper = SystemTimekeeper(),
                 lending: Int = ProcessInfo.processInfo.activeProcessorCount + 1,
                 locate: (@Sendable () -> String?)? = nil,
                 open: @escaping V4L2Opener = { path throws(CameraError) in try V4L2Device(path: path) }) {
@@ -46,6 +49,7 @@ public final class V4L2Camera: CaptureDevice, Sendable {
         self.open = open
         self.locate = locate
         self.captureTimeout = captureTimeout
+        self.timekeeper = timekeeper
         self.lending = max(1, lending)
         let node = formats == nil ? (try? V4L2Discovery.describe(path)) ?? nil : nil
         descriptor = CameraDescriptor(id: id, name: name ?? node?.name ?? path, position: position, kind: .v4l2, device: path)
@@ -185,7 +189,7 @@ public final class V4L2Camera: CaptureDevice, Sendable {
             return s.interrupted
         }
         rejected.withLock { $0 = 0 }
-        let loop = V4L2Stream.loop(device: device, format: format, timeout: captureTimeout, handler: handler,
+        let loop = V4L2Stream.loop(device: device, format: format, timeout: captureTimeout, clock: timekeeper, handler: handler,
                                    rejected: { [weak self] in self?.rejected.withLock { $0 += 1 } }) { [weak self] error in
             self?.closeControls()
             onLoss?(error)
@@ -211,12 +215,13 @@ public final class V4L2Camera: CaptureDevice, Sendable {
 /// frames must be whole, MJPEG frames must start and end like a JPEG; `rejected` is told of
 /// each frame that is not (or that the driver flagged as an error).
 enum V4L2Stream {
-    static func loop(device: any V4L2Port, format: VideoFormat, timeout: Double, handler: @escaping FrameHandler,
+    static func loop(device: any V4L2Port, format: VideoFormat, timeout: Double, clock: any Timekeeper = SystemTimekeeper(),
+                     handler: @escaping FrameHandler,
                      rejected: @escaping @Sendable () -> Void = {},
                      lost: @escaping @Sendable (CameraError) -> Void) -> CaptureLoop {
         let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.pixelFormat.bytesPerLine(width: format.width) ?? 0
-        let progress = Locked((last: Clock.monotonic(), failure: CameraError?.none))
+        let progress = Locked((last: clock.now, failure: CameraError?.none))
         return CaptureLoop(name: "v4l2-\(device.path)", step: {
             do throws(CameraError) {
                 var delivered = false
@@ -228,7 +233,7 @@ enum V4L2Stream {
                                      lease: lease))
                 }
                 if got && !delivered { rejected() }
-                let now = Clock.monotonic()
+                let now = clock.now
                 if got { progress.withLock { $0.last = now } }
                 else if now - progress.withLock({ $0.last }) > timeout {
                     throw CameraError.unavailable("\(device.path): no frame in \(timeout) s")

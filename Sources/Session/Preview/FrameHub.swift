@@ -1,7 +1,9 @@
 // Keeps the newest encoded frame (its finished multipart part) and hands it to every viewer: latest frame wins, nobody
 // queues. Viewers park with a waker; a publish wakes those allowed to send again, and a
 // one-shot timer, armed for the earliest deadline, wakes the rest at theirs (the
-// once-a-second resend, a per-client fps cap) — no polling while frames flow.
+// once-a-second resend, a per-client fps cap) — no polling while frames flow. Its time is an
+// input (a Timekeeper's `now`; the system's unless a test's), so a test moves a clock past a
+// resend or a cap and calls the ticker's `tick` instead of waiting a second for it.
 // Thread-safe and synchronous on purpose: it is read from libmicrohttpd's C callbacks.
 
 import CameraCore
@@ -45,10 +47,13 @@ public final class FrameHub: Sendable {
         var encodedFrames: UInt64 = 0
     }
     private let state = Locked(State())
+    private let timekeeper: any Timekeeper
 
     public var encodedFrames: UInt64 { state.withLock { $0.encodedFrames } }
 
-    public init() {}
+    public init(timekeeper: any Timekeeper = SystemTimekeeper()) {
+        self.timekeeper = timekeeper
+    }
 
     // MARK: - Producing
 
@@ -59,7 +64,7 @@ public final class FrameHub: Sendable {
     /// encode worker that finished late): viewers only ever move forward. False when dropped.
     @discardableResult
     public func publish(_ frame: EncodedFrame) -> Bool {
-        let now = Clock.monotonic()
+        let now = timekeeper.now
         // Parked viewers this frame may go to are unparked under the lock and woken outside it;
         // capped ones it came too early for stay parked, the ticker armed for the soonest.
         let published = state.withLock { s -> ([@Sendable () -> Void], [CheckedContinuation<EncodedFrame?, Never>])? in
@@ -78,7 +83,7 @@ public final class FrameHub: Sendable {
                     early = min(early, s.viewers[i]!.notBefore)
                 }
             }
-            if early < .infinity { arm(&s, at: early) }
+            if early < .infinity { arm(&s, at: early, now: now) }
             var ready: [CheckedContinuation<EncodedFrame?, Never>] = []
             for (token, entry) in s.frameWaiters where frame.sequence > entry.after {
                 ready.append(entry.continuation)
@@ -98,7 +103,7 @@ public final class FrameHub: Sendable {
 
     /// Frames published over the last second.
     public var fps: Double {
-        let now = Clock.monotonic()
+        let now = timekeeper.now
         return state.withLock { s in Double(s.publishTimes.filter { now - $0 <= 1.0 }.count) }
     }
 
@@ -149,7 +154,7 @@ public final class FrameHub: Sendable {
     /// it, so a cap equal to the camera's rate never holds a frame back whatever the phase,
     /// while the long-run rate never exceeds it. One lock, held briefly.
     public func next(_ slot: Int) -> Pull {
-        let now = Clock.monotonic()
+        let now = timekeeper.now
         return state.withLock { s -> Pull in
             guard s.viewers.indices.contains(slot), var v = s.viewers[slot] else { return .end }
             if v.moved { return .moved }
@@ -170,7 +175,8 @@ public final class FrameHub: Sendable {
             v.notBefore = allowedFrom
             v.resendAt = v.lastSent + 1.0
             s.viewers[slot] = v
-            arm(&s, at: Self.deadline(v, newest: s.latest?.sequence))
+            let deadline = Self.deadline(v, newest: s.latest?.sequence)
+            if deadline < .infinity { arm(&s, at: deadline, now: now) }
             return .wait
         }
     }
@@ -221,26 +227,33 @@ public final class FrameHub: Sendable {
     // MARK: - Ticker
 
     /// When a parked viewer must be woken without a publish: at its cap's end if a frame it
-    /// has not sent is there, else at its resend time.
+    /// has not sent is there, else at its resend time — never while there is no frame at all
+    /// (nothing to resend: its resend time, a second after a part never sent, was minus
+    /// infinity, and the ticker woke a viewer that joined before the camera's first frame
+    /// again and again until that frame came; FrameHubTests caught it).
     private static let slot = 0.005
 
     private static func deadline(_ w: Viewer, newest: UInt64?) -> Double {
-        newest != nil && newest != w.lastSequence ? min(w.notBefore, w.resendAt) : w.resendAt
+        guard let newest else { return .infinity }
+        return newest != w.lastSequence ? min(w.notBefore, w.resendAt) : w.resendAt
     }
 
-    /// Makes the one-shot ticker fire at `t` (monotonic seconds) or up to 5 ms after: deadlines
-    /// are rounded up to 5 ms slots so that viewers due close together share one firing (never
-    /// early: a viewer woken before its cap allows would only park again).
-    private func arm(_ s: inout State, at deadline: Double) {
+    /// Makes the one-shot ticker fire at `t` (the keeper's seconds; `now` is its time now) or
+    /// up to 5 ms after: deadlines are rounded up to 5 ms slots so that viewers due close
+    /// together share one firing (never early: a viewer woken before its cap allows would only
+    /// park again). The alarm is set by the time left, so that it keeps the keeper's time.
+    private func arm(_ s: inout State, at deadline: Double, now: Double) {
         let t = (deadline / Self.slot).rounded(.up) * Self.slot
         guard t < s.tickAt else { return }
         s.tickAt = t
         if s.ticker == nil { s.ticker = Alarm { [weak self] in self?.tick() } }
-        s.ticker!.set(at: t, leeway: 0.001)
+        s.ticker!.set(after: max(0, t - now), leeway: 0.001)
     }
 
-    private func tick() {
-        let now = Clock.monotonic()
+    /// Wakes the parked viewers whose time has come (the ticker's firing; a test calls it
+    /// after moving its clock).
+    func tick() {
+        let now = timekeeper.now
         let toWake = state.withLock { s -> [@Sendable () -> Void] in
             s.tickAt = .infinity
             var wake: [@Sendable () -> Void] = []
@@ -255,7 +268,7 @@ public final class FrameHub: Sendable {
                     next = min(next, d)
                 }
             }
-            if next < .infinity { arm(&s, at: next) }
+            if next < .infinity { arm(&s, at: next, now: now) }
             return wake
         }
         for w in toWake { w() }
