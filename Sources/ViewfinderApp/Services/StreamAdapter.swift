@@ -41,8 +41,6 @@ struct StreamAdapter: Sendable {
     /// The loss that decided the last update (0…1): see the top of the file.
     private(set) var fractionLost: Double = 0
     private var lastAt: Double?
-    /// The last reported update's counts: packets the viewer counts lost, packets sent.
-    private var counted: (lost: Int64, sent: UInt64)?
     private var queuedReports = 0
     private var quietSince: Double?
     private var probeWait = startProbe
@@ -50,16 +48,16 @@ struct StreamAdapter: Sendable {
 
     /// Takes the link's report at `now` (monotonic seconds): the stream to move to, or nil to stay.
     mutating func update(_ r: LinkReport, now: Double) -> LiveStreamName? {
-        if let previous = last, let at = lastAt, now > at, r.bytesSent >= previous.bytesSent {
+        let previous = last
+        if let previous, let at = lastAt, now > at, r.bytesSent >= previous.bytesSent {
             sendRate = Double(r.bytesSent - previous.bytesSent) * 8 / 1000 / (now - at)
         }
         (last, lastAt) = (r, now)
         guard r.reported else { return nil }
         var lost = r.fractionLost
-        if let c = counted, r.packetsSent > c.sent, r.packetsLost >= c.lost {
-            lost = max(lost, min(1, Double(r.packetsLost - c.lost) / Double(r.packetsSent - c.sent)))
+        if let p = previous, p.reported, r.packetsSent > p.packetsSent, r.packetsLost >= p.packetsLost {
+            lost = max(lost, min(1, Double(r.packetsLost - p.packetsLost) / Double(r.packetsSent - p.packetsSent)))
         }
-        counted = (r.packetsLost, r.packetsSent)
         fractionLost = lost
         if r.roundTrip > 0 { baseRoundTrip = min(baseRoundTrip ?? r.roundTrip, r.roundTrip) }
         let queue = baseRoundTrip.map { r.roundTrip - $0 } ?? 0
