@@ -5,6 +5,8 @@
 
 import CaptureTestSupport
 import Foundation
+import JPEG
+import Session
 import Testing
 @testable import ViewfinderApp
 
@@ -164,8 +166,14 @@ import Testing
                 return (live?.first { $0["type"] as? String == "live" }?["framesIn"] as? Int ?? 0) > 0
             })
             #expect(rtsp.isRunning, "ffmpeg still decoding /main")
+            // The MJPEG viewer reads on, and its parts turn from the rear camera's 352x288 to the
+            // front camera's 640x480: counted on the new camera, and fed by it.
+            @Sendable func fromFront(_ body: [UInt8]) -> Bool {
+                Multipart.parse(body).parts.contains { (try? JPEGDecoder.size(of: $0.body))?.width == 640 }
+            }
+            try await viewer.read(until: fromFront)
+            #expect(!viewer.eof && fromFront(viewer.body), "the MJPEG viewer gets the front camera's frames after the switch")
             if let location = whep.headers["location"] { _ = try await fetch(port, "DELETE", location) }
-            _ = viewer
         }
     }
 

@@ -14,9 +14,10 @@ of this machine.
    later; 8 s after connecting it must be on the sub stream, the page's badge must say so,
    and over the next 20 s the preview must keep >= 10 fps with glass-to-glass p50 <= 400 ms.
    Then the shaping is removed: the viewer must be back on the main stream within 30 s.
-2. Adaptation off (`webrtc.adaptive` false), for comparison: the same link, the main stream
-   alone; what the viewer gets is printed, not checked (it is the problem being solved: no
-   frame gets through, and the page gives up WebRTC for MJPEG).
+2. With `--compare` only: adaptation off (`webrtc.adaptive` false), the same link, the main
+   stream alone. It checks nothing (it is the problem being solved: no frame gets through, and
+   the page gives up WebRTC for MJPEG), so it is not part of `make test`: `make bench` runs both
+   phases side by side with the release build (bench/slow_link.py) and writes their figures.
 
 Needs root (namespaces, tc). Run by `make test`: /usr/bin/python3 Tests/live/test_slow_link.py
 """
@@ -221,14 +222,16 @@ def wait_for(cond, timeout):
 
 
 def adaptive_phase():
+    """(failures, figures): figures are the shaped window's fps, p50, p95 and how long the viewer
+    took to be back on the main stream once the link was restored (None: not within 30 s)."""
     server = Server(adaptive=True)
-    failures = []
+    failures, result = [], {}
     try:
         shape(True)
         proc = joined_viewer(server, 90)
         if proc is None:
             failures.append("the page's WebRTC viewer never reached the server")
-            return failures
+            return failures, result
         connected = time.time()
         # It starts on the sub stream and probes the main one after 2 s of quiet: on this link
         # the probe fails and it is back on the sub stream within seconds.
@@ -238,6 +241,7 @@ def adaptive_phase():
         # 20 s of it: a viewer who stays gets a probe at most every 20 s, which may fall within.
         window = lines(proc, time.time() + 20)
         fps, p50, p95 = figures(window)
+        result.update(fps=fps, p50=p50, p95=p95)
         badges = {s["badge"] for s in window}
         print(f"adaptive, 1 Mbit/s: {fps:.1f} fps, glass-to-glass p50 {p50:.0f} ms, p95 {p95:.0f} ms; badge {sorted(badges)}")
         if fps < 10:
@@ -249,6 +253,7 @@ def adaptive_phase():
         shape(False)
         restored = time.time()
         back = wait_for(lambda: stream_of(server) == "main", 30)
+        result["back"] = time.time() - restored if back else None
         print(f"adaptive: link restored; back on the main stream: {back} after {time.time() - restored:.1f} s")
         if not back:
             failures.append("not back on the main stream within 30 s of the link's restoring")
@@ -261,41 +266,54 @@ def adaptive_phase():
         if failures:
             print("the server's log, last lines:\n" + "\n".join(server.log().splitlines()[-30:]))
         server.stop()
-    return failures
+    return failures, result
 
 
 def fixed_phase():
+    """The shaped window's fps, p50 and p95 with adaptation off, or None if no viewer joined."""
     server = Server(adaptive=False)
     try:
         shape(True)
         proc = joined_viewer(server, 25)
         if proc is None:
             print("adaptation off: the viewer never reached the server")
-            return
+            return None
         lines(proc, time.time() + 3)
         window = lines(proc, time.time() + 15)
         fps, p50, p95 = figures(window)
         print(f"adaptation off, 1 Mbit/s, the main stream: {fps:.1f} fps, glass-to-glass p50 {p50:.0f} ms, p95 {p95:.0f} ms")
         proc.terminate()
         proc.wait(20)
+        return {"fps": fps, "p50": p50, "p95": p95}
     finally:
         shape(False)
         server.stop()
+
+
+def in_namespace(body):
+    """body() with the namespace and its veth up, torn down after whatever happens."""
+    if os.geteuid() != 0:
+        sys.exit("test_slow_link: needs root (a network namespace and tc)")
+    link_down()
+    link_up()
+    try:
+        return body()
+    finally:
+        link_down()
 
 
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--viewer":
         viewer(sys.argv[2], float(sys.argv[3]))
         return
-    if os.geteuid() != 0:
-        sys.exit("test_slow_link: needs root (a network namespace and tc)")
-    link_down()
-    link_up()
-    try:
-        failures = adaptive_phase()
-        fixed_phase()
-    finally:
-        link_down()
+    compare = "--compare" in sys.argv[1:]
+
+    def both():
+        failures, _ = adaptive_phase()
+        if compare:
+            fixed_phase()
+        return failures
+    failures = in_namespace(both)
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         sys.exit(1)
