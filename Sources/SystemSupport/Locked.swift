@@ -12,17 +12,23 @@ import Glibc
 import Darwin
 #endif
 
-public final class Locked<Value>: @unchecked Sendable {  // every access to `value` holds `mutex`
-    // The mutex pointer first: it is read on the way *into* the lock, so nothing else may
-    // share its address. Declared after it, a zero-sized value (`Locked(())`, a turn) sat at
-    // the very address of the pointer, and one thread's read of the pointer "raced" with
-    // another's access to the value inside the lock (TSan on a clean clone; LockedTests).
+public final class Locked<Value>: @unchecked Sendable {  // every access to the value holds `mutex`
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    /// Never zero-sized, whatever `Value` is. A zero-sized stored property has no bytes of its
+    /// own, so its address is one that something read on the way *into* the lock holds too:
+    /// ThreadSanitizer then reported a `Locked(())` (a turn, as StoreDirectory and
+    /// StorageRetention take) as racing with itself — the optimized build put the value at the
+    /// mutex pointer's address, the debug build at the object's header (both on clean clones;
+    /// LockedTests, 6 of 6 runs of the debug build). A byte beside it gives it its own.
+    private var slot: Slot
+    private struct Slot {
+        var value: Value
+        let own: UInt8 = 0
+    }
 
     public init(_ value: Value) {
         mutex = .allocate(capacity: 1)
-        self.value = value
+        slot = Slot(value: value)
         mutex.initialize(to: pthread_mutex_t())
         let rc = pthread_mutex_init(mutex, nil)
         precondition(rc == 0, "pthread_mutex_init: \(rc)")
@@ -40,6 +46,6 @@ public final class Locked<Value>: @unchecked Sendable {  // every access to `val
     public func withLock<Result, E: Error>(_ body: (inout Value) throws(E) -> Result) throws(E) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        return try body(&slot.value)
     }
 }

@@ -1,8 +1,9 @@
 // SystemSupport.Locked under contention, as ThreadSanitizer sees it (make test-tsan). A
 // Locked<()> — a turn, as StoreDirectory and StorageRetention take — once put its zero-sized
-// value at the address of its mutex pointer: one thread reading the pointer on its way into
-// `withLock` "raced" with another's access to the value inside it (a clean-clone run, a photo
-// stored while retention deleted one). Any report here fails the sanitizer run.
+// value at an address read on the way into `withLock` (the mutex pointer's in the optimized
+// build, the object's header in the debug one): one thread's read "raced" with another's
+// access to the value inside the lock (clean-clone runs; the debug build's in 6 of 6 runs of
+// this test). Any report here fails the sanitizer run.
 
 import Dispatch
 import SystemSupport
