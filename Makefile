@@ -36,6 +36,8 @@ test: test-deps
 	SWIFT=$(SWIFT) scripts/fresh-binary
 	@# Package.swift declares exactly what each target imports; one Swift module owns each C module.
 	scripts/check-imports $(SWIFT)
+	@# No Swift file under Sources/ over 350 lines.
+	scripts/check-file-sizes
 	@# The Swift suites, in their groups (scripts/swift-tests says why each runs apart).
 	SWIFT=$(SWIFT) scripts/swift-tests
 	/usr/bin/python3 Tests/browser/test_page.py

@@ -20,6 +20,12 @@ public struct CameraDescriptor: Sendable, Equatable, Codable {
         self.kind = kind
         self.device = device
     }
+
+    /// Which of `cameras` runs when none is named (the main session, a session's first camera):
+    /// the rear one, else the first — AVCam's default. Nil only for an empty list.
+    public static func defaultIndex(in cameras: [CameraDescriptor]) -> Int? {
+        cameras.firstIndex { $0.position == .rear } ?? cameras.indices.first
+    }
 }
 
 /// Receives each frame on the camera's capture thread. It must not keep `frame.bytes`.

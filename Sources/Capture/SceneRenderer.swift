@@ -66,8 +66,9 @@ struct Tone: Equatable {
     }
 }
 
-/// Owns a synthetic camera's frame while it is drawn; used by its capture thread only.
-final class SceneRenderer: @unchecked Sendable {
+/// Owns a synthetic camera's frame while it is drawn; used by its capture thread only (not
+/// Sendable: it is reached only through its SyntheticFrameSource).
+final class SceneRenderer {
     let scene: SyntheticScene
     let canvas: YUYVCanvas
     private var scratch: [UInt8] = [], sums: [Int32] = []

@@ -17,7 +17,7 @@
 import CSensorNoise
 import SystemSupport
 
-final class SensorNoise: @unchecked Sendable {  // one owner: the capture thread
+final class SensorNoise {  // one owner: the capture thread, through its SyntheticFrameSource
     static let shotDivisor = 50.0
     static let readNoise = 0.5
     /// A little over a mebibyte of samples (an odd count of pairs, so frames do not line up

@@ -8,8 +8,8 @@ import Foundation
 
 public enum SyntheticSceneKind: String, Sendable { case bars, person }
 
-/// Touched only by its camera's capture thread once built; hence unchecked.
-final class SyntheticScene: @unchecked Sendable {
+/// Touched only by its camera's capture thread once built, through its SyntheticFrameSource.
+final class SyntheticScene {
     let kind: SyntheticSceneKind
     let label: String
     let width: Int, height: Int

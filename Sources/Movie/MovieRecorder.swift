@@ -316,7 +316,7 @@ public final class MovieRecorder: CaptureOutput {
                     width: writer.setup.width, height: writer.setup.height, rotation: writer.setup.rotation,
                     frames: writer.frames,
                     duration: MovieInfo.seconds(Double(writer.endTicks) / Double(FragmentedMP4Writer.ticksPerSecond)),
-                    bytes: Self.size(of: writer.path), startedAt: StoredName.iso8601(startedAt), reason: reason,
+                    bytes: (try? Sys.stat(writer.path)).map { Int64($0.st_size) } ?? 0, startedAt: StoredName.iso8601(startedAt), reason: reason,
                     timelapse: setup.options.timelapse != nil, trigger: setup.trigger, event: event,
                     snapshot: snapshot ? MovieStore.snapshotURL(setup.id) : nil,
                     audio: writer.audioPackets > 0 ? writer.setup.audio.map(MovieAudio.init) : nil)
@@ -343,9 +343,5 @@ public final class MovieRecorder: CaptureOutput {
         }
         onEnd(outcome)  // first: the end is told to the session before whoever waits for the file
         for w in waiters { w.resume(returning: outcome) }
-    }
-
-    static func size(of path: String) -> Int64 {
-        (try? Sys.stat(path)).map { Int64($0.st_size) } ?? 0
     }
 }

@@ -72,7 +72,7 @@ public actor CaptureSession {
             }
             chosen = c
         } else {
-            chosen = cameras.first { $0.descriptor.position == .rear } ?? cameras[0]
+            chosen = cameras[CameraDescriptor.defaultIndex(in: cameras.map(\.descriptor)) ?? 0]
         }
         camera = chosen
         let resolved = try FormatResolution.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),

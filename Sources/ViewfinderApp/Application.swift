@@ -121,7 +121,7 @@ public final class Application: Sendable {
             }
             main = i
         } else {
-            main = devices.firstIndex { $0.descriptor.position == .rear } ?? 0
+            main = CameraDescriptor.defaultIndex(in: devices.map(\.descriptor)) ?? 0
         }
         for l in configuration.server.listen where !devices.contains(where: { $0.descriptor.id == l.camera }) {
             throw Configuration.Error(description: "server.listen: no camera with id '\(l.camera)'")

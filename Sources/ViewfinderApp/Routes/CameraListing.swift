@@ -12,7 +12,8 @@ public struct CameraListing {
     public init(_ configuration: Configuration, logger: Logger = Logger(label: "viewfinder")) {
         let devices = CameraFactory.make(configuration.cameras, logger: logger)
         // The main camera as the server would choose it: session.camera, else the rear one.
-        let main = configuration.session.camera ?? (devices.first { $0.descriptor.position == .rear } ?? devices.first)?.descriptor.id
+        let descriptors = devices.map(\.descriptor)
+        let main = configuration.session.camera ?? CameraDescriptor.defaultIndex(in: descriptors).map { descriptors[$0].id }
         cameras = devices.map {
             CameraInfo(id: $0.descriptor.id, name: $0.descriptor.name, position: $0.descriptor.position.rawValue,
                        kind: $0.descriptor.kind.rawValue, device: $0.descriptor.device, available: true,

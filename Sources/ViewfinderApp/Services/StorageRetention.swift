@@ -10,6 +10,7 @@ import Foundation
 import Logging
 import Movie
 import Session
+import Subscriptions
 import SystemSupport
 
 final class StorageRetention: Sendable {
@@ -30,6 +31,8 @@ final class StorageRetention: Sendable {
     private let counts = Locked([String: (files: Int, bytes: Int64)]())
     private let turn = Locked(())
     private let alarm: Alarm
+    /// Its subscription to the events, while started.
+    private let watched = Locked<EventSubscription?>(nil)
 
     init(settings: Configuration.StorageSettings, movies: MovieStore, photos: PhotoStore, events: EventHub, logger: Logger) {
         self.settings = settings
@@ -45,20 +48,22 @@ final class StorageRetention: Sendable {
     /// Passes now, every `interval`, and soon after each photo stored or movie finished.
     func start() {
         alarm.set(after: 0)
-        let id = ObjectIdentifier(self)
-        events.subscribe(id, initial: [], kind: "retention")
-        watch(id)
+        let subscription = events.subscription(initial: [], kind: "retention")
+        subscription.attach { [weak self] in self?.watch() }
+        watched.withLock { $0 = subscription }
+        watch()
     }
 
     func stop() {
-        events.unsubscribe(ObjectIdentifier(self))
+        watched.withLock { w in defer { w = nil }; return w }?.cancel()
         alarm.cancel()
     }
 
     /// Takes the hub's events as they come; a stored photo or a finished movie brings the next
     /// pass forward (on the alarm's queue: never inside the publisher's call).
-    private func watch(_ id: ObjectIdentifier) {
-        while let event = events.next(id, wake: { [weak self] in self?.watch(id) }) {
+    private func watch() {
+        guard let subscription = watched.withLock({ $0 }) else { return }
+        while case .item(let event) = subscription.next() {
             switch event {
             case .photo: alarm.set(after: 0.05)
             case .recording(let r) where r.event == .finished: alarm.set(after: 0.05)
