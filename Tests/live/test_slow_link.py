@@ -244,6 +244,9 @@ def adaptive_phase():
         result.update(fps=fps, p50=p50, p95=p95)
         badges = {s["badge"] for s in window}
         print(f"adaptive, 1 Mbit/s: {fps:.1f} fps, glass-to-glass p50 {p50:.0f} ms, p95 {p95:.0f} ms; badge {sorted(badges)}")
+        print("adaptive: frames presented each second: " + " ".join(str(len(s["frames"])) for s in window))
+        sub = server.outputs()["liveSub"]
+        print(f"adaptive: the sub stream's output: {json.dumps({k: sub.get(k) for k in ('framesIn', 'framesDropped', 'msPerFrame', 'viewers')})}")
         if fps < 10:
             failures.append(f"{fps:.1f} fps on the shaped link (goal >= 10)")
         if p50 > 400:
