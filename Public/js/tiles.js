@@ -71,9 +71,9 @@ function tileSource(cam, live) {
   if (!cam.main && window.RTCPeerConnection && !webrtcFailed.has(cam.id)) {
     return { url: `/api/cameras/${encodeURIComponent(cam.id)}/whep?stream=sub`, webrtc: true };
   }
-  if (cam.main) {  // by WebRTC the preview has no URL to share: the tile refreshes from snapshots
+  if (cam.main) {  // by WebRTC the preview has no URL to share: the tile copies its picture
     const src = $("preview").getAttribute("src");
-    return src ? { url: src } : { url: `/cameras/${encodeURIComponent(cam.id)}/snapshot`, snapshot: true };
+    return src ? { url: src } : { url: "#preview", copy: true };
   }
   if (live) return { url: `/cameras/${encodeURIComponent(cam.id)}/stream?fps=${TILE_FPS}` };
   return { url: `/cameras/${encodeURIComponent(cam.id)}/snapshot`, snapshot: true };
@@ -101,7 +101,9 @@ export function renderTiles() {
     power.title = `${running ? "Stop" : "Start"} ${cam.name}`;
     power.setAttribute("aria-label", power.title);
     power.disabled = viewOnly;
-    const source = tileSource(cam, !cam.main && cam.state === "running" && live < store.tileStreamLimit);
+    // One camera: the strip is hidden and loads nothing (a picture nobody sees costs a slow
+    // link what the preview needs).
+    const source = strip.hidden ? null : tileSource(cam, !cam.main && cam.state === "running" && live < store.tileStreamLimit);
     if (source && !cam.main && !source.snapshot && !source.webrtc) live++; // MJPEG holds a connection
     showTilePicture(li, cam, source);
     return li;
@@ -143,7 +145,14 @@ function showTilePicture(li, cam, source) {
   clearTimeout(tileTimers.get(cam.id)); tileTimers.delete(cam.id);
   img.dataset.url = want;
   img.dataset.kind = source.snapshot ? "snapshot" : cam.main ? "main" : "stream";
-  if (source.snapshot) {
+  if (source.copy) {
+    const refresh = () => {
+      const copy = copyOfPreview();
+      if (copy) img.src = copy;
+      tileTimers.set(cam.id, setTimeout(refresh, 2000));
+    };
+    refresh();
+  } else if (source.snapshot) {
     const refresh = () => {
       img.src = `${want}?${Date.now()}`;
       tileTimers.set(cam.id, setTimeout(refresh, 2000));
@@ -152,6 +161,19 @@ function showTilePicture(li, cam, source) {
   } else {
     img.src = img.dataset.kind === "stream" && Number(img.dataset.retries) > 0 ? `${want}&${Date.now()}` : want;
   }
+}
+
+// The main camera's tile while the preview plays by WebRTC: the preview's own picture, drawn
+// small every 2 s — no request (a full-size snapshot every 2 s took a sixth of a 1 Mbit/s link
+// from the preview beside it, in bursts that cost it frames).
+const copier = document.createElement("canvas");
+function copyOfPreview() {
+  const video = $("live");
+  if (video.hidden || !video.videoWidth) return null;
+  copier.width = 160;
+  copier.height = Math.round((160 * video.videoHeight) / video.videoWidth);
+  copier.getContext("2d").drawImage(video, 0, 0, copier.width, copier.height);
+  return copier.toDataURL("image/jpeg", 0.8);
 }
 
 /** Plays `url`'s sub stream by WebRTC in the tile (muted: a tile has no sound); once open it

@@ -12,7 +12,9 @@ of this machine.
 
 1. Adaptive (the default): the viewer starts on the sub stream and probes the main one 2 s
    later; 8 s after connecting it must be on the sub stream, the page's badge must say so,
-   and over the next 20 s the preview must keep >= 10 fps with glass-to-glass p50 <= 400 ms.
+   and over the next 20 s the preview must keep >= 10 fps with glass-to-glass p50 <= 400 ms,
+   and the page's own requests (over TCP, beside the media) take at most 8 KB/s of the link.
+   Each second's frames, the link's drops and the page's TCP bytes are printed.
    Then the shaping is removed: the viewer must be back on the main stream within 30 s.
 2. With `--compare` only: adaptation off (`webrtc.adaptive` false), the same link, the main
    stream alone. It checks nothing (it is the problem being solved: no frame gets through, and
@@ -189,8 +191,24 @@ def lines(proc, until):
         line = proc.stdout.readline()
         if not line:
             break
-        out.append(json.loads(line))
+        sample = json.loads(line)
+        sample.update(link())
+        out.append(sample)
     return out
+
+
+def link():
+    """The shaped link's counters now: packets the queue dropped, and bytes the server has sent
+    the page over TCP (its API calls and pictures, beside the WebRTC media)."""
+    st = run("tc", "-s", "qdisc", "show", "dev", HOST_IF, check=False).stdout
+    m = re.search(r"\(dropped (\d+),", st)
+    tcp = run("ss", "-tinH", "dst", VIEWER_IP, check=False).stdout
+    return {"dropped": int(m.group(1)) if m else 0, "tcp": sum(int(x) for x in re.findall(r"bytes_sent:(\d+)", tcp))}
+
+
+def per_second(window, key):
+    """Each second's increase of a counter (TCP's per connection: a closed one only resets it)."""
+    return " ".join(str(max(0, b[key] - a[key])) for a, b in zip(window, window[1:]))
 
 
 def figures(samples):
@@ -245,12 +263,20 @@ def adaptive_phase():
         badges = {s["badge"] for s in window}
         print(f"adaptive, 1 Mbit/s: {fps:.1f} fps, glass-to-glass p50 {p50:.0f} ms, p95 {p95:.0f} ms; badge {sorted(badges)}")
         print("adaptive: frames presented each second: " + " ".join(str(len(s["frames"])) for s in window))
+        print("adaptive: packets the link dropped each second: " + per_second(window, "dropped"))
+        print("adaptive: bytes to the page over TCP each second: " + per_second(window, "tcp"))
         sub = server.outputs()["liveSub"]
         print(f"adaptive: the sub stream's output: {json.dumps({k: sub.get(k) for k in ('framesIn', 'framesDropped', 'msPerFrame', 'viewers')})}")
         if fps < 10:
             failures.append(f"{fps:.1f} fps on the shaped link (goal >= 10)")
         if p50 > 400:
             failures.append(f"glass-to-glass p50 {p50:.0f} ms on the shaped link (goal <= 400)")
+        # The page's own requests (its state every 2 s: ~3 KB) leave the link to the preview; a
+        # hidden tile's full-size snapshot every 2 s once took a sixth of it, in bursts that
+        # overflowed the queue and cost the preview a keyframe's worth of frames each time.
+        tcp_rate = sum(max(0, b["tcp"] - a["tcp"]) for a, b in zip(window, window[1:])) / max(1, len(window) - 1)
+        if tcp_rate > 8000:
+            failures.append(f"the page took {tcp_rate / 1000:.1f} KB/s of the link over TCP (goal <= 8)")
         if "WebRTC · sub" not in badges:
             failures.append(f"the badge never said the sub stream: {sorted(badges)}")
         shape(False)
