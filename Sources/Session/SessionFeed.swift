@@ -14,6 +14,9 @@ public final class SessionFeed: Sendable {
     private let current: Locked<CaptureSession>
     /// A camera's own feed never moves: its clients are never told to.
     private let follows: Bool
+    /// What is told of a move besides the hubs' clients (a WebRTC peer's sound, which joins
+    /// the new camera's microphone), by token.
+    private let movers = Locked<(next: Int, all: [Int: @Sendable () -> Void])>((0, [:]))
 
     public init(_ session: CaptureSession, follows: Bool = false) {
         current = Locked(session)
@@ -64,11 +67,20 @@ public final class SessionFeed: Sendable {
         }
     }
 
+    /// Calls `moved` (on the switching task; it must not block) each time the feed moves to
+    /// another camera, until `stopObserving` with the token returned.
+    public func observeMoves(_ moved: @escaping @Sendable () -> Void) -> Int {
+        movers.withLock { m in defer { m.next += 1; m.all[m.next] = moved }; return m.next + 1 }
+    }
+
+    public func stopObserving(_ token: Int) { _ = movers.withLock { $0.all.removeValue(forKey: token) } }
+
     /// The feed shows `session` from now on: the clients on the old one are told to follow.
     func move(to session: CaptureSession) {
         let old = current.withLock { c -> CaptureSession in defer { c = session }; return c }
         guard old !== session else { return }
         old.hub.detach(feed: ObjectIdentifier(self))
         for stream in LiveStreamName.allCases { old.live(stream).detach(feed: ObjectIdentifier(self)) }
+        for moved in movers.withLock({ Array($0.all.values) }) { moved() }
     }
 }

@@ -13,7 +13,10 @@ import Testing
 
 /// Not under a sanitizer (TestTime.scale > 1): each camera's ring encodes every frame, which an
 /// instrumented build cannot do at 30 fps beside the other suites, so frames go missing from the
-/// ring and the nearest one kept is a frame off. FrameRingTests runs the ring under the sanitizers.
+/// ring and the nearest one kept is a frame off. At 10 fps under ThreadSanitizer (its group of
+/// make test-tsan, 25 runs) one run failed: in one set one camera of each host answered an
+/// error instead of a photo — not yet explained, so the suite stays out of the sanitizer runs
+/// (FrameRingTests runs the ring under them).
 @Suite(.serialized, .disabled(if: TestTime.scale > 1, "every frame encoded at 30 fps: beyond an instrumented build"))
 struct FleetTests {
     func host(_ broker: Broker, _ node: String) -> (inout Configuration) -> Void {
@@ -69,7 +72,7 @@ struct FleetTests {
                     var times: [Double] = []
                     for reply in replies {
                         guard case .array(let photos)? = reply["photos"], case .array(let errors)? = reply["errors"] else { continue }
-                        #expect(photos.count == 2 && errors.isEmpty, "set \(name), \(reply["node"]?.string ?? "?"): \(errors)")
+                        #expect(photos.count == 2 && errors.isEmpty, "set \(name): \(reply)")
                         for p in photos {
                             times.append(p["timestamp"]?.number ?? 0)
                             #expect(abs(p["offset"]?.number ?? 1) <= interval / 2 + 1e-6, "the frame nearest the moment: \(p)")

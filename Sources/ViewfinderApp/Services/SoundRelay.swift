@@ -1,9 +1,9 @@
 // A WebRTC peer's sound: the Opus packets of the microphone of the camera its feed shows,
 // pushed from the microphone's thread straight into the peer's appsrc (a push only queues).
-// The peer's SDP has its audio track from the start; what fills it is checked each second
-// (the WHEP sweep): a microphone that starts later is joined then, and a main feed that
-// moved to another camera takes that camera's microphone — the sound follows a switch
-// within a second (the picture at once: its hub tells it).
+// The peer's SDP has its audio track from the start. A main feed that moves to another camera
+// tells the relay at once, and it takes that camera's microphone (as the picture's
+// subscription joins that camera's hub); a microphone that starts later than the peer is
+// joined at the next check (each second: the WHEP sweep).
 
 import Session
 import Streaming
@@ -17,11 +17,14 @@ final class SoundRelay: Sendable {
         var subscription: SoundSubscription?
     }
     private let current = Locked(Current())
+    private let observing = Locked<Int?>(nil)
 
     init(feed: AudioFeed, source: SessionFeed) {
         self.feed = feed
         self.source = source
         refresh()
+        let token = source.observeMoves { [weak self] in self?.refresh() }
+        observing.withLock { $0 = token }
     }
 
     /// Subscribes to the microphone of the camera the feed shows now, if it is not already.
@@ -41,6 +44,7 @@ final class SoundRelay: Sendable {
 
     /// No more sound (once the peer ends).
     func stop() {
+        if let token = observing.withLock({ t in defer { t = nil }; return t }) { source.stopObserving(token) }
         current.withLock { c in
             c.subscription?.cancel()
             c.subscription = nil
