@@ -30,12 +30,31 @@ public final class FrameRing: CaptureOutput {
         var quality: Int
     }
 
+    /// The answer is handed over under the waiter's lock, not through the continuation: the
+    /// frame is made on a pool thread, and ThreadSanitizer does not always see a continuation
+    /// resumed from a thread of our own as ordering what came before it with what the awaiting
+    /// task reads after (swiftlang/swift#57803); it reported the frame's fields as racing
+    /// (make test-tsan, FrameRingTests, once). The lock is an order it sees, and costs nothing
+    /// that matters once per set.
     private final class Waiter: Sendable {
         let at: Double
-        private let continuation = Locked<CheckedContinuation<EncodedFrame?, Never>?>(nil)
+        private struct Slot {
+            var continuation: CheckedContinuation<Void, Never>?
+            var frame: EncodedFrame?
+        }
+        private let slot = Locked(Slot())
         init(at: Double) { self.at = at }
-        func park(_ c: CheckedContinuation<EncodedFrame?, Never>) { continuation.withLock { $0 = c } }
-        func resume(_ frame: EncodedFrame?) { continuation.withLock { c in defer { c = nil }; return c }?.resume(returning: frame) }
+        func park(_ c: CheckedContinuation<Void, Never>) { slot.withLock { $0.continuation = c } }
+        /// Once: a later call finds no continuation and changes nothing.
+        func resume(_ frame: EncodedFrame?) {
+            slot.withLock { s -> CheckedContinuation<Void, Never>? in
+                defer { s.continuation = nil }
+                if s.continuation != nil { s.frame = frame }
+                return s.continuation
+            }?.resume()
+        }
+        /// What `resume` answered.
+        var frame: EncodedFrame? { slot.withLock { $0.frame } }
     }
 
     let quality: Int
@@ -138,7 +157,7 @@ public final class FrameRing: CaptureOutput {
     /// `timeout` passed.
     public func frame(nearest at: Double, timeout: Double) async -> EncodedFrame? {
         let waiter = Waiter(at: at)
-        return await withCheckedContinuation { c in
+        await withCheckedContinuation { c in
             waiter.park(c)
             let now = state.withLock { s -> (done: Bool, frame: EncodedFrame?) in
                 guard s.open else { return (true, nil) }
@@ -155,5 +174,6 @@ public final class FrameRing: CaptureOutput {
                 }
             }
         }
+        return waiter.frame
     }
 }
