@@ -10,6 +10,11 @@ import Testing
 
 @Suite struct MotionAPITests {
     func motion(_ r: TestConnection) -> [String: Any]? { (r.json as? [String: Any])?["motion"] as? [String: Any] }
+
+    /// How far back the rear camera's pre-roll ring reaches now, as its state says.
+    func preRollHeld(_ port: Int) async throws -> Double {
+        motion(try await fetch(port, "/api/cameras/rear/session"))?["preRollHeld"] as? Double ?? -1
+    }
     func errorField(_ r: TestConnection) -> String? {
         ((r.json as? [String: [String: Any]])?["error"]?["message"] as? String)
     }
@@ -22,6 +27,7 @@ import Testing
             let m = try #require(motion(set))
             #expect(m["enabled"] as? Bool == true && m["threshold"] as? Double == 2.5 && m["record"] as? Bool == false)
             #expect(m["preRoll"] as? Double == 2 && m["postRoll"] as? Double == 4)
+            #expect(m["preRollHeld"] as? Double == 0, "recording off: no pre-roll ring runs")
             #expect((m["masks"] as? [[[Double]]])?.first?.count == 3)
             #expect(m.keys.contains("box") && m.keys.contains("since") && m["active"] as? Bool == false)
             // Each refusal names its field and changes nothing.
@@ -71,8 +77,8 @@ import Testing
                 return Int(line?.split(separator: " ").last ?? "") ?? 0
             }
             #expect(try await eventually(timeout: 20) { try await frames() >= 45 })
-            // …and the ring holds the pre-roll once it has run that long.
-            try await Task.sleep(nanoseconds: UInt64((preRoll + 1) * 1e9))
+            // …and the ring holds the pre-roll (the state says how far back it reaches).
+            #expect(try await eventually(timeout: 20) { try await self.preRollHeld(port) >= preRoll })
             var walkers: [Double] = []
             for _ in 0..<10 {
                 let scene = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 0.2, "duration": 1.2, "size": 0.6}}"#)
@@ -143,7 +149,7 @@ import Testing
                     .first { $0.hasPrefix(#"viewfinder_motion_score_count{camera="rear"}"#) }
                 return Int(line?.split(separator: " ").last ?? "") ?? 0 >= 45
             })
-            try await Task.sleep(nanoseconds: UInt64((preRoll + 1) * 1e9))  // the ring reaches the pre-roll back (a span to fill, not an event)
+            #expect(try await eventually(timeout: 20) { try await self.preRollHeld(port) >= preRoll })
             _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 0.2, "duration": 1.2, "size": 0.6}}"#)
             var e = try await events.next("recording")
             while e["event"] as? String != "finished" { e = try await events.next("recording") }

@@ -20,6 +20,9 @@ public struct MotionState: Sendable, Equatable, Codable {
     public var preRoll: Double
     public var postRoll: Double
     public var record: Bool
+    /// Seconds the pre-roll ring reaches back now (0 while it does not run: recording off or
+    /// the camera stopped): an event that starts now gets this much before it, up to `preRoll`.
+    public var preRollHeld: Double = 0
 
     public static func off(_ s: MotionSettings) -> MotionState {
         MotionState(enabled: s.enabled, active: false, score: 0, box: nil, since: nil, threshold: s.threshold,
@@ -39,6 +42,7 @@ public struct MotionState: Sendable, Equatable, Codable {
         try c.encode(preRoll, forKey: .preRoll)
         try c.encode(postRoll, forKey: .postRoll)
         try c.encode(record, forKey: .record)
+        try c.encode((preRollHeld * 10).rounded() / 10, forKey: .preRollHeld)
     }
 }
 

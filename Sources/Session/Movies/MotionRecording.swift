@@ -79,6 +79,10 @@ final class MotionRecording: Sendable {
     /// The sound track an event's movie gets now (nil: no microphone runs).
     var soundTrack: AudioTrackInfo? { state.withLock { $0.soundTrack } }
 
+    /// Seconds of frames the ring reaches back from its newest (the state's `preRollHeld`): an
+    /// event that starts now gets this much before it, up to `preRoll`.
+    var held: Double { state.withLock { s in (s.ring.last?.time ?? 0) - (s.ring.first?.time ?? 0) } }
+
     /// Seconds of sound the ring holds at most (its frames' reach), for the recorder's backlog.
     var soundSeconds: Double { state.withLock { s in (s.sound.last?.time ?? 0) - (s.sound.first?.time ?? 0) } }
 
