@@ -70,7 +70,7 @@ extension MQTTClient {
                 // so stop() is never held up by a broker that does not answer.
                 let rc = mosquitto_connect_bind_async(m, options.host, Int32(options.port), Int32(options.keepAlive), nil)
                 attempt += 1
-                let delay = min(options.reconnectDelay.first * Double(attempt), options.reconnectDelay.most)
+                let delay = min(options.reconnectDelay.first * Double(1 << min(attempt - 1, 8)), options.reconnectDelay.most)
                 nextAttempt = Clock.monotonic() + delay
                 if rc != Int32(MOSQ_ERR_SUCCESS.rawValue) {
                     context.failure = MQTTError(call: "connect \(options.host):\(options.port)", code: rc).description

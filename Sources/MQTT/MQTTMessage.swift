@@ -54,8 +54,10 @@ public struct MQTTOptions: Sendable, Equatable {
     public var keepAlive: Int
     /// Published by the broker when we vanish (retained `offline`).
     public var will: MQTTMessage?
-    /// Reconnect waits: first, then growing linearly to the most.
-    public var reconnectDelay: (first: Double, most: Double) { (0.5, 2) }
+    /// Reconnect waits: first, then doubling up to the most. A broker that restarts is back in
+    /// well under a second, and a host should be too (issue 45 measured 0.99 s median with a
+    /// first wait of 0.5 s); one that stays away costs a try every 2 s.
+    public var reconnectDelay: (first: Double, most: Double) { (0.1, 2) }
 
     public init(host: String, port: Int, tls: TLS? = nil, username: String? = nil, password: String? = nil,
                 clientID: String, keepAlive: Int = 10, will: MQTTMessage? = nil) {
