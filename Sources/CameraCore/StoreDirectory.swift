@@ -32,7 +32,7 @@ public final class StoreDirectory: Sendable {
     }
 
     /// Every name in the directory (none when it is not there yet).
-    public func names() -> [String] { (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] }
+    public func names() -> [String] { (try? Sys.directoryEntries(path)) ?? [] }
 
     /// The ids of the files named `ID` + `suffix` that `isValid` accepts.
     public func ids(suffix: String, isValid: (String) -> Bool) -> [String] {

@@ -23,8 +23,7 @@ public final class ImageCamera: CaptureDevice, Sendable {
     /// The image's own size plus the common smaller sizes.
     public var formats: [FormatOption] {
         var sizes = [(640, 480), (1280, 720)]
-        if let data = FileManager.default.contents(atPath: path),
-           let size = try? JPEGDecoder.size(of: [UInt8](data)) {
+        if let data = try? Sys.readFile(path), let size = try? JPEGDecoder.size(of: data) {
             sizes = sizes.filter { $0.0 <= size.width && $0.1 <= size.height }
             sizes.append((size.width & ~1, size.height))
         }
@@ -35,11 +34,10 @@ public final class ImageCamera: CaptureDevice, Sendable {
         guard format.pixelFormat == .yuyv, format.width % 2 == 0, format.width > 0, format.height > 0 else {
             throw .unsupportedFormat("\(format.width)x\(format.height) \(format.pixelFormat.rawValue)")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .unavailable("cannot read image \(path)")
-        }
+        let data: [UInt8]
+        do { data = try Sys.readFile(path) } catch { throw .unavailable("cannot read image \(path): \(error)") }
         let image: RGBImage
-        do { image = try JPEGDecoder.decodeRGB([UInt8](data)) } catch {
+        do { image = try JPEGDecoder.decodeRGB(data) } catch {
             throw .invalidImage("\(path): \(error)")
         }
         stop()

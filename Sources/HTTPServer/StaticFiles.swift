@@ -27,20 +27,19 @@ public struct StaticFiles: Sendable {
             parts.append(Substring(part))
         }
         var candidate = root + "/" + parts.joined(separator: "/")
-        var isDir: ObjCBool = false
-        if FileManager.default.fileExists(atPath: candidate, isDirectory: &isDir), isDir.boolValue {
+        if Sys.isDirectory(candidate) {
             candidate += "/index.html"
         }
         guard let real = Self.realPath(candidate),
               real.hasPrefix(root + "/"),
-              FileManager.default.fileExists(atPath: real, isDirectory: &isDir), !isDir.boolValue
+              Sys.exists(real), !Sys.isDirectory(real)
         else { return nil }
         return real
     }
 
     public func response(for path: String) -> Response? {
-        guard let file = resolve(path), let data = FileManager.default.contents(atPath: file) else { return nil }
-        return Response(status: 200, contentType: Self.contentType(file), bytes: [UInt8](data),
+        guard let file = resolve(path), let data = try? Sys.readFile(file) else { return nil }
+        return Response(status: 200, contentType: Self.contentType(file), bytes: data,
                         headers: [("Cache-Control", "no-cache")])
     }
 

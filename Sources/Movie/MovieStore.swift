@@ -98,8 +98,8 @@ public final class MovieStore: Sendable {
     public func info(_ id: String) -> MovieInfo? {
         guard Self.isValid(id: id) else { return nil }
         guard let st = try? Sys.stat(path(id)) else { return nil }
-        if let data = FileManager.default.contents(atPath: recordPath(id)),
-           var info = try? JSONDecoder().decode(MovieInfo.self, from: data) {
+        if let data = try? Sys.readFile(recordPath(id)),
+           var info = try? JSONDecoder().decode(MovieInfo.self, from: Data(data)) {
             info.bytes = Int64(st.st_size)
             return info
         }
@@ -162,8 +162,8 @@ public final class MovieStore: Sendable {
             if let snapshot = try? Sys.stat(snapshotPath(id)) { bytes += Int64(snapshot.st_size) }
             if let record = try? Sys.stat(recordPath(id)) {
                 bytes += Int64(record.st_size)
-                if let data = FileManager.default.contents(atPath: recordPath(id)),
-                   let info = try? JSONDecoder().decode(MovieInfo.self, from: data) { keep = info.keep ?? false }
+                if let data = try? Sys.readFile(recordPath(id)),
+                   let info = try? JSONDecoder().decode(MovieInfo.self, from: Data(data)) { keep = info.keep ?? false }
             }
             out.append(StoredEntry(id: id, camera: parsed.camera, time: Double(parsed.micros) / 1e6, bytes: bytes, keep: keep))
         }

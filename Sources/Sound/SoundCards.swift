@@ -14,21 +14,21 @@ public enum SoundCards {
     public static func microphone(forVideoNode node: String, sysfs: String = "/sys") -> String? {
         let video = (node as NSString).lastPathComponent
         guard let camera = usbDevice(of: "\(sysfs)/class/video4linux/\(video)/device") else { return nil }
-        let cards = ((try? FileManager.default.contentsOfDirectory(atPath: "\(sysfs)/class/sound")) ?? [])
+        let cards = ((try? Sys.directoryEntries("\(sysfs)/class/sound")) ?? [])
             .filter { $0.hasPrefix("card") && Int($0.dropFirst(4)) != nil }
             .sorted { Int($0.dropFirst(4))! < Int($1.dropFirst(4))! }
         for card in cards {
             let dir = "\(sysfs)/class/sound/\(card)"
             guard usbDevice(of: "\(dir)/device") == camera else { continue }
             let number = String(card.dropFirst(4))
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            let entries = (try? Sys.directoryEntries(dir)) ?? []
             // pcmC<card>D<dev>c: a capture PCM of this card (playback ones end in p).
             let devices = entries.compactMap { e -> Int? in
                 guard e.hasPrefix("pcmC\(number)D"), e.hasSuffix("c") else { return nil }
                 return Int(e.dropFirst("pcmC\(number)D".count).dropLast())
             }.sorted()
             guard let device = devices.first else { continue }
-            let id = (try? String(contentsOfFile: "\(dir)/id", encoding: .utf8))?
+            let id = (try? Sys.readText("\(dir)/id"))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             return id.map { "hw:CARD=\($0),DEV=\(device)" } ?? "hw:\(number),\(device)"
         }

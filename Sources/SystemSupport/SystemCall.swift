@@ -7,9 +7,10 @@
 // through the same funnel. A library's own failures (FFmpeg, libmicrohttpd, libmosquitto)
 // are that library's to report.
 //
-// Not here: calls that cannot fail with the arguments the project gives them
+// Whole files and directory listings (where Foundation's FileManager answered nil) are in
+// Files.swift. Not here: calls that cannot fail with the arguments the project gives them
 // (clock_gettime on a standard clock, getpid), pthread mutexes (they answer an error number,
-// not errno), and Foundation's file calls.
+// not errno), and the bench tool's (ViewfinderBench) Foundation file calls.
 
 #if canImport(Glibc)
 import Glibc

@@ -172,17 +172,16 @@ struct CheckConfig: AsyncParsableCommand {
     func run() async throws {
         let c = try options.load()
         var notes: [String] = []
-        var isDirectory: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: c.server.publicDirectory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+        if !Sys.isDirectory(c.server.publicDirectory) {
             notes.append("warning: server.publicDirectory: '\(c.server.publicDirectory)' is not a directory; the page will not be served")
         }
         if case .list(let entries) = c.cameras {
             for (i, e) in entries.enumerated() {
-                if let p = e.path, !FileManager.default.fileExists(atPath: p) { notes.append("warning: cameras[\(i)].path: '\(p)' does not exist") }
-                if let d = e.device, !FileManager.default.fileExists(atPath: d) { notes.append("warning: cameras[\(i)].device: '\(d)' does not exist (yet)") }
+                if let p = e.path, !Sys.exists(p) { notes.append("warning: cameras[\(i)].path: '\(p)' does not exist") }
+                if let d = e.device, !Sys.exists(d) { notes.append("warning: cameras[\(i)].device: '\(d)' does not exist (yet)") }
             }
         }
-        let source = options.config ?? (FileManager.default.fileExists(atPath: "config.json") ? "config.json" : "built-in defaults")
+        let source = options.config ?? (Sys.exists("config.json") ? "config.json" : "built-in defaults")
         FileHandle.standardError.write(Data((notes + ["viewfinder: \(source): valid"]).map { $0 + "\n" }.joined().utf8))
         FileHandle.standardOutput.write(Data(c.jsonText.utf8))
     }

@@ -29,6 +29,35 @@ import Testing
         }
     }
 
+    // MARK: - Whole files and directories
+
+    @Test func readFileReadsToTheEndWhateverTheSizeSays() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.path + "/big"
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }  // more than one read
+        let fd = try Sys.open(path, O_WRONLY | O_CREAT | O_CLOEXEC, mode: 0o644)
+        try Sys.writeAll(fd, bytes)
+        try Sys.close(fd)
+        #expect(try Sys.readFile(path) == bytes)
+        // A procfs or sysfs file says size 0 (or 4096) whatever it holds.
+        let status = try Sys.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        defer { try? Sys.close(status) }
+        #expect(try Sys.fstat(status).st_size == 0)
+        #expect(try Sys.readText("/proc/self/status").contains("Pid:\t\(getpid())"))
+        #expect(throws: SystemError(call: "open \(dir.path)/missing", errno: ENOENT)) { try Sys.readFile(dir.path + "/missing") }
+        #expect(throws: SystemError(call: "read \(dir.path)", errno: EISDIR)) { try Sys.readFile(dir.path) }
+    }
+
+    @Test func directoryEntriesAreTheNamesWithoutDots() throws {
+        let dir = try TemporaryDirectory()
+        for name in ["a", "b.jpg", "ünïcode"] { try Sys.close(try Sys.open("\(dir.path)/\(name)", O_WRONLY | O_CREAT | O_CLOEXEC, mode: 0o644)) }
+        try Sys.mkdir(dir.path + "/sub", mode: 0o755)
+        #expect(try Set(Sys.directoryEntries(dir.path)) == ["a", "b.jpg", "ünïcode", "sub"])
+        #expect(Sys.isDirectory(dir.path + "/sub") && !Sys.isDirectory(dir.path + "/a") && !Sys.isDirectory(dir.path + "/none"))
+        #expect(throws: SystemError(call: "opendir \(dir.path)/none", errno: ENOENT)) { try Sys.directoryEntries(dir.path + "/none") }
+        #expect(throws: SystemError(call: "opendir \(dir.path)/a", errno: ENOTDIR)) { try Sys.directoryEntries(dir.path + "/a") }
+    }
+
     @Test func closeOfABadDescriptorNamesIt() {
         #expect(throws: SystemError(call: "close fd -1", errno: EBADF)) { try Sys.close(-1) }
     }

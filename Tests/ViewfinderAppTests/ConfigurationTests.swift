@@ -89,9 +89,23 @@ import Testing
     }
 
     @Test func aMissingExplicitFileIsAnError() {
-        #expect(throws: Configuration.Error(description: "/nonexistent.json: cannot read the file")) {
+        #expect(throws: Configuration.Error(description: "/nonexistent.json: cannot read the file: open /nonexistent.json failed: No such file or directory (errno 2)")) {
             try Configuration.load(path: "/nonexistent.json", required: true)
         }
         #expect(throws: Never.self) { try Configuration.load(path: "/nonexistent.json", required: false) }
+    }
+
+    /// A config.json that is there but cannot be read is an error even when it was not named,
+    /// saying why: running on the defaults would hide its settings. (A directory: EISDIR at
+    /// the read; the tests run as root, for whom EACCES does not happen.)
+    @Test func anUnreadableFileIsAnErrorNamedOrNot() throws {
+        let dir = NSTemporaryDirectory() + "vf-config-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try #require(mkdir(dir, 0o700) == 0)
+        defer { rmdir(dir) }
+        for required in [true, false] {
+            #expect(throws: Configuration.Error(description: "\(dir): cannot read the file: read \(dir) failed: Is a directory (errno 21)")) {
+                try Configuration.load(path: dir, required: required)
+            }
+        }
     }
 }

@@ -12,10 +12,10 @@ public struct LEDTorch: Sendable, Equatable {
         directory = base + "/" + name
     }
 
-    public var available: Bool { FileManager.default.isWritableFile(atPath: directory + "/brightness") }
+    public var available: Bool { (try? Sys.access(directory + "/brightness", W_OK)) != nil }
 
     var maxBrightness: Int {
-        let text = (try? String(contentsOfFile: directory + "/max_brightness", encoding: .utf8)) ?? "1"
+        let text = (try? Sys.readText(directory + "/max_brightness")) ?? "1"
         return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1
     }
 

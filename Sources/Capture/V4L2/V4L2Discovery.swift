@@ -5,6 +5,7 @@
 import CV4L2
 import CameraCore
 import Foundation
+import SystemSupport
 
 public struct V4L2Node: Sendable, Equatable {
     public var path: String
@@ -16,7 +17,7 @@ public struct V4L2Node: Sendable, Equatable {
 public enum V4L2Discovery {
     /// `/dev/video*` in numeric order.
     public static func nodePaths(in dir: String = "/dev") -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+        let names = (try? Sys.directoryEntries(dir)) ?? []
         return names.compactMap { n -> (Int, String)? in
             guard n.hasPrefix("video"), let i = Int(n.dropFirst(5)) else { return nil }
             return (i, "\(dir)/\(n)")

@@ -53,7 +53,7 @@ public struct V4L2Identity: Sendable, Equatable {
                                 busInfo: (String) -> String? = V4L2Identity.queryBusInfo) -> V4L2Identity? {
         let name = (node as NSString).lastPathComponent
         let dir = "\(sysfs)/class/video4linux/\(name)"
-        guard FileManager.default.fileExists(atPath: dir) else { return nil }
+        guard Sys.exists(dir) else { return nil }
         var identity = V4L2Identity(id: name, node: name, index: read("\(dir)/index").flatMap { Int($0) },
                                     name: read("\(dir)/name"))
         // device -> the USB interface (1-1:1.0); its parent is the USB device (1-1)
@@ -86,10 +86,10 @@ public struct V4L2Identity: Sendable, Equatable {
                                    busInfo: (String) -> String? = V4L2Identity.queryBusInfo) -> String? {
         // a USB id never comes from bus_info: do not open other devices' nodes for it
         let usb = id.hasPrefix("usb-")
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: "\(sysfs)/class/video4linux")) ?? []
+        let names = (try? Sys.directoryEntries("\(sysfs)/class/video4linux")) ?? []
         let candidates = names.compactMap { name -> (index: Int, number: Int, name: String)? in
             guard name.hasPrefix("video"), let number = Int(name.dropFirst(5)),
-                  FileManager.default.fileExists(atPath: "\(dev)/\(name)"),
+                  Sys.exists("\(dev)/\(name)"),
                   let identity = usb ? identify(node: "\(dev)/\(name)", sysfs: sysfs, busInfo: { _ in nil })
                                      : identify(node: "\(dev)/\(name)", sysfs: sysfs, busInfo: busInfo),
                   identity.id == id else { return nil }
@@ -120,9 +120,7 @@ public struct V4L2Identity: Sendable, Equatable {
     }
 
     private static func read(_ path: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: path),
-              let s = String(data: data, encoding: .utf8) else { return nil }
-        return s.trimmingCharacters(in: .whitespacesAndNewlines)
+        (try? Sys.readText(path))?.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private static func realPath(_ path: String) -> String? {

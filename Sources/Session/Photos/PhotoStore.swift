@@ -87,7 +87,7 @@ public final class PhotoStore: Sendable {
     }
 
     private func mark(_ id: String) -> PhotoSetMark? {
-        guard let data = FileManager.default.contents(atPath: markPath(id)) else { return nil }
+        guard let data = try? Sys.readFile(markPath(id)) else { return nil }
         let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
         guard lines.count == 2, let at = Double(lines[1]) else { return nil }
         return PhotoSetMark(set: String(lines[0]), at: at)
@@ -114,8 +114,8 @@ public final class PhotoStore: Sendable {
     }
 
     public func read(_ id: String) -> [UInt8]? {
-        guard Self.isValid(id: id), let data = FileManager.default.contents(atPath: path(id)) else { return nil }
-        return [UInt8](data)
+        guard Self.isValid(id: id) else { return nil }
+        return try? Sys.readFile(path(id))
     }
 
     public func delete(_ id: String) -> Bool {

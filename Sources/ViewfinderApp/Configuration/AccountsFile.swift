@@ -67,8 +67,10 @@ public enum AccountsFile {
     /// whole configuration, and replaces the file atomically with the same permissions.
     static func edit(_ path: String, _ change: (inout AuthSettings) throws(Failure) -> Void) throws(Failure) {
         var root: [String: JSONValue] = [:]
-        if let data = FileManager.default.contents(atPath: path) {
-            guard case .object(let o)? = try? JSONValue.parse([UInt8](data)) else {
+        if Sys.exists(path) {
+            let data: [UInt8]
+            do { data = try Sys.readFile(path) } catch { throw Failure(description: "\(error)") }
+            guard case .object(let o)? = try? JSONValue.parse(data) else {
                 throw Failure(description: "\(path): not a JSON object")
             }
             root = o

@@ -9,6 +9,7 @@ import HTTPServer
 import JSON
 import Motion
 import Session
+import SystemSupport
 
 public struct Configuration: Sendable, Equatable {
 
@@ -142,13 +143,16 @@ public struct Configuration: Sendable, Equatable {
         public var description: String
     }
 
-    /// Loads a file; a missing file is an error only when it was named explicitly.
+    /// Loads a file; a missing file is an error only when it was named explicitly. One that is
+    /// there but cannot be read is always an error (it says why: EACCES, EISDIR): running on
+    /// the defaults instead would hide the owner's settings.
     public static func load(path: String, required: Bool) throws(Error) -> Configuration {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if required { throw Error(description: "\(path): cannot read the file") }
+        let data: [UInt8]
+        do { data = try Sys.readFile(path) } catch {
+            if required || error.errno != ENOENT { throw Error(description: "\(path): cannot read the file: \(error)") }
             return Configuration()
         }
-        do throws(Error) { return try parse([UInt8](data)) } catch {
+        do throws(Error) { return try parse(data) } catch {
             throw Error(description: "\(path): \(error.description)")
         }
     }

@@ -5,6 +5,7 @@ import Auth
 import Foundation
 import JSON
 import MQTT
+import SystemSupport
 
 extension Configuration {
     public struct MQTTSettings: Sendable, Equatable {
@@ -84,8 +85,9 @@ extension Configuration {
             guard let endpoint else { return nil }
             var password: String?
             if let file = passwordFile {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw Configuration.Error(description: "mqtt.passwordFile: cannot read \(file)")
+                let text: String
+                do { text = try Sys.readText(file) } catch {
+                    throw Configuration.Error(description: "mqtt.passwordFile: cannot read \(file): \(error)")
                 }
                 password = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
             }
