@@ -12,8 +12,8 @@ import Testing
     func motion(_ r: TestConnection) -> [String: Any]? { (r.json as? [String: Any])?["motion"] as? [String: Any] }
 
     /// How far back the rear camera's pre-roll ring reaches now, as its state says.
-    func preRollHeld(_ port: Int) async throws -> Double {
-        motion(try await fetch(port, "/api/cameras/rear/session"))?["preRollHeld"] as? Double ?? -1
+    static func preRollHeld(_ port: Int) async throws -> Double {
+        ((try await fetch(port, "/api/cameras/rear/session").json as? [String: Any])?["motion"] as? [String: Any])?["preRollHeld"] as? Double ?? -1
     }
     func errorField(_ r: TestConnection) -> String? {
         ((r.json as? [String: [String: Any]])?["error"]?["message"] as? String)
@@ -78,7 +78,7 @@ import Testing
             }
             #expect(try await eventually(timeout: 20) { try await frames() >= 45 })
             // …and the ring holds the pre-roll (the state says how far back it reaches).
-            #expect(try await eventually(timeout: 20) { try await self.preRollHeld(port) >= preRoll })
+            #expect(try await eventually(timeout: 20) { try await Self.preRollHeld(port) >= preRoll })
             var walkers: [Double] = []
             for _ in 0..<10 {
                 let scene = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 0.2, "duration": 1.2, "size": 0.6}}"#)
@@ -149,7 +149,7 @@ import Testing
                     .first { $0.hasPrefix(#"viewfinder_motion_score_count{camera="rear"}"#) }
                 return Int(line?.split(separator: " ").last ?? "") ?? 0 >= 45
             })
-            #expect(try await eventually(timeout: 20) { try await self.preRollHeld(port) >= preRoll })
+            #expect(try await eventually(timeout: 20) { try await Self.preRollHeld(port) >= preRoll })
             _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"after": 0.2, "duration": 1.2, "size": 0.6}}"#)
             var e = try await events.next("recording")
             while e["event"] as? String != "finished" { e = try await events.next("recording") }

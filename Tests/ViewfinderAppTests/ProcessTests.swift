@@ -175,9 +175,7 @@ import Session
         try events.request("GET", "/api/events?camera=rear")
         _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"moving": false}"#)
         _ = try await fetch(port, "POST", "/api/session/motion", body: #"{"enabled": true}"#)  // on a still scene
-        #expect(try await eventually(timeout: 20) {  // the ring holds the pre-roll
-            ((try await fetch(port, "/api/cameras/rear/session").json as? [String: Any])?["motion"] as? [String: Any])?["preRollHeld"] as? Double ?? 0 >= 1
-        })
+        #expect(try await eventually(timeout: 20) { try await MotionAPITests.preRollHeld(port) >= 1 })  // the ring holds the pre-roll
         _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"walker": {"duration": 3}}"#)
         try await events.read(timeout: 30) { String(decoding: $0, as: UTF8.self).contains("event: recording") }  // the event's movie started
         try await Task.sleep(nanoseconds: 3_000_000_000)  // the movie has fragments written

@@ -67,9 +67,9 @@ public enum AccountsFile {
     /// whole configuration, and replaces the file atomically with the same permissions.
     static func edit(_ path: String, _ change: (inout AuthSettings) throws(Failure) -> Void) throws(Failure) {
         var root: [String: JSONValue] = [:]
-        if Sys.exists(path) {
-            let data: [UInt8]
-            do { data = try Sys.readFile(path) } catch { throw Failure(description: "\(error)") }
+        var data: [UInt8]?  // none: a file to start
+        do { data = try Sys.readFile(path) } catch { guard error.errno == ENOENT else { throw Failure(description: "\(error)") } }
+        if let data {
             guard case .object(let o)? = try? JSONValue.parse(data) else {
                 throw Failure(description: "\(path): not a JSON object")
             }
