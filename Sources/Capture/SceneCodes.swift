@@ -59,9 +59,15 @@ struct PlacedCode: Sendable {
         let left = max(0, Int(x0.rounded())), right = min(c.width, Int((x0 + w).rounded()))
         let top = max(0, Int(y0.rounded())), bottom = min(c.height, Int((y0 + h).rounded()))
         guard left < right, top < bottom else { return }
-        let columns = (left..<right).map { min(grid.width - 1, max(0, Int((Double($0) + 0.5 - x0) / w * Double(grid.width)))) }
+        // The grid cell under a pixel's centre, along one axis (types spelled out: inferred,
+        // these expressions cost the type checker most of a second each).
+        func cell(_ pixel: Int, _ origin: Double, _ extent: Double, _ cells: Int) -> Int {
+            let at: Double = (Double(pixel) + 0.5 - origin) / extent * Double(cells)
+            return min(cells - 1, max(0, Int(at)))
+        }
+        let columns: [Int] = (left..<right).map { cell($0, x0, w, grid.width) }
         for py in top..<bottom {
-            let gy = grid.height == 1 ? 0 : min(grid.height - 1, max(0, Int((Double(py) + 0.5 - y0) / h * Double(grid.height))))
+            let gy = grid.height == 1 ? 0 : cell(py, y0, h, grid.height)
             let row = c.base + py * c.stride
             for (i, px) in (left..<right).enumerated() {
                 row[px * 2] = grid[columns[i], gy] ? 16 : 235

@@ -4,9 +4,11 @@ import Testing
 
 /// The static-path table: what may and may not be served from Public/. Built in a temp dir
 /// with a secret file beside the root and symlinks pointing in and out.
-@Suite struct StaticFilesTests {
+@Suite final class StaticFilesTests {
     let base: String
     let files: StaticFiles
+
+    deinit { try? FileManager.default.removeItem(atPath: base) }  // each test's tree goes with it
 
     init() throws {
         base = NSTemporaryDirectory() + "vf-static-\(UUID().uuidString)"

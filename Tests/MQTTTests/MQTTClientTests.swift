@@ -95,7 +95,12 @@ import Testing
         a.sin_family = sa_family_t(AF_INET)
         a.sin_port = in_port_t(UInt16(port).bigEndian)
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        try #require(withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(hole, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0)
+        let bound: Int32 = withUnsafePointer(to: &a) { (p: UnsafePointer<sockaddr_in>) -> Int32 in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (s: UnsafePointer<sockaddr>) -> Int32 in
+                bind(hole, s, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        try #require(bound == 0)
         try #require(listen(hole, 0) == 0)
         // Fill the accept queue (never accepted): later connections hang, unanswered. A keep-alive
         // of a minute: libmosquitto's own keep-alive check would end the wait after 1.5 × that.

@@ -155,7 +155,10 @@ import Testing
         let file = [UInt8](try #require(FileManager.default.contents(atPath: store.path(movie.id))))
         let tkhd = try #require(file.indices.dropLast(4).first { file[$0] == 0x74 && file[$0 + 1] == 0x6B && file[$0 + 2] == 0x68 && file[$0 + 3] == 0x64 })
         let matrixStart = tkhd + 4 + (file[tkhd + 4] == 1 ? 36 : 24) + 16
-        let matrix = (0..<4).map { i in file[(matrixStart + i * 4)..<(matrixStart + i * 4 + 4)].reduce(Int32(0)) { $0 << 8 | Int32($1) } }
+        let matrix: [Int32] = (0..<4).map { (i: Int) -> Int32 in
+            let at = matrixStart + i * 4
+            return file[at..<(at + 4)].reduce(Int32(0)) { (word: Int32, byte: UInt8) -> Int32 in word << 8 | Int32(byte) }
+        }
         #expect(matrix == [0, 1 << 16, 0, -(1 << 16)], "a, b, u, c of the tkhd matrix: \(matrix)")
         #expect(p.width == 320 && p.height == 240, "the pixels are not turned; the player turns them")
         // Decoded as coded (-noautorotate): the pixels themselves.

@@ -69,7 +69,8 @@ import Testing
             let image = try await photo(port)
             #expect(image.width == 352 && image.height == 288, "digital zoom keeps the output size")
             let after = barWidthRightOfCentre(image)
-            #expect(abs(Double(after) / Double(before) - 2) < 0.15, "bar \(before) px → \(after) px")
+            let ratio: Double = Double(after) / Double(before)
+            #expect(abs(ratio - 2) < 0.15, "bar \(before) px → \(after) px")
         }
     }
 

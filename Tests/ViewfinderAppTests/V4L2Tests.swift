@@ -297,8 +297,9 @@ extension V4L2Tests {
 extension V4L2Tests {
     /// MJPEG from the camera reaches viewers byte for byte: no decode, no re-encode.
     @Test func mjpegFromALoopbackWriterPassesThroughUntouched() async throws {
-        let node = try #require(ProcessInfo.processInfo.environment["V4L2_VM_LOOPBACK"]?.split(separator: " ").first.map(String.init),
-                                "needs --loopback 1")
+        let loopbacks: String? = ProcessInfo.processInfo.environment["V4L2_VM_LOOPBACK"]
+        let first: String? = loopbacks?.split(separator: " ").first.map { String($0) }
+        let node = try #require(first, "needs --loopback 1")
         let raw = Capture.PlaceholderFrame.render(width: 640, height: 480, message: "LOOPBACK")
         let jpeg = try raw.withUnsafeBytes { try JPEGEncoder().encodeYUYV($0, width: 640, height: 480, stride: 1280, quality: 85) }
         let writer = try LoopbackWriter(path: node, width: 640, height: 480, jpeg: jpeg)

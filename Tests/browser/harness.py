@@ -14,6 +14,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import unittest
 import urllib.request
 from pathlib import Path
 
@@ -124,17 +125,40 @@ class Viewfinder:
         TEMPS.discard(self.dir)
 
 
+class TimedResult(unittest.TextTestResult):
+    """unittest's verbose result, keeping each test's seconds (`seconds`: [(s, test id)])."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.seconds, self.began = [], 0.0
+
+    def startTest(self, test):
+        self.began = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.seconds.append((time.monotonic() - self.began, test.id().removeprefix("__main__.")))
+
+
 def run(name):
     """Runs the calling script's tests with the signals handled and everything it started
     ended; prints `name: n passed, m failed in s` and exits 1 when one failed."""
     import sys
-    import unittest
     handle_signals()
+    # Every temporary file of the run under one directory that goes with it: Chromium's too
+    # (a browser a test kills leaves its /tmp/org.chromium.Chromium.* behind otherwise).
+    os.environ["TMPDIR"] = temporary(f"vf-{name}-")
+    tempfile.tempdir = None  # tempfile reads TMPDIR again
     started = time.monotonic()
     try:
-        result = unittest.main(module="__main__", exit=False, verbosity=2).result
+        result = unittest.main(module="__main__", exit=False, verbosity=2, testRunner=unittest.TextTestRunner(
+            resultclass=TimedResult, verbosity=2)).result
     finally:
         clean_up()
+    # Where a run's time goes, slowest first: CI's time is a budget (issue 45).
+    for seconds, test in sorted(getattr(result, "seconds", []), reverse=True):
+        print(f"  {seconds:6.1f} s  {test}")
     failed = len({getattr(test, "test_case", test).id() for test, _ in result.failures + result.errors})  # subtests: their test
     print(f"{name}: {result.testsRun - failed} passed, {failed} failed in {time.monotonic() - started:.0f} s")
     sys.exit(1 if failed else 0)

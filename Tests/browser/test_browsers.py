@@ -47,17 +47,11 @@ MINIBROWSER = next(iter(sorted(glob.glob("/usr/lib/*/webkit2gtk-4.*/MiniBrowser"
 
 
 def marionette_venv():
-    """The venv's python, made once (a stamp records the requirements it holds); it sees the
-    system's packages too (python3-selenium)."""
-    python, stamp = VENV / "bin/python3", VENV / "requirements.txt"
-    if stamp.exists() and stamp.read_text() == REQUIREMENTS.read_text() and python.exists():
-        return python
-    print(f"test_browsers: installing marionette_driver into {VENV.relative_to(ROOT)}", file=sys.stderr, flush=True)
-    shutil.rmtree(VENV, ignore_errors=True)
-    subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", str(VENV)], check=True)
-    subprocess.run([str(VENV / "bin/pip"), "install", "-q", "--no-deps", "--prefer-binary", "-r", str(REQUIREMENTS)], check=True)
-    shutil.copy(REQUIREMENTS, stamp)
-    return python
+    """The venv's python (scripts/py-venv: made once, again when the requirements change); it
+    sees the system's packages too (python3-selenium)."""
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--system-site-packages", "--",
+                    "--no-deps", "-r", str(REQUIREMENTS)], check=True)
+    return VENV / "bin/python3"
 
 
 try:

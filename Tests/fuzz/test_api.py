@@ -40,14 +40,9 @@ REFUSABLE = {f"POST /api/{prefix}/{call}" for prefix in ("session", "cameras/{id
 
 
 def venv():
-    """The venv's `st`, installed on first use (pip from PyPI)."""
-    st = VENV / "bin/st"
-    if st.exists():
-        return st
-    print(f"test-fuzz: installing {SCHEMATHESIS} into {VENV.relative_to(ROOT)}", flush=True)
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(VENV / "bin/pip"), "install", "-q", SCHEMATHESIS], check=True)
-    return st
+    """The venv's `st` (scripts/py-venv: made once, again when the pin changes)."""
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", SCHEMATHESIS], check=True)
+    return VENV / "bin/st"
 
 
 def refusable(st):

@@ -46,14 +46,8 @@ def eventually(f, timeout, every=0.25):
 
 
 def venv():
-    """The pinned venv, made once (a stamp records the requirements it holds)."""
-    stamp = VENV / "requirements.txt"
-    if stamp.exists() and stamp.read_text() == REQUIREMENTS.read_text():
-        return
-    shutil.rmtree(VENV, ignore_errors=True)
-    subprocess.run(["/usr/bin/python3", "-m", "venv", str(VENV)], check=True)
-    subprocess.run([str(VENV / "bin/pip"), "install", "-q", "--no-deps", "--prefer-binary", "-r", str(REQUIREMENTS)], check=True)
-    shutil.copy(REQUIREMENTS, stamp)
+    """The pinned venv (scripts/py-venv: made once, again when the requirements change)."""
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", "--no-deps", "-r", str(REQUIREMENTS)], check=True)
 
 
 def http(method, url, body=None, token=None, form=False, timeout=10):

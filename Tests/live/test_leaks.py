@@ -20,7 +20,7 @@ Also: a live.mp4 client that stops reading does not stall another one. Prints th
 
 Usage: test_leaks.py [BINARY]   (CYCLES=N in the environment)
 """
-import os, re, select, socket, subprocess, sys, tempfile, time, urllib.request
+import os, re, select, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +56,8 @@ class Server:
             self.proc.wait(15)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def http(server, method, path, body=None, headers=None):

@@ -15,7 +15,7 @@ Prints the count by kind, the figure ARCHITECTURE.md and the issue's note quote.
 
 Usage: test_threads.py [BINARY]
 """
-import collections, json, os, re, select, socket, subprocess, sys, tempfile, time, urllib.request
+import collections, json, os, re, select, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +131,8 @@ def main():
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 if __name__ == "__main__":

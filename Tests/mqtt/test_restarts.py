@@ -7,7 +7,7 @@ cable on its side) and started again on the same port. Prints the figures.
 
 Usage: test_restarts.py [BINARY]   (CYCLES=N in the environment)
 """
-import os, re, select, socket, subprocess, sys, tempfile, time
+import os, re, select, shutil, socket, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +101,7 @@ def main():
         vf.wait(timeout=20)
         b.kill()
         b.wait()
+        shutil.rmtree(work, ignore_errors=True)
     for f in failures:
         print("FAIL:", f)
     sys.exit(1 if failures else 0)

@@ -145,15 +145,21 @@ extension Configuration {
 
     /// For check-config (ConfigurationJSON), with its string quoting.
     func liveJSON(_ str: (String?) -> String) -> [(String, String)] {
-        let servers = webrtc.iceServers.map { s in
-            "{\"urls\": [" + s.urls.map { str($0) }.joined(separator: ", ") + "]"
-                + (s.username.map { ", \"username\": \(str($0))" } ?? "") + (s.credential.map { ", \"credential\": \(str($0))" } ?? "") + "}"
+        // Built from named parts: as one expression of `+` and `??` it took the type checker
+        // two seconds.
+        func number(_ n: Int?) -> String { n.map { String($0) } ?? "null" }
+        let servers: [String] = webrtc.iceServers.map { (s: ICEServer) -> String in
+            let urls: String = s.urls.map { str($0) }.joined(separator: ", ")
+            let username: String = s.username.map { ", \"username\": \(str($0))" } ?? ""
+            let credential: String = s.credential.map { ", \"credential\": \(str($0))" } ?? ""
+            return "{\"urls\": [\(urls)]\(username)\(credential)}"
         }
+        let sub = "{\"width\": \(number(live.sub.width)), \"height\": \(number(live.sub.height)), "
+            + "\"fps\": \(live.sub.fps), \"bitrate\": \(live.sub.bitrate)}"
+        let encoders: String = live.encoders.map { str($0.rawValue) }.joined(separator: ", ")
         return [
-            ("live", "{\"keyframeInterval\": \(live.keyframeInterval), \"bitrate\": \(live.bitrate.map { "\($0)" } ?? "null"), "
-                + "\"sub\": {\"width\": \(live.sub.width.map { "\($0)" } ?? "null"), \"height\": \(live.sub.height.map { "\($0)" } ?? "null"), "
-                + "\"fps\": \(live.sub.fps), \"bitrate\": \(live.sub.bitrate)}, "
-                + "\"encoders\": [" + live.encoders.map { str($0.rawValue) }.joined(separator: ", ") + "], \"maxClients\": \(live.maxClients)}"),
+            ("live", "{\"keyframeInterval\": \(live.keyframeInterval), \"bitrate\": \(number(live.bitrate)), \"sub\": \(sub), "
+                + "\"encoders\": [\(encoders)], \"maxClients\": \(live.maxClients)}"),
             ("rtsp", "{\"enabled\": \(rtsp.enabled), \"host\": \(str(rtsp.host)), \"port\": \(rtsp.port)}"),
             ("webrtc", "{\"enabled\": \(webrtc.enabled), \"adaptive\": \(webrtc.adaptive), \"iceServers\": [" + servers.joined(separator: ", ") + "]}"),
         ]
