@@ -25,13 +25,23 @@ struct WAV: Sendable {
         return WAV(rate: Int(u32(24)), channels: u16(22), dataSize: u32(40), samples: pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) })
     }
 
-    /// Beep onsets: a sample above −18 dBFS after 1 ms of quiet (the noise is at −50), as capture times.
+    /// Beep onsets: a sample above −18 dBFS after 1 ms of quiet (the noise is at −50), as capture
+    /// times. A beep already sounding when the samples begin (loud before their first 1 ms of
+    /// quiet) has no onset here — and what a codec rings after it (AAC's quantization noise,
+    /// loud again ~11 ms on) is no onset either, for half a second: a live.mp4 whose first
+    /// keyframe was captured on a whole second (1 stream in 30) began with its beep, whose
+    /// ringing read as a beep 11.4 ms late (a fresh-clone CI run, 2026-11-29).
     static func onsets(_ samples: [Int16], start: Double) -> [Double] {
         var out: [Double] = []
         var quiet = 0
+        var sounding: Int?  // the first loud sample, when the samples begin inside a beep
         for (i, v) in samples.enumerated() {
             if abs(Int(v)) > 4_000 {
-                if quiet >= 48 { out.append(start + Double(i) / 48_000) }
+                if quiet >= 48 {
+                    if sounding.map({ i - $0 >= 24_000 }) ?? true { out.append(start + Double(i) / 48_000) }
+                } else if i == quiet && out.isEmpty {
+                    sounding = i  // every sample before it was quiet, and fewer than 48 of them
+                }
                 quiet = 0
             } else {
                 quiet += 1

@@ -5,6 +5,7 @@
 import Foundation
 import CaptureTestSupport
 import Capture
+import SystemSupport
 import Testing
 @testable import ViewfinderApp
 
@@ -37,6 +38,16 @@ import Testing
         p.standardOutput = out
         p.standardError = err
         try p.run()
+        // Both pipes drained while it runs: a tool that writes more than a pipe holds (64 KB;
+        // gst-launch -v) would otherwise block on it until the deadline.
+        let drained = DispatchGroup()
+        let texts = Locked(["", ""])
+        for (i, pipe) in [out, err].enumerated() {
+            DispatchQueue.global().async(group: drained) {
+                let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                texts.withLock { $0[i] = text }
+            }
+        }
         let deadline = TestTime.deadline(timeout)
         while p.isRunning && Date() < deadline { usleep(20_000) }
         if p.isRunning {
@@ -48,8 +59,9 @@ import Testing
             if p.isRunning { kill(p.processIdentifier, SIGKILL) }
             p.waitUntilExit()
         }
-        return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        _ = drained.wait(timeout: .now() + 10)  // its pipes end with it (unless a child it left holds them)
+        let (o, e) = texts.withLock { ($0[0], $0[1]) }
+        return (p.terminationStatus, o, e)
     }
 
     /// ffprobe's key_frame flag of every frame of the file, "1" or "0", in order.

@@ -68,9 +68,16 @@ import Testing
             _ = try await fetch(port, "POST", "/api/session/start")
             let url = "rtsp://127.0.0.1:\(try Self.rtspPort(app))/rear"
             // Three clients at once: gst-launch's rtspsrc and two ffmpegs, 45 frames each.
-            async let gst = Self.run("/usr/bin/gst-launch-1.0", ["-q", "rtspsrc", "location=\(url)", "latency=0", "!",
+            // gst-launch prints each frame its sink takes (-v, silent=false) and its warnings.
+            // rtspsrc waits 30 s for UDP (`timeout`), not its 5, before it retries over TCP: on
+            // a loaded machine the first packet can come late, and the retry begins with a PAUSE
+            // on the first connection — likely the one failure seen (a fresh-clone CI run,
+            // 2026-11-29: "Could not send message. (Received end-of-file)" from
+            // gst_rtspsrc_pause), not reproduced here in 40 runs, loaded or not.
+            async let gst = Self.run("/usr/bin/gst-launch-1.0", ["-v", "rtspsrc", "location=\(url)", "latency=0",
+                                                                "timeout=30000000", "!",
                                                                 "rtph264depay", "!", "h264parse", "!", "avdec_h264", "!",
-                                                                "fakesink", "num-buffers=45"])
+                                                                "fakesink", "num-buffers=45", "silent=false"])
             async let a = Self.decode(url, frames: 45)
             async let b = Self.decode(url, transport: "tcp", frames: 45)
             let (g, x, y) = try await (gst, a, b)
@@ -78,7 +85,9 @@ import Testing
             // joined the media a moment after the first (a loaded machine) saw a P-frame or two
             // before the IDR asked for it, which ffmpeg reports as missing references. That every
             // unit arrives is ffmpegDecodesEachCameraAtItsSize's check, of a media's only client.
-            #expect(g.status == 0, "gst-launch: \(g.err)")
+            let played = g.out.components(separatedBy: "\n").filter { $0.contains("last-message = chain") }.count
+            let warned = g.out.components(separatedBy: "\n").filter { $0.hasPrefix("WARNING") || $0.contains("Retrying") }
+            #expect(g.status == 0 && played == 45, "gst-launch: \(played) frames; \(warned); \(g.err)")
             #expect(x.status == 0, "ffmpeg udp: \(x.err)")
             #expect(y.status == 0, "ffmpeg tcp: \(y.err)")
         }
