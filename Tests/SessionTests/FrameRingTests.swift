@@ -13,6 +13,11 @@ import Testing
     static let format = VideoFormat(pixelFormat: .yuyv, width: 16, height: 8, fps: 30)
     static let interval = 1.0 / 30
 
+    /// The ring's answer for the moment `at`: its frame, or why there is none.
+    static func answer(_ ring: FrameRing, _ at: Double, timeout: Double = 30) async -> Result<EncodedFrame, FrameRing.Miss> {
+        do { return .success(try await ring.frame(nearest: at, timeout: timeout)) } catch { return .failure(error) }
+    }
+
     /// Frame `n` of a camera whose frame 0 was exposed at `t0`.
     static func feed(_ ring: FrameRing, _ n: UInt64, t0: Double) {
         let bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: n), count: 16 * 8 * 2)
@@ -34,11 +39,11 @@ import Testing
         #expect(!wanted, "no encode until a fleet command")
         ring.activate()
         // Asked for a moment before its first frame: not the first frame, nothing.
-        async let past = ring.frame(nearest: 1_000.0 - 0.5, timeout: 30)
+        async let past = Self.answer(ring, 1_000.0 - 0.5)
         let deadline = Date().addingTimeInterval(10)
         while ring.waiting == 0 && Date() < deadline { await Task.yield() }
         Self.feed(ring, 0, t0: 1_000.0)
-        #expect(await past == nil)
+        #expect(await past.miss == .missing, "its moment came before the run's first frame")
         ring.runEnded()
     }
 
@@ -48,30 +53,32 @@ import Testing
         let t0 = 1_000.0
         ring.activate()
         // A waiter for frame 40's moment (plus a little: 40 is still the nearest), before it exists.
-        async let early = ring.frame(nearest: t0 + 40 * Self.interval + 0.004, timeout: 30)
+        async let early = Self.answer(ring, t0 + 40 * Self.interval + 0.004)
         for n in UInt64(0)..<60 {
             Self.feed(ring, n, t0: t0)
             // The ring encodes on its own thread; a bounded queue: feed at its pace.
-            if n % 3 == 2 { _ = await ring.frame(nearest: t0 + Double(n) * Self.interval, timeout: 30) }
+            if n % 3 == 2 { _ = await Self.answer(ring, t0 + Double(n) * Self.interval) }
         }
-        #expect(await early?.sequence == 40)
+        #expect(await early.frame?.sequence == 40)
         // Late: frame 50 is kept (the ring holds a second, 30 frames).
-        let late = await ring.frame(nearest: t0 + 50 * Self.interval - 0.01, timeout: 30)
+        let late = await Self.answer(ring, t0 + 50 * Self.interval - 0.01).frame
         #expect(late?.sequence == 50 && late?.timestamp == t0 + 50 * Self.interval)
         #expect(late.map { $0.jpeg.prefix(2) == [0xFF, 0xD8] } == true, "encoded as a photo is")
         // Older than the ring: gone.
-        #expect(await ring.frame(nearest: t0 + 5 * Self.interval, timeout: 30) == nil)
+        #expect(await Self.answer(ring, t0 + 5 * Self.interval).miss == .older(span: 1.0))
+        // Not there yet and not coming in time: said so once the wait is over.
+        #expect(await Self.answer(ring, t0 + 400, timeout: 0.05).miss == .timedOut(seconds: 0.05))
         // A waiter for a moment that never comes is answered when the camera stops.
-        async let never = ring.frame(nearest: t0 + 500, timeout: 300)
+        async let never = Self.answer(ring, t0 + 500, timeout: 300)
         let deadline = Date().addingTimeInterval(10)
         while ring.waiting == 0 && Date() < deadline { await Task.yield() }
         #expect(ring.waiting == 1)
         let stopped = Date()
         ring.runEnded()
-        #expect(await never == nil)
+        #expect(await never.miss == .stopped)
         #expect(Date().timeIntervalSince(stopped) < 60, "answered by the stop, not by its 300 s timeout")
         // Detached: nothing more, and nothing waits.
-        #expect(await ring.frame(nearest: t0 + 59 * Self.interval, timeout: 30) == nil)
+        #expect(await Self.answer(ring, t0 + 59 * Self.interval).miss == .stopped)
     }
 
     /// A synchronized set never mixes neighbouring frames (issue 45: one of eight hosts
@@ -104,7 +111,7 @@ import Testing
         ring.runStarted(CaptureRun(camera: "ring-busy", format: Self.format, number: 1))
         ring.activate()
         let t0 = 1_000.0
-        async let wanted = ring.frame(nearest: t0 + 10 * Self.interval, timeout: 60)
+        async let wanted = Self.answer(ring, t0 + 10 * Self.interval, timeout: 60)
         let deadline = Date().addingTimeInterval(10)
         while ring.waiting == 0 && Date() < deadline { await Task.yield() }
         // The pool's one thread held: frames 0…12 pile up behind it, past the queue's limit.
@@ -113,7 +120,12 @@ import Testing
         for n in UInt64(0)...12 { Self.feed(ring, n, t0: t0) }
         #expect(ring.report.framesDropped > 0, "the queue was full: frames were dropped")
         hold.signal()
-        #expect(await wanted?.sequence == 10)
+        #expect(await wanted.frame?.sequence == 10)
         ring.runEnded()
     }
+}
+
+extension Result {
+    var frame: Success? { try? get() }
+    var miss: Failure? { if case .failure(let e) = self { e } else { nil } }
 }

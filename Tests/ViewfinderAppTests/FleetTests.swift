@@ -11,20 +11,25 @@ import MQTTTestSupport
 import Testing
 @testable import ViewfinderApp
 
-/// Not under a sanitizer (TestTime.scale > 1): each camera's ring encodes every frame, which an
-/// instrumented build cannot do at 30 fps beside the other suites, so frames go missing from the
-/// ring and the nearest one kept is a frame off. At 10 fps under ThreadSanitizer (its group of
-/// make test-tsan, 25 runs) one run failed: in one set one camera of each host answered an
-/// error instead of a photo — not yet explained, so the suite stays out of the sanitizer runs
-/// (FrameRingTests runs the ring under them).
-@Suite(.serialized, .disabled(if: TestTime.scale > 1, "every frame encoded at 30 fps: beyond an instrumented build"))
+/// Under a sanitizer (TestTime.scale > 1) too, with two differences. The cameras run at 10 fps:
+/// each ring encodes every frame, more than an instrumented build does at 30 beside the other
+/// suites. And a camera may answer a set with the miss `missing`: an instrumented process
+/// stalls, and a synthetic camera running late skips a frame slot rather than drift
+/// (PacedCaptureThread), as a stalled host's would — the set then says the frame is missing,
+/// never takes its neighbour (FrameRing.nearest). That was the one error in 25 runs of an
+/// earlier try, reported then only as "no frame near that moment". Any other error fails,
+/// the photos taken agree as closely as ever, and most cameras' answers must be photos.
+@Suite(.serialized)
 struct FleetTests {
+    static let instrumented = TestTime.scale > 1
+    static let fps = instrumented ? 10 : 30
+
     func host(_ broker: Broker, _ node: String) -> (inout Configuration) -> Void {
         { c in
             c.mqtt.url = broker.url
             c.mqtt.node = node
             c.mqtt.discovery = false
-            c.session.fps = 30
+            c.session.fps = Self.fps
             c.mqtt.stateInterval = 0.05
         }
     }
@@ -56,7 +61,9 @@ struct FleetTests {
                     warm = await answers(probe, "warmup\(attempt)", hosts: 2, timeout: 3).count == 2
                 }
                 #expect(warm)
-                let interval = 1.0 / 30
+                let interval = 1.0 / Double(Self.fps)
+                var missing = 0  // cameras' answers that were the miss `missing` (instrumented only)
+                var s3Photos: [String: Int] = [:]  // each host's photos of set s3, by node
                 // Early (the usual case, from the route), early over the broker, and late.
                 // Seconds from the moment of asking (nil: the route, 0.4 s ahead).
                 let sets: [(name: String, from: Double?)] = [("s1", nil), ("s2", 1.0), ("s3", -0.8), ("s4", nil), ("s5", -0.2)]
@@ -69,24 +76,39 @@ struct FleetTests {
                     }
                     let replies = await answers(probe, name, hosts: 2)
                     #expect(replies.count == 2, "set \(name): every host answers")
-                    var times: [Double] = []
+                    var times: [Double] = [], missed = 0
                     for reply in replies {
                         guard case .array(let photos)? = reply["photos"], case .array(let errors)? = reply["errors"] else { continue }
-                        #expect(photos.count == 2 && errors.isEmpty, "set \(name): \(reply)")
+                        let skipped = errors.filter { Self.instrumented && $0["reason"]?.string == "missing" }.count
+                        #expect(photos.count + skipped == 2 && errors.count == skipped, "set \(name): \(reply)")
+                        missed += skipped
+                        if name == "s3", let node = reply["node"]?.string { s3Photos[node] = photos.count }
                         for p in photos {
                             times.append(p["timestamp"]?.number ?? 0)
                             #expect(abs(p["offset"]?.number ?? 1) <= interval / 2 + 1e-6, "the frame nearest the moment: \(p)")
                         }
                     }
-                    #expect(times.count == 4)
+                    #expect(times.count + missed == 4)
+                    missing += missed
                     if let lo = times.min(), let hi = times.max() {
                         #expect(hi - lo <= 0.001, "set \(name): capture times spread \(hi - lo) s")
                     }
                 }
+                #expect(missing <= sets.count * 4 / 2, "most cameras' answers are photos: \(missing) of \(sets.count * 4) missing")
                 // Each host lists its part of a set.
-                for port in [port1, port2] {
+                for (port, node) in [(port1, "f1"), (port2, "f2")] {
                     let list = try #require((try await fetch(port, "/api/photos?set=s3").json as? [String: Any])?["photos"] as? [[String: Any]])
-                    #expect(list.count == 2 && list.allSatisfy { $0["set"] as? String == "s3" && $0["at"] is Double })
+                    #expect(list.count == s3Photos[node] && list.allSatisfy { $0["set"] as? String == "s3" && $0["at"] is Double })
+                }
+                // Ten seconds late: older than the frames kept (1.5 s). No photo, and each camera
+                // says why, by name.
+                probe.client.publish(MQTTMessage(topic: "viewfinder/fleet/capture",
+                                                 text: "{\"at\": \(Date().timeIntervalSince1970 - 10), \"set\": \"stale\"}", qos: 1))
+                let stale = await answers(probe, "stale", hosts: 2)
+                #expect(stale.count == 2, "stale: every host answers")
+                for reply in stale {
+                    guard case .array(let photos)? = reply["photos"], case .array(let errors)? = reply["errors"] else { continue }
+                    #expect(photos.isEmpty && errors.count == 2 && errors.allSatisfy { $0["reason"]?.string == "older" }, "stale: \(reply)")
                 }
                 // Not a command: ignored, the hosts still serve the next set.
                 probe.client.publish(MQTTMessage(topic: "viewfinder/fleet/capture", text: #"{"at": "noon"}"#, qos: 1))

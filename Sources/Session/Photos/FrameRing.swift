@@ -40,21 +40,54 @@ public final class FrameRing: CaptureOutput {
         let at: Double
         private struct Slot {
             var continuation: CheckedContinuation<Void, Never>?
-            var frame: EncodedFrame?
+            var answer: Result<EncodedFrame, Miss> = .failure(.stopped)
         }
         private let slot = Locked(Slot())
         init(at: Double) { self.at = at }
         func park(_ c: CheckedContinuation<Void, Never>) { slot.withLock { $0.continuation = c } }
         /// Once: a later call finds no continuation and changes nothing.
-        func resume(_ frame: EncodedFrame?) {
+        func resume(_ answer: Result<EncodedFrame, Miss>) {
             slot.withLock { s -> CheckedContinuation<Void, Never>? in
                 defer { s.continuation = nil }
-                if s.continuation != nil { s.frame = frame }
+                if s.continuation != nil { s.answer = answer }
                 return s.continuation
             }?.resume()
         }
         /// What `resume` answered.
-        var frame: EncodedFrame? { slot.withLock { $0.frame } }
+        var answer: Result<EncodedFrame, Miss> { slot.withLock { $0.answer } }
+    }
+
+    /// Why a moment has no frame: each a different thing for whoever asked to do (a host that
+    /// stalls skips frames; a command that comes too late finds them gone).
+    public enum Miss: Error, Equatable, CustomStringConvertible {
+        /// The moment's frame is not among those kept: the camera skipped it (running late, as
+        /// a stalled host does), the pool dropped it, or the run began after it.
+        case missing
+        /// The moment is older than the frames kept (the last `span` seconds).
+        case older(span: Double)
+        /// No frame at or after the moment came within `seconds`.
+        case timedOut(seconds: Double)
+        /// The camera is not running, or stopped before the moment's frame came.
+        case stopped
+
+        /// The reply's `reason` (docs/API.md, the fleet).
+        public var reason: String {
+            switch self {
+            case .missing: "missing"
+            case .older: "older"
+            case .timedOut: "timedOut"
+            case .stopped: "stopped"
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .missing: "no frame of that moment: the camera skipped it (running late) or was not running then"
+            case .older(let span): "that moment is older than the frames kept (the last \(span) s)"
+            case .timedOut(let seconds): "no frame of that moment came within \(seconds) s"
+            case .stopped: "the camera is not running (or stopped before that moment's frame)"
+            }
+        }
     }
 
     let quality: Int
@@ -110,24 +143,24 @@ public final class FrameRing: CaptureOutput {
             defer { s.waiters = [] }
             return s.waiters
         }
-        for w in waiters { w.resume(nil) }
+        for w in waiters { w.resume(.failure(.stopped)) }
         lane.end()
     }
 
     private func add(_ frame: EncodedFrame) {
-        let ready = state.withLock { s -> [(Waiter, EncodedFrame?)] in
+        let ready = state.withLock { s -> [(Waiter, Result<EncodedFrame, Miss>)] in
             s.frames.append(frame)
             s.frames.removeAll { $0.timestamp < frame.timestamp - span }
-            var ready: [(Waiter, EncodedFrame?)] = []
+            var ready: [(Waiter, Result<EncodedFrame, Miss>)] = []
             let interval = s.interval, frames = s.frames
             s.waiters.removeAll { w in
                 guard frame.timestamp >= w.at else { return false }
-                ready.append((w, Self.nearest(w.at, in: frames, interval: interval)))
+                ready.append((w, Self.nearest(w.at, in: frames, interval: interval).map { Result<EncodedFrame, Miss>.success($0) } ?? .failure(.missing)))
                 return true
             }
             return ready
         }
-        for (w, f) in ready { w.resume(f) }
+        for (w, answer) in ready { w.resume(answer) }
     }
 
     /// The frame of the moment `at`: the kept frame nearest it — but never a neighbour
@@ -152,28 +185,29 @@ public final class FrameRing: CaptureOutput {
         return abs(f.timestamp - at) <= local / 2 + 1e-6 ? f : nil
     }
 
-    /// The kept frame whose capture time is nearest `at` (wall-clock seconds), once a frame
-    /// at or after `at` is in; nil when `at` is older than the ring, the camera stopped, or
-    /// `timeout` passed.
-    public func frame(nearest at: Double, timeout: Double) async -> EncodedFrame? {
+    /// The kept frame of the moment `at` (wall-clock seconds), once a frame at or after `at`
+    /// is in; else why there is none (`Miss`).
+    public func frame(nearest at: Double, timeout: Double) async throws(Miss) -> EncodedFrame {
         let waiter = Waiter(at: at)
         await withCheckedContinuation { c in
             waiter.park(c)
-            let now = state.withLock { s -> (done: Bool, frame: EncodedFrame?) in
-                guard s.open else { return (true, nil) }
+            let now = state.withLock { s -> Result<EncodedFrame, Miss>? in
+                guard s.open else { return .failure(.stopped) }
                 // Older than the ring by more than half a frame: its frame is gone.
-                if let first = s.frames.first, at < first.timestamp - s.interval / 2 { return (true, nil) }
-                if let last = s.frames.last, last.timestamp >= at { return (true, Self.nearest(at, in: s.frames, interval: s.interval)) }
+                if let first = s.frames.first, at < first.timestamp - s.interval / 2 { return .failure(.older(span: span)) }
+                if let last = s.frames.last, last.timestamp >= at {
+                    return Self.nearest(at, in: s.frames, interval: s.interval).map { Result<EncodedFrame, Miss>.success($0) } ?? .failure(.missing)
+                }
                 s.waiters.append(waiter)
-                return (false, nil)
+                return nil
             }
-            if now.done { waiter.resume(now.frame) } else {
+            if let now { waiter.resume(now) } else {
                 Alarm.after(timeout) { [weak self] in
                     self?.state.withLock { s in s.waiters.removeAll { $0 === waiter } }  // no stale waiter stays behind
-                    waiter.resume(nil)
+                    waiter.resume(.failure(.timedOut(seconds: timeout)))
                 }
             }
         }
-        return waiter.frame
+        return try waiter.answer.get()
     }
 }

@@ -90,14 +90,14 @@ final class FleetCapture: Sendable {
                         let ring = try await session.frameRing()
                         ring.activate()  // from this host's first set on: every frame kept
                         let wait = max(0, command.at - Clock.now()) + 2
-                        guard let frame = await ring.frame(nearest: command.at, timeout: wait) else {
-                            return ["camera": .string(session.id), "error": .string("no frame near that moment (more than \(Self.ringSpan) s late?)")]
-                        }
+                        let frame = try await ring.frame(nearest: command.at, timeout: wait)
                         let info = try photos.save(frame, camera: session.id, mark: PhotoSetMark(set: command.set, at: command.at))
                         await session.announcePhoto(info)
                         return ["camera": .string(session.id), "id": .string(info.id), "url": .string("/api/photos/\(info.id)"),
                                 "capturedAt": .string(info.capturedAt), "timestamp": .number(info.timestamp),
                                 "offset": .number(info.timestamp - command.at)]
+                    } catch let miss as FrameRing.Miss {
+                        return ["camera": .string(session.id), "error": .string(miss.description), "reason": .string(miss.reason)]
                     } catch {
                         return ["camera": .string(session.id), "error": .string("\(error)")]
                     }
