@@ -5,8 +5,10 @@
 // WHEP peer's or a live.mp4 stream's on its live hub — and is told `.moved` by that hub when
 // the feed moves, and joins the new camera's hub before its next item: one mechanism for
 // every transport, at once, and no client's frame path reads the feed (a part costs one
-// lock, the hub's).
+// lock, the hub's). A client's sound (FeedSound) is made here too, and moved by the feed
+// itself in the same step.
 
+import Movie
 import Subscriptions
 import SystemSupport
 
@@ -14,9 +16,10 @@ public final class SessionFeed: Sendable {
     private let current: Locked<CaptureSession>
     /// A camera's own feed never moves: its clients are never told to.
     private let follows: Bool
-    /// What is told of a move besides the hubs' clients (a WebRTC peer's sound, which joins
-    /// the new camera's microphone), by token.
-    private let movers = Locked<(next: Int, all: [Int: @Sendable () -> Void])>((0, [:]))
+    /// The sound subscriptions made here, moved with the feed (held weakly: a client's own
+    /// reference keeps one; `cancel` takes it out).
+    private let sounds = Locked<[ObjectIdentifier: WeakSound]>([:])
+    private struct WeakSound { weak var sound: FeedSound? }
 
     public init(_ session: CaptureSession, follows: Bool = false) {
         current = Locked(session)
@@ -48,6 +51,18 @@ public final class SessionFeed: Sendable {
         LiveUnitSubscription(stream: stream) { [self] id, stream, wake in joinLive(id, stream, kind: kind, baseline: baseline, wake: wake) }
     }
 
+    /// A transport's sound (RTSP: AAC; WebRTC: Opus): each packet of the microphone of the
+    /// camera the feed shows, to `deliver` on the microphone's thread (it must not block) —
+    /// the new camera's from the moment the feed moves — until `cancel`.
+    public func sound(_ codec: AudioTrackInfo.Codec, deliver: @escaping @Sendable (AudioPacket) -> Void) -> FeedSound {
+        let sound = FeedSound(feed: self, codec: codec, deliver: deliver)
+        if follows { sounds.withLock { $0[ObjectIdentifier(sound)] = WeakSound(sound: sound) } }
+        sound.refresh()
+        return sound
+    }
+
+    func forget(_ sound: FeedSound) { _ = sounds.withLock { $0.removeValue(forKey: ObjectIdentifier(sound)) } }
+
     /// Joins the current session's preview hub: the slot there. Under the feed's lock, so a
     /// move either finds it on the old hub (and tells it) or it joins the new one.
     func joinPreview(maxFps: Double) -> (hub: FrameHub, slot: Int) {
@@ -67,20 +82,12 @@ public final class SessionFeed: Sendable {
         }
     }
 
-    /// Calls `moved` (on the switching task; it must not block) each time the feed moves to
-    /// another camera, until `stopObserving` with the token returned.
-    public func observeMoves(_ moved: @escaping @Sendable () -> Void) -> Int {
-        movers.withLock { m in defer { m.next += 1; m.all[m.next] = moved }; return m.next + 1 }
-    }
-
-    public func stopObserving(_ token: Int) { _ = movers.withLock { $0.all.removeValue(forKey: token) } }
-
     /// The feed shows `session` from now on: the clients on the old one are told to follow.
     func move(to session: CaptureSession) {
         let old = current.withLock { c -> CaptureSession in defer { c = session }; return c }
         guard old !== session else { return }
         old.hub.detach(feed: ObjectIdentifier(self))
         for stream in LiveStreamName.allCases { old.live(stream).detach(feed: ObjectIdentifier(self)) }
-        for moved in movers.withLock({ Array($0.all.values) }) { moved() }
+        for sound in sounds.withLock({ $0.values.compactMap(\.sound) }) { sound.refresh() }
     }
 }

@@ -156,13 +156,13 @@ import SystemSupport
         live.attach { [live] in while case .item = live.next() {} }
         let viewer = m.mainFeed.preview(maxFps: 0)
         viewer.attach {}
-        // What follows beside the hubs' clients (a WebRTC peer's sound) is told of each move.
-        let moves = Locked(0)
-        let observer = m.mainFeed.observeMoves { moves.withLock { $0 += 1 } }
+        // A WebRTC peer's sound, which the feed moves itself, beside the hubs' clients.
+        let sound = m.mainFeed.sound(.opus) { _ in }
+        #expect(sound.session == ObjectIdentifier(r))
         #expect(r.hub.viewerCount == 1 && r.live.clientCounts["rtsp"] == 1 && !f.live.hasClients)
         _ = try await m.switchMain(to: "front")
         #expect(f.live.clientCounts["rtsp"] == 1 && !r.live.hasClients, "the live client is the front camera's the moment the switch returns")
-        #expect(moves.withLock { $0 } == 1, "the move was told by the time the switch returned")
+        #expect(sound.session == ObjectIdentifier(f), "the sound was on the front camera by the time the switch returned")
         _ = viewer.next()
         #expect(f.hub.viewerCount == 1 && r.hub.viewerCount == 0, "the MJPEG viewer follows at its next pull")
         // A camera's own feed never moves.
@@ -173,10 +173,10 @@ import SystemSupport
         _ = viewer.next()
         #expect(f.hub.viewerCount == 1 && r.hub.viewerCount == 1, "a camera's own viewer stays; the main one came back")
         #expect(r.live.clientCounts["rtsp"] == 1 && !f.live.hasClients)
-        #expect(moves.withLock { $0 } == 2)
-        m.mainFeed.stopObserving(observer)
+        #expect(sound.session == ObjectIdentifier(r))
+        sound.cancel()
         _ = try await m.switchMain(to: "front")
-        #expect(moves.withLock { $0 } == 2, "no more once it stopped observing")
+        #expect(sound.session == nil, "a cancelled sound follows no more")
         _ = try await m.switchMain(to: "rear")
         _ = viewer.next()
         live.cancel(); viewer.cancel(); own.cancel()

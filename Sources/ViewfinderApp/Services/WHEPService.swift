@@ -18,7 +18,7 @@ final class WHEPService: Sendable {
         let peer: WebRTCPeer
         let feeder: FeedPump
         let units: LiveUnitSubscription
-        let sound: SoundRelay?
+        let sound: FeedSound?
         var health: PeerHealth
         /// Reads the link's reports (its send rate); when `adaptive`, chooses the stream by them.
         var adapter = StreamAdapter()
@@ -92,7 +92,9 @@ final class WHEPService: Sendable {
         let units = source.liveUnits(peer.codec == .vp8 ? .vp8 : stream ?? (adapts ? adapter.stream : .main), kind: "webrtc",
                                      baseline: peer.codec == .h264 && !peer.acceptsMain)
         let feeder = FeedPump(feed: peer.feed, units: units)
-        let sound = peer.sound.map { SoundRelay(feed: $0, source: source) }
+        // Its sound, from the microphone's thread straight into the peer's appsrc (a push only
+        // queues), following the feed as its picture does.
+        let sound = peer.sound.map { audio in source.sound(.opus) { packet in audio.push(packet.bytes, time: packet.time) } }
         sessions.withLock {
             $0[id] = Entry(peer: peer, feeder: feeder, units: units, sound: sound, health: PeerHealth(created: Clock.monotonic()),
                            adapter: adapter, adaptive: adapts)
@@ -124,7 +126,7 @@ final class WHEPService: Sendable {
     }
 
     private func end(_ e: Entry) {
-        e.sound?.stop()
+        e.sound?.cancel()
         e.feeder.stop()
         e.peer.close()
     }
@@ -176,7 +178,7 @@ final class WHEPService: Sendable {
                 } else {
                     logger.info("WHEP session \(id) ended: the peer was \(state)")
                 }
-                e.sound?.stop()
+                e.sound?.cancel()
                 e.feeder.stop()
                 e.peer.close()
             }
