@@ -6,9 +6,10 @@
 import Foundation
 import Glibc
 import Movie
+import SystemSupport
 
 func runAudio(_ args: [String]) -> Int32 {
-    guard args.count >= 4, let data = FileManager.default.contents(atPath: args[2]),
+    guard args.count >= 4, let data = try? Sys.readFile(args[2]),
           let codec = AudioTrackInfo.Codec(rawValue: args[3]) else {
         FileHandle.standardError.write(Data("usage: viewfinder-bench audio FILE.s16 aac|opus\n".utf8))
         return 2

@@ -28,14 +28,14 @@ func runCodecs(_ args: [String]) -> Int32 {
     let qualities = args[7].split(separator: ",").compactMap { Int($0) }
     let crfs = args[8].split(separator: ",").compactMap { Int($0) }
     do {
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try StoreDirectory(dir).ensure()
         let format = VideoFormat(pixelFormat: .yuyv, width: width, height: height, fps: 30)
         let frames = try capture(format: format, count: count, iso: iso, noise: true)
-        try Data(frames.flatMap { $0.bytes }).write(to: URL(fileURLWithPath: "\(dir)/raw.yuyv"))
+        try AtomicFile.write(frames.flatMap { $0.bytes }, to: "\(dir)/raw.yuyv", mode: 0o644)
         // The same frames (the same sequence numbers: the scene moves by them) without the
         // sensor's noise: the picture the encoders' input is a noisy capture of.
         let clean = try capture(format: format, count: count, iso: iso, noise: false)
-        try Data(clean.flatMap { $0.bytes }).write(to: URL(fileURLWithPath: "\(dir)/clean.yuyv"))
+        try AtomicFile.write(clean.flatMap { $0.bytes }, to: "\(dir)/clean.yuyv", mode: 0o644)
         var sizes: [String] = []
         let jpeg = try JPEGEncoder()
         for q in qualities {
@@ -47,7 +47,7 @@ func runCodecs(_ args: [String]) -> Int32 {
                 times.append((Clock.monotonic() - start) * 1000)
             }
             sizes.append("\"q\(q)Ms\": \(times.sorted()[times.count / 2])")
-            try Data(out).write(to: URL(fileURLWithPath: "\(dir)/q\(q).mjpeg"))
+            try AtomicFile.write(out, to: "\(dir)/q\(q).mjpeg", mode: 0o644)
             sizes.append("\"q\(q)\": \(out.count)")
         }
         let preset = ProcessInfo.processInfo.environment["LIVE_PRESET"] ?? LiveEncoderSettings().preset
@@ -74,7 +74,7 @@ func runCodecs(_ args: [String]) -> Int32 {
                 }
                 for u in units { out += u.bytes }
             }
-            try Data(out).write(to: URL(fileURLWithPath: "\(dir)/\(name).h264"))
+            try AtomicFile.write(out, to: "\(dir)/\(name).h264", mode: 0o644)
             sizes.append("\"\(name)\": \(out.count)")
             sizes.append("\"\(name)Ms\": \(times.sorted()[times.count / 2])")
             if name == "cap" { sizes.append("\"capKbits\": \(encoder.bitrate)") }
@@ -97,7 +97,7 @@ func runCodecs(_ args: [String]) -> Int32 {
                 vp8Bytes += u.bytes.count
             }
         }
-        try Data(ivf).write(to: URL(fileURLWithPath: "\(dir)/vp8.ivf"))
+        try AtomicFile.write(ivf, to: "\(dir)/vp8.ivf", mode: 0o644)
         sizes.append("\"vp8\": \(vp8Bytes)")
         sizes.append("\"vp8Ms\": \(vp8Times.sorted()[vp8Times.count / 2])")
         print("{\"width\": \(width), \"height\": \(height), \"frames\": \(frames.count), \"iso\": \(iso), " + sizes.joined(separator: ", ") + "}")

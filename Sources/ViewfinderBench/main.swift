@@ -17,13 +17,13 @@ if args.count > 1 && args[1] == "codecs" { exit(runCodecs(args)) }
 if args.count > 1 && args[1] == "motion" { exit(runMotion(args)) }
 if args.count > 1 && args[1] == "audio" { exit(runAudio(args)) }
 guard args.count >= 5, args[1] == "encode", let width = Int(args[3]), let height = Int(args[4]),
-      let data = FileManager.default.contents(atPath: args[2]), data.count >= width * height * 2 else {
+      let data = try? Sys.readFile(args[2]), data.count >= width * height * 2 else {
     FileHandle.standardError.write(Data("usage: viewfinder-bench encode FILE.yuyv WIDTH HEIGHT [QUALITY] [FRAMES]\n".utf8))
     exit(2)
 }
 let quality = args.count > 5 ? Int(args[5]) ?? 80 : 80
 let frames = args.count > 6 ? Int(args[6]) ?? 200 : 200
-let frame = [UInt8](data.prefix(width * height * 2))
+let frame = Array(data.prefix(width * height * 2))
 let encoder = try JPEGEncoder()
 if ProcessInfo.processInfo.environment["VIEWFINDER_SUBSAMPLING"] == "420" { encoder.subsampling = .s420 }
 var times: [Double] = []
@@ -39,4 +39,4 @@ for i in 0..<(frames + 10) {
 times.sort()
 let median = times[times.count / 2], p90 = times[times.count * 9 / 10]
 print(#"{"width": \#(width), "height": \#(height), "quality": \#(quality), "frames": \#(frames), "medianMs": \#(median), "p90Ms": \#(p90), "jpegBytes": \#(last.count), "subsampling": "\#(encoder.subsampling.rawValue)"}"#)
-if args.count > 7 { _ = FileManager.default.createFile(atPath: args[7], contents: Data(last)) }
+if args.count > 7 { try AtomicFile.write(last, to: args[7], mode: 0o644) }
