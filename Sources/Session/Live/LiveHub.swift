@@ -26,7 +26,7 @@ public final class LiveHub: Sendable {
     /// Frames a client may be behind before it is cut back to the next keyframe: 2 s at 30 fps.
     static let queueLimit = 60
 
-    public enum Next: Sendable {
+    enum Next: Sendable {
         /// The current encoder's stream begins for this client (an fMP4 client's init segment).
         case start(LiveStreamInfo)
         case unit(AccessUnit)
@@ -82,7 +82,7 @@ public final class LiveHub: Sendable {
 
     /// A client joins; it is woken (`wake`) whenever it may have more. An IDR is asked for, so
     /// it starts at once.
-    public func subscribe(_ id: ObjectIdentifier, kind: String, feed: ObjectIdentifier? = nil, baseline: Bool = false,
+    func subscribe(_ id: ObjectIdentifier, kind: String, feed: ObjectIdentifier? = nil, baseline: Bool = false,
                           wake: @escaping @Sendable () -> Void) {
         state.withLock { s in
             s.clients[id] = Client(wake: wake, feed: feed, kind: kind, baseline: baseline)
@@ -106,7 +106,7 @@ public final class LiveHub: Sendable {
         state.withLock { s in s.clients.values.compactMap { $0.moved ? nil : $0.report }.sorted { $0.id < $1.id } }
     }
 
-    public func unsubscribe(_ id: ObjectIdentifier) {
+    func unsubscribe(_ id: ObjectIdentifier) {
         state.withLock { _ = $0.clients.removeValue(forKey: id) }
     }
 
@@ -186,7 +186,7 @@ public final class LiveHub: Sendable {
 
     /// What client `id` sends next: the stream's start first, then its units in order from a
     /// keyframe on.
-    public func next(_ id: ObjectIdentifier) -> Next {
+    func next(_ id: ObjectIdentifier) -> Next {
         state.withLock { s in
             guard let c = s.clients.index(forKey: id) else { return .end }
             if s.clients.values[c].moved { return .moved }

@@ -63,7 +63,7 @@ public final class FrameHub: Sendable {
     /// Makes `frame` the newest, unless a frame with a later sequence is already out (an
     /// encode worker that finished late): viewers only ever move forward. False when dropped.
     @discardableResult
-    public func publish(_ frame: EncodedFrame) -> Bool {
+    func publish(_ frame: EncodedFrame) -> Bool {
         let now = timekeeper.now
         // Parked viewers this frame may go to are unparked under the lock and woken outside it;
         // capped ones it came too early for stay parked, the ticker armed for the soonest.
@@ -110,7 +110,7 @@ public final class FrameHub: Sendable {
     public var viewerCount: Int { state.withLock { s in s.viewerCount } }
 
     /// What a viewer does next.
-    public enum Pull: Sendable {
+    enum Pull: Sendable {
         /// Send this frame (its finished part).
         case send(EncodedFrame)
         /// Nothing to send yet: parked, its waker is called when there is.
@@ -123,7 +123,7 @@ public final class FrameHub: Sendable {
 
     /// A viewer arrives (viewers create demand for encoding); returns its slot. `maxFps` caps
     /// its rate (0: none); `feed` is the SessionFeed it follows, if any.
-    public func addViewer(maxFps: Double, feed: ObjectIdentifier? = nil) -> Int {
+    func addViewer(maxFps: Double, feed: ObjectIdentifier? = nil) -> Int {
         let v = Viewer(feed: feed, minInterval: maxFps > 0 ? 1 / maxFps : 0)
         return state.withLock { s in
             s.viewerCount += 1
@@ -134,11 +134,11 @@ public final class FrameHub: Sendable {
     }
 
     /// How the viewer in `slot` is woken when parked.
-    public func setWaker(_ slot: Int, _ wake: @escaping @Sendable () -> Void) {
+    func setWaker(_ slot: Int, _ wake: @escaping @Sendable () -> Void) {
         state.withLock { s in if s.viewers[slot] != nil { s.viewers[slot]!.wake = wake } }
     }
 
-    public func removeViewer(_ slot: Int) {
+    func removeViewer(_ slot: Int) {
         state.withLock { s in
             guard s.viewers.indices.contains(slot), s.viewers[slot] != nil else { return }
             s.viewers[slot] = nil
@@ -153,7 +153,7 @@ public final class FrameHub: Sendable {
     /// wakes it. The cap is a schedule (GCRA): a part may go out up to one interval ahead of
     /// it, so a cap equal to the camera's rate never holds a frame back whatever the phase,
     /// while the long-run rate never exceeds it. One lock, held briefly.
-    public func next(_ slot: Int) -> Pull {
+    func next(_ slot: Int) -> Pull {
         let now = timekeeper.now
         return state.withLock { s -> Pull in
             guard s.viewers.indices.contains(slot), var v = s.viewers[slot] else { return .end }
