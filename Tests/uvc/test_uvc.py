@@ -238,10 +238,13 @@ def distance(a, b):
     return d[len(d) // 2]
 
 
-def camera_jpeg(size, n):
+def camera_jpeg(size, n=0):
     """The exact MJPEG frame n (its "uvc-frame n" counter) the cameras send at WxH, as
     `uvc-camera-ctl jpeg WxH n` prints it — made here by the responder's own functions on the
-    frames uvc-camera encoded: under TCG each Python start of that command cost ~10 s."""
+    frames uvc-camera encoded: under TCG each Python start of that command cost ~10 s. It is
+    the pattern the model renders, the same whatever zoom_absolute is (its zoom is a lens: it
+    changes no pixels the model draws, so a server that crops for an optical zoom shows a
+    different picture)."""
     global _responder
     if _responder is None:
         import importlib.util
@@ -258,13 +261,6 @@ def camera_jpeg(size, n):
 
 _responder = None
 _cycles = {}
-
-
-def model_jpeg(size, n=0):
-    """The camera model's own JPEG of frame n at WxH (camera_jpeg): the pattern it renders,
-    the same whatever zoom_absolute is (its zoom is a lens: it changes no pixels the model
-    draws, so a server that crops for an optical zoom shows a different picture)."""
-    return camera_jpeg(size, n)
 
 
 class Reader(threading.Thread):
@@ -451,7 +447,7 @@ def photo_vs_model(label, want, reject):
     if not check("%s: capture -> 200 JPEG" % label, r.status == 200 and jpeg_size(r.body) is not None,
                  "status %s, %d bytes" % (r.status, len(r.body))):
         return
-    ref = model_jpeg(size)
+    ref = camera_jpeg(size)
     got = picture(r.body)
     d_want = distance(got, picture(ref, **PICTURES[want][0]))
     d_reject = distance(got, picture(ref, **PICTURES[reject][0]))

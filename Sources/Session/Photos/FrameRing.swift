@@ -155,7 +155,7 @@ public final class FrameRing: CaptureOutput {
             let interval = s.interval, frames = s.frames
             s.waiters.removeAll { w in
                 guard frame.timestamp >= w.at else { return false }
-                ready.append((w, Self.nearest(w.at, in: frames, interval: interval).map { Result<EncodedFrame, Miss>.success($0) } ?? .failure(.missing)))
+                ready.append((w, Self.answer(w.at, in: frames, interval: interval)))
                 return true
             }
             return ready
@@ -185,6 +185,11 @@ public final class FrameRing: CaptureOutput {
         return abs(f.timestamp - at) <= local / 2 + 1e-6 ? f : nil
     }
 
+    /// `nearest`'s frame, or `missing` where it has none.
+    private static func answer(_ at: Double, in frames: [EncodedFrame], interval: Double) -> Result<EncodedFrame, Miss> {
+        nearest(at, in: frames, interval: interval).map { .success($0) } ?? .failure(.missing)
+    }
+
     /// The kept frame of the moment `at` (wall-clock seconds), once a frame at or after `at`
     /// is in; else why there is none (`Miss`).
     public func frame(nearest at: Double, timeout: Double) async throws(Miss) -> EncodedFrame {
@@ -195,9 +200,7 @@ public final class FrameRing: CaptureOutput {
                 guard s.open else { return .failure(.stopped) }
                 // Older than the ring by more than half a frame: its frame is gone.
                 if let first = s.frames.first, at < first.timestamp - s.interval / 2 { return .failure(.older(span: span)) }
-                if let last = s.frames.last, last.timestamp >= at {
-                    return Self.nearest(at, in: s.frames, interval: s.interval).map { Result<EncodedFrame, Miss>.success($0) } ?? .failure(.missing)
-                }
+                if let last = s.frames.last, last.timestamp >= at { return Self.answer(at, in: s.frames, interval: s.interval) }
                 s.waiters.append(waiter)
                 return nil
             }
