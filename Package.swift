@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "CPixels"),
         // The synthetic sensor's noise: a C kernel optimized in every build (a debug build's
         // -O0 would not add it to a 1080p frame within a frame's time).
-        .target(name: "CSensorNoise", cSettings: [.unsafeFlags(["-O2"])], linkerSettings: [.linkedLibrary("m")]),
+        .target(name: "CSensorNoise", cSettings: [.unsafeFlags(["-O2", "-fno-math-errno"])], linkerSettings: [.linkedLibrary("m")]),
         .target(name: "JPEG", dependencies: ["CTurboJPEG", "CPixels", "CameraCore"]),
         // The motion detector's per-cell work (a C kernel, -O2 in every build: a debug build
         // keeps up with the camera too), and the detector, masks and events around it.

@@ -23,9 +23,11 @@ final class SensorNoise {  // one owner: the capture thread, through its Synthet
     /// A little over a mebibyte of samples (an odd count of pairs, so frames do not line up
     /// with it), read from a new offset each frame.
     private var pattern: [Int8]
-    private var lumaSigma = [UInt16](repeating: 0, count: 256)
+    /// 8σ(Y) = sqrt(a·Y + b): the C loop computes it per pixel (see noise.c for why not a table).
+    private var lumaA: Float = 0
+    private var lumaB: Float = 0
     private var chromaSigma: UInt16 = 0
-    private var tableISO = -1.0
+    private var scaledISO = -1.0
 
     init(seed: UInt64) {
         pattern = Self.pattern(seed: seed)
@@ -53,16 +55,17 @@ final class SensorNoise {  // one owner: the capture thread, through its Synthet
 
     /// Adds frame `sequence`'s noise at `iso` to a YUYV frame.
     func apply(to frame: UnsafeMutableRawPointer, bytes: Int, sequence: UInt64, iso: Double) {
-        if iso != tableISO {
-            for y in 0..<256 { lumaSigma[y] = UInt16(min(65535, (8 * Self.sigma(level: Double(y), iso: iso)).rounded())) }
+        if iso != scaledISO {
+            // (8σ)² = 64·(g·Y/k + (g·r)²), as sigma(level:iso:) says.
+            let g = max(iso, 1) / 100
+            lumaA = Float(64 * g / Self.shotDivisor)
+            lumaB = Float(64 * (g * Self.readNoise) * (g * Self.readNoise))
             chromaSigma = UInt16(min(65535, (4 * Self.sigma(level: 128, iso: iso)).rounded()))
-            tableISO = iso
+            scaledISO = iso
         }
         let offset = Int(truncatingIfNeeded: sequence &* 2 &* 7919) & Int.max
         pattern.withUnsafeBufferPointer { p in
-            lumaSigma.withUnsafeBufferPointer { l in
-                vf_noise_yuyv(frame.assumingMemoryBound(to: UInt8.self), bytes, p.baseAddress, p.count, offset, l.baseAddress, chromaSigma)
-            }
+            vf_noise_yuyv(frame.assumingMemoryBound(to: UInt8.self), bytes, p.baseAddress, p.count, offset, lumaA, lumaB, chromaSigma)
         }
     }
 }

@@ -10,9 +10,10 @@
 /// for the same `seed`.
 void vf_noise_pattern(int8_t *pattern, size_t count, uint64_t seed);
 
-/// Adds noise to a YUYV frame of `bytes` bytes: luma byte Y gets pattern·luma_sigma[Y]/256 (so
-/// luma_sigma is 8 × the standard deviation in code values), chroma bytes pattern·chroma_sigma/256.
-/// The pattern is read from `offset` on (wrapping), one sample per byte.
+/// Adds noise to a YUYV frame of `bytes` bytes: luma byte Y gets pattern·s/256 with
+/// s = round(sqrt(luma_a·Y + luma_b)) (8 × the standard deviation in code values at that level),
+/// chroma bytes pattern·chroma_sigma/256. The pattern is read from `offset` on (wrapping), one
+/// sample per byte.
 void vf_noise_yuyv(uint8_t *frame, size_t bytes, const int8_t *pattern, size_t pattern_count, size_t offset,
-                   const uint16_t luma_sigma[256], uint16_t chroma_sigma);
+                   float luma_a, float luma_b, uint16_t chroma_sigma);
 #endif
