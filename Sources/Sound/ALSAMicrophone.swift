@@ -115,7 +115,12 @@ public final class ALSAMicrophone: AudioDevice {
             throw .unavailable("the camera has no sound card of its own (audio \"auto\")")
         }
         let pcm = try ALSAPCM(name: name, direction: .capture)
-        try pcm.configure()
+        // Periods of 10 ms (a buffer is handed on as soon as its period is in), and half a
+        // second of them in the device's buffer: a capture thread held up for longer than the
+        // eight periods it had (80 ms: a loaded machine, a VM without KVM counted 11–21
+        // overruns in its first seconds) loses the sound as silence, while a longer buffer costs
+        // no latency — the thread still wakes at every period and reads what is there.
+        try pcm.configure(periods: 50)
         let mixer = pcm.card.flatMap { ALSAMixer(card: "hw:\($0)") }.map(UncheckedMixer.init)
         var caps = pcm.capabilities
         if let m = mixer {
