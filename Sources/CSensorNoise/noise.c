@@ -25,14 +25,9 @@ static inline uint8_t clamp(int v) { return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 
 // computed, not looked up: a table indexed by the pixel is a gather, which keeps the loop
 // scalar (5-7 ms a 1080p frame on this machine's cores); the square root vectorizes (1.2 ms
 // with AVX2, 1.5 with SSE4.1). It needs -fno-math-errno (Package.swift): a sqrtf that may set
-// errno is a call. The clones are chosen once, at load, by the CPU (x86-64's baseline, SSE2,
-// has no byte-to-int widening and stays scalar); other architectures have their SIMD in the
-// baseline (NEON on arm64).
-#if defined(__x86_64__) && defined(__clang__)
-__attribute__((target_clones("avx2", "sse4.1", "default")))
-#endif
-static void noise_pairs(uint8_t *restrict p, const int8_t *restrict n, size_t pairs, float luma_a, float luma_b,
-                        int chroma_sigma) {
+// errno is a call.
+__attribute__((always_inline)) static inline void noise_pairs(uint8_t *restrict p, const int8_t *restrict n, size_t pairs,
+                                                              float luma_a, float luma_b, int chroma_sigma) {
     for (size_t k = 0; k < pairs; k++) {
         int y = p[2 * k], c = p[2 * k + 1];
         int s = (int)(sqrtf(luma_a * (float)y + luma_b) + 0.5f);
@@ -41,17 +36,48 @@ static void noise_pairs(uint8_t *restrict p, const int8_t *restrict n, size_t pa
     }
 }
 
+typedef void (*noise_fn)(uint8_t *restrict, const int8_t *restrict, size_t, float, float, int);
+
+static void noise_pairs_baseline(uint8_t *restrict p, const int8_t *restrict n, size_t pairs, float a, float b, int cs) {
+    noise_pairs(p, n, pairs, a, b, cs);
+}
+
+#if defined(__x86_64__) && defined(__clang__)
+// x86-64's baseline (SSE2) has no byte-to-int widening and stays scalar: the same loop
+// compiled for AVX2 and for SSE4.1, chosen by the CPU at each frame. Chosen in code, not by
+// the loader (target_clones' ifunc): an ifunc resolver runs before ThreadSanitizer's and
+// AddressSanitizer's runtimes exist, and an instrumented one crashed the tests' start.
+// Other architectures have their SIMD in the baseline (NEON on arm64).
+__attribute__((target("avx2"))) static void noise_pairs_avx2(uint8_t *restrict p, const int8_t *restrict n, size_t pairs,
+                                                             float a, float b, int cs) {
+    noise_pairs(p, n, pairs, a, b, cs);
+}
+__attribute__((target("sse4.1"))) static void noise_pairs_sse41(uint8_t *restrict p, const int8_t *restrict n, size_t pairs,
+                                                                float a, float b, int cs) {
+    noise_pairs(p, n, pairs, a, b, cs);
+}
+static noise_fn choose(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) return noise_pairs_avx2;
+    if (__builtin_cpu_supports("sse4.1")) return noise_pairs_sse41;
+    return noise_pairs_baseline;
+}
+#else
+static noise_fn choose(void) { return noise_pairs_baseline; }
+#endif
+
 void vf_noise_yuyv(uint8_t *frame, size_t bytes, const int8_t *pattern, size_t pattern_count, size_t offset,
                    float luma_a, float luma_b, uint16_t chroma_sigma) {
     if (pattern_count < 2) return;
     offset = (offset % pattern_count) & ~(size_t)1;
+    noise_fn pairs = choose();
     size_t i = 0;
     while (i + 1 < bytes) {
         // A run to the end of the frame or of the pattern, whichever comes first: no modulo per byte.
         size_t run = bytes - i, left = (pattern_count - offset) & ~(size_t)1;
         if (run > left) run = left;
         run &= ~(size_t)1;
-        noise_pairs(frame + i, pattern + offset, run / 2, luma_a, luma_b, chroma_sigma);
+        pairs(frame + i, pattern + offset, run / 2, luma_a, luma_b, chroma_sigma);
         i += run;
         offset += run;
         if (offset + 1 >= pattern_count) offset = 0;
