@@ -47,6 +47,8 @@ let package = Package(
         .target(name: "CMalloc"),
         .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        // libxml2: SOAP envelopes read and written (the SOAP module alone).
+        .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         // libmosquitto, the MQTT 5 client (the MQTT module alone).
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libswresample, libavutil.
@@ -107,6 +109,11 @@ let package = Package(
         .target(name: "Streaming", dependencies: ["CGStreamerShim", "Subscriptions", "SystemSupport"]),
         // Who may do what: users, tokens, roles, password and digest hashes, brute-force limits.
         .target(name: "Auth", dependencies: ["CCrypt", "CGnuTLSCrypto", "SystemSupport"]),
+        // SOAP 1.2 envelopes over libxml2 (no DTD, no entities, no network): a core that knows no service.
+        .target(name: "SOAP", dependencies: ["CXML2"]),
+        // ONVIF's device and media services over SOAP, answered from what the application
+        // says of its cameras (the ONVIFDevice protocol); sign-in decided by the application.
+        .target(name: "ONVIF", dependencies: ["SOAP"]),
         // The strict JSON value and reader: request bodies (HTTPServer's error envelope too) and config.json.
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: [
@@ -144,6 +151,7 @@ let package = Package(
         .target(name: "MQTTTestSupport", dependencies: ["MQTT", "SystemSupport", .product(name: "Logging", package: "swift-log")], path: "Tests/MQTTTestSupport"),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "SOAP"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "JSON", "Session", "Streaming", "Movie", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 // Who exists: users (a yescrypt hash for Basic, Digest's HA1 per algorithm for the realm)
-// and tokens (only a SHA-256 of the token is kept), each with a role. Nothing here ever
-// holds a plaintext password or token.
+// and tokens (only a SHA-256 of the token is kept), each with a role. No token is ever kept;
+// a password only for a user given ONVIF sign-in, whose PasswordDigest needs it
+// (UsernameToken.swift).
 
 public enum Role: String, Sendable, Equatable, Codable, CaseIterable {
     /// Watches: GET and HEAD of streams, snapshots, state, events, cameras, photos, the page.
@@ -19,17 +20,20 @@ public struct UserRecord: Sendable, Equatable {
     /// H(name:realm:password), hex, for Digest.
     public var digestMD5: String
     public var digestSHA256: String
+    /// The password itself, for ONVIF's PasswordDigest — only for a user given ONVIF sign-in.
+    public var onvifPassword: String?
 
-    public init(name: String, role: Role, passwordHash: String, digestMD5: String, digestSHA256: String) {
+    public init(name: String, role: Role, passwordHash: String, digestMD5: String, digestSHA256: String, onvifPassword: String? = nil) {
         self.name = name; self.role = role; self.passwordHash = passwordHash
-        self.digestMD5 = digestMD5; self.digestSHA256 = digestSHA256
+        self.digestMD5 = digestMD5; self.digestSHA256 = digestSHA256; self.onvifPassword = onvifPassword
     }
 
-    /// A new user's record: the password hashed, never kept.
-    public static func make(name: String, role: Role, password: String, realm: String) throws(AuthError) -> UserRecord {
+    /// A new user's record: the password hashed, and kept only when `onvif`.
+    public static func make(name: String, role: Role, password: String, realm: String, onvif: Bool = false) throws(AuthError) -> UserRecord {
         UserRecord(name: name, role: role, passwordHash: try Hashes.passwordHash(password),
                    digestMD5: Hashes.ha1(.md5, user: name, realm: realm, password: password),
-                   digestSHA256: Hashes.ha1(.sha256, user: name, realm: realm, password: password))
+                   digestSHA256: Hashes.ha1(.sha256, user: name, realm: realm, password: password),
+                   onvifPassword: onvif ? password : nil)
     }
 }
 

@@ -62,6 +62,14 @@ public enum Hashes {
         return out
     }
 
+    /// SHA-1, for WS-Security's PasswordDigest (the profile's, not a choice of ours).
+    public static func sha1(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 20)
+        let rc = bytes.withUnsafeBytes { b in gnutls_hash_fast(GNUTLS_DIG_SHA1, b.baseAddress, b.count, &out) }
+        precondition(rc == 0, "gnutls_hash_fast: \(rc)")
+        return out
+    }
+
     /// Digest's HA1 = H(user:realm:password), hex.
     public static func ha1(_ algorithm: Algorithm, user: String, realm: String, password: String) -> String {
         hex(digest(algorithm, "\(user):\(realm):\(password)"))

@@ -1,0 +1,85 @@
+// The media service (ONVIF Media, ver10, /onvif/media_service): a profile per stream of each
+// camera — its main and sub H.264 streams — with where to play it (RTSP) and where to take a
+// still (the camera's snapshot URL). Profiles are fixed: they follow the configuration.
+
+import SOAP
+
+enum MediaService {
+    static func operations(_ device: any ONVIFDevice) -> [String: Operation] {
+        return [
+            "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in trt("GetServiceCapabilitiesResponse", [serviceCapabilities()]) },
+            "GetProfiles": Operation(access: .read) { _, c in
+                trt("GetProfilesResponse", await device.profiles(c).map { describe($0, as: "Profiles") })
+            },
+            "GetProfile": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                trt("GetProfileResponse", [describe(try await profile(device, r, c), as: "Profile")])
+            },
+            "GetStreamUri": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                let p = try await profile(device, r, c)
+                let stream = r["StreamSetup", "Stream"]?.trimmedText ?? "RTP-Unicast"
+                let transport = r["StreamSetup", "Transport", "Protocol"]?.trimmedText ?? "RTSP"
+                guard stream == "RTP-Unicast" else {
+                    throw invalidArgument("InvalidStreamSetup", "Only RTP-Unicast is offered, not \(stream).")
+                }
+                guard ["RTSP", "TCP", "UDP"].contains(transport) else {
+                    throw invalidArgument("InvalidStreamSetup", "Streams are RTSP (over UDP or TCP), not \(transport).")
+                }
+                return trt("GetStreamUriResponse", [uri(p.streamURI)])
+            },
+            "GetSnapshotUri": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                trt("GetSnapshotUriResponse", [uri(try await profile(device, r, c).snapshotURI)])
+            },
+            "GetVideoSources": Operation(access: .read) { _, c in
+                var seen = Set<String>()
+                let sources = await device.profiles(c).filter { seen.insert($0.source).inserted }
+                return trt("GetVideoSourcesResponse", sources.map { p in
+                    trt("VideoSources", [tt("Framerate", p.fps), tt("Resolution", [tt("Width", p.width), tt("Height", p.height)])])
+                        .withAttribute("token", p.source)
+                })
+            },
+        ]
+    }
+
+    static func trt(_ name: String, _ children: [XMLElement]) -> XMLElement { XMLElement(ONVIFNamespace.media, name, children) }
+
+    /// The profile a request's ProfileToken names.
+    static func profile(_ device: any ONVIFDevice, _ request: XMLElement, _ c: ONVIFContext) async throws(SOAPFault) -> MediaProfile {
+        guard let token = request.child("ProfileToken")?.trimmedText, !token.isEmpty else {
+            throw invalidArgument("NoProfile", "A ProfileToken is required.")
+        }
+        guard let p = await device.profiles(c).first(where: { $0.token == token }) else {
+            throw invalidArgument("NoProfile", "No profile '\(token)' (GetProfiles lists them).")
+        }
+        return p
+    }
+
+    static func uri(_ u: String) -> XMLElement {
+        tt("MediaUri", [tt("Uri", u), tt("InvalidAfterConnect", false), tt("InvalidAfterReboot", false), tt("Timeout", "PT0S")])
+    }
+
+    /// A profile as GetProfiles writes it (`Profiles`) or GetProfile (`Profile`).
+    static func describe(_ p: MediaProfile, as name: String) -> XMLElement {
+        let source = tt("VideoSourceConfiguration", [
+            tt("Name", p.source), tt("UseCount", 2), tt("SourceToken", p.source),
+            tt("Bounds", attributes: ["x": "0", "y": "0", "width": String(p.width), "height": String(p.height)]),
+        ]).withAttribute("token", p.source)
+        let encoder = tt("VideoEncoderConfiguration", [
+            tt("Name", p.token), tt("UseCount", 1), tt("Encoding", "H264"),
+            tt("Resolution", [tt("Width", p.width), tt("Height", p.height)]),
+            tt("Quality", 5),
+            tt("RateControl", [tt("FrameRateLimit", p.fps), tt("EncodingInterval", 1), tt("BitrateLimit", p.bitrate)]),
+            tt("H264", [tt("GovLength", p.govLength), tt("H264Profile", p.h264Profile)]),
+            tt("Multicast", [tt("Address", [tt("Type", "IPv4"), tt("IPv4Address", "0.0.0.0")]), tt("Port", 0), tt("TTL", 1), tt("AutoStart", false)]),
+            tt("SessionTimeout", "PT60S"),
+        ]).withAttribute("token", p.token)
+        return XMLElement(ONVIFNamespace.media, name, [tt("Name", p.name), source, encoder])
+            .withAttribute("token", p.token).withAttribute("fixed", "true")
+    }
+
+    static func serviceCapabilities() -> XMLElement {
+        XMLElement(ONVIFNamespace.media, "Capabilities", attributes: ["SnapshotUri": "true", "Rotation": "false", "VideoSourceMode": "false", "OSD": "false"], [
+            XMLElement(ONVIFNamespace.media, "ProfileCapabilities", attributes: ["MaximumNumberOfProfiles": "16"]),
+            XMLElement(ONVIFNamespace.media, "StreamingCapabilities", attributes: ["RTPMulticast": "false", "RTP_TCP": "true", "RTP_RTSP_TCP": "true"]),
+        ])
+    }
+}

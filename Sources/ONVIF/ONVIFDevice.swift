@@ -1,0 +1,86 @@
+// What the ONVIF services ask of the application: the device's identity, its network
+// interfaces and its media profiles. The services know no camera or session; the
+// application answers in ONVIF's terms (ViewfinderApp/Services/ONVIFService.swift).
+
+public struct DeviceInformation: Sendable, Equatable {
+    public var manufacturer, model, firmwareVersion, serialNumber, hardwareId: String
+    public init(manufacturer: String, model: String, firmwareVersion: String, serialNumber: String, hardwareId: String) {
+        self.manufacturer = manufacturer; self.model = model; self.firmwareVersion = firmwareVersion
+        self.serialNumber = serialNumber; self.hardwareId = hardwareId
+    }
+}
+
+public struct NetworkInterface: Sendable, Equatable {
+    public var name: String
+    /// "aa:bb:cc:dd:ee:ff".
+    public var mac: String
+    public var mtu: Int
+    /// IPv4 addresses with their prefix lengths.
+    public var ipv4: [(address: String, prefixLength: Int)]
+    public init(name: String, mac: String, mtu: Int, ipv4: [(address: String, prefixLength: Int)]) {
+        self.name = name; self.mac = mac; self.mtu = mtu; self.ipv4 = ipv4
+    }
+    public static func == (a: Self, b: Self) -> Bool {
+        a.name == b.name && a.mac == b.mac && a.mtu == b.mtu && a.ipv4.elementsEqual(b.ipv4) { $0 == $1 }
+    }
+}
+
+/// One stream of one camera, as an ONVIF media profile.
+public struct MediaProfile: Sendable, Equatable {
+    public var token: String
+    public var name: String
+    /// The camera (the video source's token).
+    public var source: String
+    public var width, height, fps: Int
+    /// The encoder's cap, kbit/s.
+    public var bitrate: Int
+    /// Frames between keyframes.
+    public var govLength: Int
+    /// "Main", "High", "Baseline" (H.264 profiles as ONVIF names them).
+    public var h264Profile: String
+    public var streamURI: String
+    public var snapshotURI: String
+
+    public init(token: String, name: String, source: String, width: Int, height: Int, fps: Int, bitrate: Int,
+                govLength: Int, h264Profile: String, streamURI: String, snapshotURI: String) {
+        self.token = token; self.name = name; self.source = source; self.width = width; self.height = height
+        self.fps = fps; self.bitrate = bitrate; self.govLength = govLength; self.h264Profile = h264Profile
+        self.streamURI = streamURI; self.snapshotURI = snapshotURI
+    }
+}
+
+/// The request's facts the answers depend on.
+public struct ONVIFContext: Sendable {
+    /// The address the client reached us at (the Host header: "192.168.1.20:8080"), for the
+    /// service addresses and stream URIs we give back.
+    public var host: String
+    public var secure: Bool
+    public var remoteAddress: String
+    /// Wall-clock seconds since 1970.
+    public var now: Double
+
+    public init(host: String, secure: Bool, remoteAddress: String, now: Double) {
+        self.host = host; self.secure = secure; self.remoteAddress = remoteAddress; self.now = now
+    }
+
+    /// "http://host" or "https://host".
+    public var base: String { (secure ? "https://" : "http://") + host }
+
+    /// The host without its port ("[::1]" kept bracketed).
+    public var hostName: String {
+        if host.hasPrefix("["), let close = host.firstIndex(of: "]") { return String(host[...close]) }
+        return host.split(separator: ":", maxSplits: 1).first.map(String.init) ?? host
+    }
+}
+
+public protocol ONVIFDevice: Sendable {
+    func information() async -> DeviceInformation
+    func hostname() -> String
+    /// The interfaces to report: the one the request came in on first.
+    func interfaces(_ context: ONVIFContext) -> [NetworkInterface]
+    func profiles(_ context: ONVIFContext) async -> [MediaProfile]
+    /// The names, roles ("Administrator", "Operator", "User") of the users who may sign in.
+    func users() -> [(name: String, level: String)]
+    /// Scope URIs beyond the fixed ones (onvif://www.onvif.org/name/…, hardware/…).
+    func scopes() async -> [String]
+}

@@ -1,0 +1,142 @@
+// The device and media services as a client sees them, over a device of two cameras (a main
+// and a sub stream each): who may call what, what each answer holds, and the faults — all
+// through the envelope bytes the server reads and writes.
+
+import ONVIF
+import SOAP
+import Testing
+
+struct TwoCameras: ONVIFDevice {
+    func information() async -> DeviceInformation {
+        DeviceInformation(manufacturer: "Viewfinder", model: "Synthetic", firmwareVersion: "1.2.3", serialNumber: "vf-rear", hardwareId: "synthetic")
+    }
+    func hostname() -> String { "camhost" }
+    func interfaces(_ c: ONVIFContext) -> [NetworkInterface] {
+        [NetworkInterface(name: "eth0", mac: "02:00:00:aa:bb:cc", mtu: 1500, ipv4: [("192.168.1.20", 24)])]
+    }
+    func profiles(_ c: ONVIFContext) async -> [MediaProfile] {
+        ["rear", "front"].flatMap { cam in [
+            MediaProfile(token: "\(cam)_main", name: "\(cam) main", source: cam, width: 1280, height: 720, fps: 30, bitrate: 2200,
+                         govLength: 60, h264Profile: "Main", streamURI: "rtsp://\(c.hostName):8554/\(cam)",
+                         snapshotURI: "\(c.base)/cameras/\(cam)/snapshot"),
+            MediaProfile(token: "\(cam)_sub", name: "\(cam) sub", source: cam, width: 640, height: 360, fps: 15, bitrate: 500,
+                         govLength: 30, h264Profile: "Main", streamURI: "rtsp://\(c.hostName):8554/\(cam)/sub",
+                         snapshotURI: "\(c.base)/cameras/\(cam)/snapshot"),
+        ] }
+    }
+    func users() -> [(name: String, level: String)] { [("ha", "User"), ("admin", "Administrator")] }
+    func scopes() async -> [String] { ["onvif://www.onvif.org/name/Viewfinder"] }
+}
+
+@Suite struct ONVIFServerTests {
+    let context = ONVIFContext(host: "192.168.1.20:8080", secure: false, remoteAddress: "192.168.1.9", now: 1_795_930_801)
+
+    /// A server whose gate lets "viewer" read, "operator" operate, and refuses anyone else.
+    func server() -> ONVIFServer {
+        ONVIFServer(device: TwoCameras()) { credentials, _ in
+            switch credentials?.username {
+            case "viewer": .granted(.read)
+            case "operator": .granted(.operate)
+            case nil: .refused("no UsernameToken")
+            default: .refused("wrong password for '\(credentials!.username)'")
+            }
+        }
+    }
+
+    func call(_ ns: String, _ body: String, user: String? = "viewer") async throws -> (Int, XMLElement) {
+        let security = user.map { """
+            <s:Header><wsse:Security xmlns:wsse="\(ONVIFNamespace.security)" xmlns:wsu="\(ONVIFNamespace.securityUtility)">
+            <wsse:UsernameToken><wsse:Username>\($0)</wsse:Username>
+            <wsse:Password Type="\(ONVIFNamespace.passwordDigest)">x</wsse:Password>
+            <wsse:Nonce>MDEyMzQ1Njc4OWFiY2RlZg==</wsse:Nonce><wsu:Created>2026-11-29T05:40:01Z</wsu:Created>
+            </wsse:UsernameToken></wsse:Security></s:Header>
+            """ } ?? ""
+        let xml = "<s:Envelope xmlns:s=\"\(SOAPNamespace.envelope)\" xmlns:o=\"\(ns)\">\(security)<s:Body>\(body)</s:Body></s:Envelope>"
+        let answer = await server().handle(Array(xml.utf8), context: context)
+        return (answer.status, try Envelope.read(answer.body).operation)
+    }
+
+    @Test func theClockAndTheServicesNeedNoSignIn() async throws {
+        let (status, time) = try await call(ONVIFNamespace.device, "<o:GetSystemDateAndTime/>", user: nil)
+        #expect(status == 200)
+        let utc = try #require(time["SystemDateAndTime", "UTCDateTime"])
+        #expect(utc["Date", "Year"]?.text == "2026" && utc["Date", "Month"]?.text == "11" && utc["Date", "Day"]?.text == "29")
+        #expect(utc["Time", "Hour"]?.text == "5" && utc["Time", "Minute"]?.text == "40" && utc["Time", "Second"]?.text == "1")
+        #expect(time["SystemDateAndTime", "DateTimeType"]?.text == "NTP")
+
+        let (_, caps) = try await call(ONVIFNamespace.device, "<o:GetCapabilities><o:Category>All</o:Category></o:GetCapabilities>", user: nil)
+        #expect(caps["Capabilities", "Device", "XAddr"]?.text == "http://192.168.1.20:8080/onvif/device_service")
+        #expect(caps["Capabilities", "Media", "XAddr"]?.text == "http://192.168.1.20:8080/onvif/media_service")
+        #expect(caps["Capabilities", "PTZ"] == nil)  // not offered yet: no address a client would call
+
+        let (_, services) = try await call(ONVIFNamespace.device, "<o:GetServices><o:IncludeCapability>false</o:IncludeCapability></o:GetServices>", user: nil)
+        #expect(services.children("Service").compactMap { $0.child("Namespace")?.text } == [ONVIFNamespace.device, ONVIFNamespace.media])
+    }
+
+    @Test func everythingElseNeedsAUserWithTheRightRole() async throws {
+        let (status, fault) = try await call(ONVIFNamespace.device, "<o:GetDeviceInformation/>", user: nil)
+        #expect(status == 400)
+        #expect(fault["Code", "Value"]?.text == "s:Sender")
+        #expect(fault["Code", "Subcode", "Value"]?.text == "ter:NotAuthorized")
+        #expect(fault["Reason", "Text"]?.text == "Sender not Authorized: no UsernameToken")
+
+        let (_, wrong) = try await call(ONVIFNamespace.device, "<o:GetDeviceInformation/>", user: "mallory")
+        #expect(wrong["Reason", "Text"]?.text.contains("wrong password for 'mallory'") == true)
+
+        let (viewerStatus, users) = try await call(ONVIFNamespace.device, "<o:GetUsers/>", user: "viewer")
+        #expect(viewerStatus == 400)
+        #expect(users["Reason", "Text"]?.text.contains("needs an operator") == true)
+        let (operatorStatus, list) = try await call(ONVIFNamespace.device, "<o:GetUsers/>", user: "operator")
+        #expect(operatorStatus == 200)
+        #expect(list.children("User").compactMap { $0.child("Username")?.text } == ["ha", "admin"])
+        #expect(list.children("User").allSatisfy { $0.child("Password") == nil })
+    }
+
+    @Test func theDeviceSaysWhoItIs() async throws {
+        let (_, info) = try await call(ONVIFNamespace.device, "<o:GetDeviceInformation/>")
+        #expect(info.child("Manufacturer")?.text == "Viewfinder" && info.child("SerialNumber")?.text == "vf-rear"
+                && info.child("FirmwareVersion")?.text == "1.2.3")
+        let (_, nics) = try await call(ONVIFNamespace.device, "<o:GetNetworkInterfaces/>")
+        let nic = try #require(nics.child("NetworkInterfaces"))
+        #expect(nic.attribute("token") == "eth0" && nic.child("Enabled")?.text == "true")
+        #expect(nic["Info", "HwAddress"]?.text == "02:00:00:aa:bb:cc")
+        #expect(nic["IPv4", "Config", "Manual", "Address"]?.text == "192.168.1.20")
+        let (_, scopes) = try await call(ONVIFNamespace.device, "<o:GetScopes/>")
+        let items = scopes.children("Scopes").compactMap { $0.child("ScopeItem")?.text }
+        #expect(items.contains("onvif://www.onvif.org/Profile/Streaming") && items.contains("onvif://www.onvif.org/name/Viewfinder"))
+    }
+
+    @Test func aProfilePerStreamWithItsURIs() async throws {
+        let (_, profiles) = try await call(ONVIFNamespace.media, "<o:GetProfiles/>")
+        let list = profiles.children("Profiles")
+        #expect(list.compactMap { $0.attribute("token") } == ["rear_main", "rear_sub", "front_main", "front_sub"])
+        let main = try #require(list.first)
+        #expect(main["VideoEncoderConfiguration", "Encoding"]?.text == "H264")
+        #expect(main["VideoEncoderConfiguration", "Resolution", "Width"]?.text == "1280")
+        #expect(main["VideoEncoderConfiguration", "RateControl", "BitrateLimit"]?.text == "2200")
+        #expect(main["VideoSourceConfiguration", "SourceToken"]?.text == "rear")
+
+        let setup = "<o:StreamSetup><t:Stream xmlns:t=\"\(ONVIFNamespace.schema)\">RTP-Unicast</t:Stream><t:Transport xmlns:t=\"\(ONVIFNamespace.schema)\"><t:Protocol>RTSP</t:Protocol></t:Transport></o:StreamSetup>"
+        let (_, stream) = try await call(ONVIFNamespace.media, "<o:GetStreamUri>\(setup)<o:ProfileToken>front_sub</o:ProfileToken></o:GetStreamUri>")
+        #expect(stream["MediaUri", "Uri"]?.text == "rtsp://192.168.1.20:8554/front/sub")
+        let (_, snap) = try await call(ONVIFNamespace.media, "<o:GetSnapshotUri><o:ProfileToken>rear_main</o:ProfileToken></o:GetSnapshotUri>")
+        #expect(snap["MediaUri", "Uri"]?.text == "http://192.168.1.20:8080/cameras/rear/snapshot")
+    }
+
+    @Test func badArgumentsAndUnknownActionsAreFaultsNotErrors() async throws {
+        let (status, none) = try await call(ONVIFNamespace.media, "<o:GetStreamUri><o:ProfileToken>nope</o:ProfileToken></o:GetStreamUri>")
+        #expect(status == 400)
+        #expect(none["Code", "Subcode", "Value"]?.text == "ter:InvalidArgVal")
+        #expect(none["Code", "Subcode", "Subcode", "Value"]?.text == "ter:NoProfile")
+        let multicast = "<o:StreamSetup><t:Stream xmlns:t=\"\(ONVIFNamespace.schema)\">RTP-Multicast</t:Stream></o:StreamSetup>"
+        let (_, mc) = try await call(ONVIFNamespace.media, "<o:GetStreamUri>\(multicast)<o:ProfileToken>rear_main</o:ProfileToken></o:GetStreamUri>")
+        #expect(mc["Reason", "Text"]?.text.contains("RTP-Unicast") == true)
+        let (unknown, action) = try await call(ONVIFNamespace.device, "<o:SystemReboot/>")
+        #expect(unknown == 400)
+        #expect(action["Code", "Subcode", "Value"]?.text == "ter:ActionNotSupported")
+        #expect(action["Reason", "Text"]?.text.contains("not implemented") == true)  // what HA's client looks for
+        let answer = await server().handle(Array("<x".utf8), context: context)
+        #expect(answer.status == 400)
+        #expect(try Envelope.read(answer.body).operation.name.local == "Fault")
+    }
+}
