@@ -52,6 +52,8 @@ test: test-deps
 	/usr/bin/python3 Tests/live/test_threads.py
 	@# A WebRTC viewer in a network namespace behind tc tbf at 1 Mbit/s: on the sub stream at >= 10 fps, back on the main one when the link is restored.
 	/usr/bin/python3 Tests/live/test_slow_link.py
+	@# ONVIF as Home Assistant's client library (onvif-zeep-async, in a venv under .build/) drives it: profiles, stream and snapshot URIs, sign-in.
+	/usr/bin/python3 Tests/onvif/test_onvif.py
 	@# The broker restarted 100 times under a running host: back online within 5 s each time, no descriptor, thread or memory growth.
 	/usr/bin/python3 Tests/mqtt/test_restarts.py
 

@@ -121,7 +121,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "Sound", "HTTPServer", "JSON", "Auth", "Streaming", "MQTT", "Subscriptions", "SystemSupport",
+            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "Sound", "HTTPServer", "JSON", "Auth", "Streaming", "MQTT", "ONVIF", "Subscriptions", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [

@@ -200,17 +200,19 @@ struct User: ParsableCommand {
         @Argument(help: "The user's name.") var name: String
         @Option(help: "viewer (watches) or operator (steers).") var role: String
         @Option(help: "Configuration file to edit.") var config = "config.json"
+        @Flag(help: "Also let the user sign in over ONVIF (an NVR, Home Assistant's ONVIF integration). ONVIF's PasswordDigest can only be checked against the password itself, so it is kept in the file, which is then made readable by its owner (and group) only.")
+        var onvif = false
 
         func run() throws {
             guard let password = AccountsFile.readPassword(prompt: "Password for \(name): "), !password.isEmpty else {
                 FileHandle.standardError.write(Data("viewfinder: no password on standard input\n".utf8))
                 throw ExitCode(2)
             }
-            do { try AccountsFile.addUser(name, role: role, password: password, config: config) } catch {
+            do { try AccountsFile.addUser(name, role: role, password: password, onvif: onvif, config: config) } catch {
                 FileHandle.standardError.write(Data("viewfinder: \(error.description)\n".utf8))
                 throw ExitCode(2)
             }
-            FileHandle.standardError.write(Data("viewfinder: \(config): user '\(name)' (\(role)) saved\n".utf8))
+            FileHandle.standardError.write(Data("viewfinder: \(config): user '\(name)' (\(role)\(onvif ? ", ONVIF sign-in" : "")) saved\n".utf8))
         }
     }
 

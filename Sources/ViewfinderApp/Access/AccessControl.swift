@@ -1,5 +1,6 @@
 // Who may do what, decided before routing. viewer: GET and HEAD (streams, snapshots,
 // state, events, cameras, photos, the page); operator: everything; /healthz always open;
+// ONVIF's POSTs to /onvif/* passed on (their sign-in is in the message: ONVIFService.swift);
 // /metrics open to viewers (or to anyone, `auth.metrics: "open"`). Without accounts —
 // loopback, or `"auth": "none"` — everyone is an operator, as before.
 
@@ -27,6 +28,8 @@ final class AccessControl: Sendable {
     func required(_ r: Request) -> Role? {
         if r.path == "/healthz" { return nil }
         if r.path == "/metrics" && settings.metricsOpen { return nil }
+        // ONVIF signs in inside the SOAP message (WS-Security), which the service reads itself.
+        if r.method == "POST" && r.path.hasPrefix("/onvif/") { return nil }
         // Opening and ending a WebRTC view is watching, not steering.
         if (r.method == "POST" && r.path.hasSuffix("/whep")) || (r.method == "DELETE" && r.path.hasPrefix("/api/whep/")) { return .viewer }
         // What was said to a camera is the talker's: hearing it back needs an operator, as talking does.

@@ -13,13 +13,15 @@ public enum AccountsFile {
         public var description: String
     }
 
-    public static func addUser(_ name: String, role: String, password: String, config path: String) throws(Failure) {
+    /// `onvif`: the password is kept too (ONVIF's PasswordDigest needs it), and the file is
+    /// made readable by its owner and group only.
+    public static func addUser(_ name: String, role: String, password: String, onvif: Bool = false, config path: String) throws(Failure) {
         guard let role = Role(rawValue: role) else { throw Failure(description: "--role: '\(role)' is not viewer or operator") }
         guard !password.isEmpty else { throw Failure(description: "an empty password") }
         try edit(path) { auth throws(Failure) in
             try check(name)
             let record: UserRecord
-            do { record = try UserRecord.make(name: name, role: role, password: password, realm: auth.realm) } catch {
+            do { record = try UserRecord.make(name: name, role: role, password: password, realm: auth.realm, onvif: onvif) } catch {
                 throw Failure(description: "hashing the password: \(error)")
             }
             auth.users.removeAll { $0.name == name }  // adding again changes the password
@@ -90,11 +92,14 @@ public enum AccountsFile {
         do throws(Configuration.Error) { _ = try Configuration.parse(bytes) } catch {
             throw Failure(description: "the result would not load: \(error)")
         }
-        try replace(path, with: bytes)
+        try replace(path, with: bytes, private: auth.users.contains { $0.onvifPassword != nil })
     }
 
-    static func replace(_ path: String, with bytes: [UInt8]) throws(Failure) {
-        do throws(SystemError) { try AtomicFile.write(bytes, to: path) } catch {
+    /// `private`: the file holds a password (ONVIF sign-in): no one but its owner and group may read it.
+    static func replace(_ path: String, with bytes: [UInt8], private: Bool = false) throws(Failure) {
+        var mode: mode_t? = nil
+        if `private` { mode = ((try? Sys.stat(path)).map { $0.st_mode & 0o770 } ?? 0o600) }
+        do throws(SystemError) { try AtomicFile.write(bytes, to: path, mode: mode) } catch {
             throw Failure(description: "writing \(path): \(error)")
         }
     }

@@ -1,6 +1,8 @@
 // The `auth` section of config.json, read strictly like the rest: `"none"`, or realm,
 // digest challenge, metrics access, the brute-force limit, users and tokens. A password in
-// plaintext is refused: only hashes written by `viewfinder user add` belong here.
+// plaintext is refused: only hashes written by `viewfinder user add` belong here — except a
+// user's `onvifPassword`, written by `viewfinder user add --onvif` (ONVIF's PasswordDigest is
+// checked against the password itself).
 
 import Auth
 import HTTPServer
@@ -31,9 +33,12 @@ enum AuthConfiguration {
                 }
                 let md5 = try hexField(u, "digestMD5", 32, "auth.users[\(i)]")
                 let sha = try hexField(u, "digestSHA256", 64, "auth.users[\(i)]")
+                // ONVIF's PasswordDigest needs the password itself (`viewfinder user add --onvif`).
+                let onvif = try u.string("onvifPassword")
+                if let onvif, onvif.isEmpty { throw JSONFieldError(path: "auth.users[\(i)].onvifPassword", problem: "empty: leave it out for no ONVIF sign-in") }
                 try u.finish()
                 if a.users.contains(where: { $0.name == name }) { throw JSONFieldError(path: "auth.users[\(i)].name", problem: "'\(name)' is used twice") }
-                a.users.append(UserRecord(name: name, role: role, passwordHash: hash, digestMD5: md5, digestSHA256: sha))
+                a.users.append(UserRecord(name: name, role: role, passwordHash: hash, digestMD5: md5, digestSHA256: sha, onvifPassword: onvif))
             }
         }
         if let tokens = r.value("tokens") {
@@ -81,8 +86,10 @@ enum AuthConfiguration {
                                       "failuresPerMinute": .number(Double(a.failuresPerMinute)),
                                       "nonceLifetime": .number(Double(a.nonceLifetime))]
         o["users"] = .array(a.users.map { u in
-            .object(["name": .string(u.name), "role": .string(u.role.rawValue), "password": .string(u.passwordHash),
-                     "digestMD5": .string(u.digestMD5), "digestSHA256": .string(u.digestSHA256)])
+            var user: [String: JSONValue] = ["name": .string(u.name), "role": .string(u.role.rawValue), "password": .string(u.passwordHash),
+                                             "digestMD5": .string(u.digestMD5), "digestSHA256": .string(u.digestSHA256)]
+            if let p = u.onvifPassword { user["onvifPassword"] = .string(p) }
+            return .object(user)
         })
         o["tokens"] = .array(a.tokens.map { t in .object(["name": .string(t.name), "role": .string(t.role.rawValue), "sha256": .string(t.sha256)]) })
         return .object(o)

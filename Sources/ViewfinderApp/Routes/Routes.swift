@@ -2,9 +2,12 @@
 // one call and answers. Handlers throw; the server maps what they throw once, at dispatch
 // (ErrorMapping.swift) — no route catches to translate.
 
+import Auth
 import CameraCore
 import HTTPServer
+import ONVIF
 import Session
+import SystemSupport
 
 /// Which session a route addresses: the main one, or the camera named in the path.
 typealias SessionLookup = @Sendable (Request) throws(SessionError) -> CaptureSession
@@ -52,7 +55,24 @@ extension Application {
         addAudioRoutes(&r, main: main, named: named)
         addTalkRoutes(&r, main: main, named: named)
         r.get("/") { [self] request in try await actionAlias(request, main) }
+        addONVIFRoutes(&r)
         return r
+    }
+
+    /// ONVIF's SOAP services (issue 39): `POST /onvif/device_service`, `/onvif/media_service`.
+    /// Open at the HTTP gate: the sign-in is in the SOAP header (ONVIFService.swift).
+    private func addONVIFRoutes(_ r: inout Router) {
+        let onvif = ONVIFServer(device: ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { [weak self] in self?.rtspPort }),
+                                gate: onvifGate(nonces: NonceMemory()))
+        r.post("/onvif/:service") { [self] request in
+            let service = request.parameters["service"] ?? ""
+            guard ONVIFServer.paths.contains(service) else { throw ServerRefusal.notFound(path: request.path) }
+            let context = ONVIFContext(host: request.headers["host"] ?? "\(configuration.server.host):\(server?.port ?? configuration.server.port)",
+                                       secure: configuration.server.tls != nil, remoteAddress: request.remoteAddress,
+                                       now: SystemSupport.Clock.now())
+            let answer = await onvif.handle(request.body, context: context)
+            return Response(status: answer.status, contentType: ONVIFAnswer.contentType, bytes: answer.body)
+        }
     }
 
     /// An extra listener (`server.listen[]`): one camera as `/?action=stream` and

@@ -1,0 +1,244 @@
+#!/usr/bin/python3
+"""`make test` (issue 39): the server as an ONVIF device, driven by the client Home Assistant's
+ONVIF integration uses — onvif-zeep-async (pinned as Home Assistant pins it; zeep reads the
+answers against ONVIF's own WSDLs), in a venv under .build/ (scripts/py-venv). In the order the
+integration calls: GetCapabilities, GetSystemDateAndTime, GetDeviceInformation,
+GetNetworkInterfaces (the MAC of the interface reached), GetProfiles (a main and a sub H.264
+profile per camera), GetStreamUri (ffprobe plays it: H.264 at the profile's size) and
+GetSnapshotUri (a JPEG, over HTTP Digest as HA fetches it). Sign-in: a viewer given ONVIF sign-in
+reads; the same user with a wrong password, a user without ONVIF sign-in, no token at all and a
+replayed token are each refused with ter:NotAuthorized; GetUsers needs an operator; the clock
+needs no one. Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
+the server still answers after.
+
+Prints PASS/FAIL per check and `N passed, N failed`; exits 1 when anything failed.
+"""
+import asyncio
+import base64
+import datetime
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = os.environ.get("VIEWFINDER_BINARY", str(ROOT / ".build/debug/viewfinder"))
+VENV = ROOT / ".build/onvif-venv"
+CLIENT = "onvif-zeep-async==4.0.4"  # Home Assistant 2026.2's pin
+PASSWORD = "onvif pass 1"
+passed, failed = 0, []
+
+
+def check(name, ok, detail=""):
+    global passed
+    if ok:
+        passed += 1
+        print("PASS: " + name, flush=True)
+    else:
+        failed.append(name)
+        print("FAIL: %s -- %s" % (name, detail), flush=True)
+
+
+def start(tmp):
+    cfg = tmp / "config.json"
+    cfg.write_text(json.dumps({
+        "server": {"host": "127.0.0.1", "port": 0, "publicDirectory": str(ROOT / "Public")},
+        "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
+                    {"id": "front", "source": "synthetic", "position": "front"}],
+        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False},
+        "rtsp": {"port": 0}, "capture": {"directory": str(tmp / "p")}, "recording": {"directory": str(tmp / "m")}}))
+    for name, role, onvif in (("ha", "viewer", True), ("boss", "operator", True), ("web", "viewer", False)):
+        subprocess.run([SERVER, "user", "add", name, "--role", role, "--config", str(cfg)] + (["--onvif"] if onvif else []),
+                       input=PASSWORD + "\n", text=True, check=True, capture_output=True)
+    mode = cfg.stat().st_mode & 0o777
+    check("a file holding ONVIF passwords is readable by no one but its owner and group: %o" % mode, mode & 0o007 == 0, oct(mode))
+    log = open(tmp / "server.log", "w")
+    p = subprocess.Popen([SERVER, "--config", str(cfg)], stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp)
+    found = {}
+
+    def read():
+        for line in p.stdout:
+            m = re.search(r"listening on http://[^:]+:(\d+)/", line)
+            if m:
+                found["http"] = int(m.group(1))
+            m = re.search(r"rtsp://[^:]+:(\d+)/", line)
+            if m:
+                found["rtsp"] = int(m.group(1))
+            if "http" in found and "rtsp" in found:
+                break
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(120)
+    if "http" not in found:
+        p.kill()
+        sys.exit("the server did not start: " + (tmp / "server.log").read_text()[-2000:])
+    return p, found["http"], found.get("rtsp")
+
+
+def soap(port, body, header=""):
+    """A raw SOAP 1.2 request: (status, text)."""
+    xml = ('<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:tds="http://www.onvif.org/ver10/device/wsdl">'
+           '<s:Header>%s</s:Header><s:Body>%s</s:Body></s:Envelope>' % (header, body))
+    return post(port, xml.encode())
+
+
+def post(port, data):
+    req = urllib.request.Request("http://127.0.0.1:%d/onvif/device_service" % port, data=data, method="POST",
+                                 headers={"Content-Type": "application/soap+xml; charset=utf-8"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def token(user, password, nonce=None, created=None):
+    nonce = nonce or os.urandom(16)
+    created = created or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    digest = base64.b64encode(hashlib.sha1(nonce + created.encode() + password.encode()).digest()).decode()
+    return ('<wsse:Security xmlns:wsse="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd" '
+            'xmlns:wsu="http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd"><wsse:UsernameToken>'
+            '<wsse:Username>%s</wsse:Username><wsse:Password Type="http://docs.oasis-open.org/wss/2004/01/'
+            'oasis-200401-wss-username-token-profile-1.0#PasswordDigest">%s</wsse:Password><wsse:Nonce>%s</wsse:Nonce>'
+            '<wsu:Created>%s</wsu:Created></wsse:UsernameToken></wsse:Security>') % (user, digest, base64.b64encode(nonce).decode(), created)
+
+
+async def as_home_assistant(port, rtsp):
+    from onvif import ONVIFCamera
+    from zeep.exceptions import Fault
+    cam = ONVIFCamera("127.0.0.1", port, "ha", PASSWORD, str(Path(__import__("onvif").__file__).parent / "wsdl"))
+    try:
+        await cam.update_xaddrs()
+        check("GetCapabilities: the media service's address", "http://www.onvif.org/ver10/media/wsdl" in cam.xaddrs
+              and cam.xaddrs["http://www.onvif.org/ver10/media/wsdl"].endswith("/onvif/media_service"), cam.xaddrs)
+        device = await cam.create_devicemgmt_service()
+        t = await device.GetSystemDateAndTime()
+        now = datetime.datetime.now(datetime.timezone.utc)
+        u = t.UTCDateTime
+        told = datetime.datetime(u.Date.Year, u.Date.Month, u.Date.Day, u.Time.Hour, u.Time.Minute, u.Time.Second, tzinfo=datetime.timezone.utc)
+        check("GetSystemDateAndTime: the clock within 5 s, NTP (so HA sets nothing)",
+              abs((told - now).total_seconds()) < 5 and t.DateTimeType == "NTP", (told, now, t.DateTimeType))
+        info = await device.GetDeviceInformation()
+        check("GetDeviceInformation: Viewfinder, the camera's model, a serial", info.Manufacturer == "Viewfinder"
+              and info.Model and info.SerialNumber and info.FirmwareVersion, info)
+        nics = await device.GetNetworkInterfaces()
+        lo_mac = Path("/sys/class/net/lo/address").read_text().strip()
+        check("GetNetworkInterfaces: enabled, the MAC of the interface reached (lo here)",
+              nics and nics[0].Enabled and nics[0].Info.HwAddress == lo_mac and nics[0].Info.Name == "lo", nics)
+        media = await cam.create_media_service()
+        profiles = await media.GetProfiles()
+        tokens = [p.token for p in profiles]
+        check("GetProfiles: a main and a sub H.264 profile per camera", tokens == ["rear_main", "rear_sub", "front_main", "front_sub"]
+              and all(p.VideoEncoderConfiguration.Encoding == "H264" for p in profiles), tokens)
+        main = profiles[0]
+        r = main.VideoEncoderConfiguration.Resolution
+        check("the main profile is the camera's size: %dx%d" % (r.Width, r.Height), (r.Width, r.Height) == (640, 480), r)
+        for p in (profiles[0], profiles[1]):
+            setup = {"Stream": "RTP-Unicast", "Transport": {"Protocol": "RTSP"}}
+            uri = (await media.GetStreamUri({"StreamSetup": setup, "ProfileToken": p.token})).Uri
+            expected = "rtsp://127.0.0.1:%d/rear%s" % (rtsp, "/sub" if p.token.endswith("sub") else "")
+            # HA puts its user into the URI, as here.
+            signed = uri.replace("rtsp://", "rtsp://ha:%s@" % PASSWORD.replace(" ", "%20"))
+            probe = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v:0", "-show_entries",
+                                    "stream=codec_name,width,height", "-of", "json", signed], capture_output=True, text=True, timeout=60)
+            streams = json.loads(probe.stdout or "{}").get("streams", [])
+            res = p.VideoEncoderConfiguration.Resolution
+            check("GetStreamUri %s: %s plays H.264 at %dx%d" % (p.token, uri, res.Width, res.Height),
+                  uri == expected and streams and streams[0]["codec_name"] == "h264"
+                  and (streams[0]["width"], streams[0]["height"]) == (res.Width, res.Height), (uri, streams, probe.stderr[-300:]))
+        snap = (await media.GetSnapshotUri({"ProfileToken": "front_main"})).Uri
+        # HA fetches it with Digest first (httpx's DigestAuth); curl's Digest here.
+        jpeg = subprocess.run(["curl", "-sf", "--digest", "-u", "ha:" + PASSWORD, "--max-time", "30", snap],
+                              capture_output=True, timeout=60).stdout
+        check("GetSnapshotUri: %s answers a JPEG over Digest" % snap, snap.endswith("/cameras/front/snapshot") and jpeg[:2] == b"\xff\xd8", len(jpeg))
+        try:
+            await device.GetUsers()
+            check("GetUsers needs an operator", False, "a viewer read the users")
+        except Fault as f:
+            codes = [q.localname for q in f.subcodes or []]
+            check("GetUsers needs an operator: %s" % f.message, "NotAuthorized" in codes and "operator" in f.message, (f.message, codes))
+    finally:
+        await cam.close()
+
+    boss = ONVIFCamera("127.0.0.1", port, "boss", PASSWORD, str(Path(__import__("onvif").__file__).parent / "wsdl"))
+    try:
+        await boss.update_xaddrs()
+        users = await (await boss.create_devicemgmt_service()).GetUsers()
+        check("GetUsers as an operator: names and levels, never a password",
+              sorted((u.Username, u.UserLevel) for u in users) == [("boss", "Administrator"), ("ha", "User"), ("web", "User")]
+              and all(getattr(u, "Password", None) is None for u in users), users)
+    finally:
+        await boss.close()
+
+    for user, password, why in (("ha", "wrong", "a wrong password"), ("web", PASSWORD, "a user without ONVIF sign-in")):
+        bad = ONVIFCamera("127.0.0.1", port, user, password, str(Path(__import__("onvif").__file__).parent / "wsdl"))
+        try:
+            await bad.update_xaddrs()
+            await (await bad.create_devicemgmt_service()).GetDeviceInformation()
+            check("%s is refused" % why, False, "answered")
+        except Fault as f:
+            # What HA's config flow reads as "auth_failed" (a subcode with NotAuthorized).
+            codes = [q.localname for q in f.subcodes or []]
+            check("%s is refused: %s (%s)" % (why, f.message, codes), "NotAuthorized" in codes, (f.message, codes))
+        finally:
+            await bad.close()
+
+
+def raw_checks(port):
+    status, text = soap(port, "<tds:GetDeviceInformation/>")
+    check("no UsernameToken: 400, ter:NotAuthorized", status == 400 and "ter:NotAuthorized" in text, (status, text[-300:]))
+    header = token("ha", PASSWORD)
+    first = soap(port, "<tds:GetDeviceInformation/>", header)
+    again = soap(port, "<tds:GetDeviceInformation/>", header)
+    check("a token is taken once: the replay is refused", first[0] == 200 and again[0] == 400 and "NotAuthorized" in again[1],
+          (first[0], again[0]))
+    old = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status, _ = soap(port, "<tds:GetDeviceInformation/>", token("ha", PASSWORD, created=old))
+    check("a token made 10 minutes ago is refused", status == 400, status)
+    status, text = soap(port, "<tds:GetSystemDateAndTime/>")
+    check("GetSystemDateAndTime needs no sign-in", status == 200 and "UTCDateTime" in text, status)
+    dtd = '<!ENTITY a0 "ha">' + "".join('<!ENTITY a%d "%s">' % (i, ("&a%d;" % (i - 1)) * 10) for i in range(1, 10))
+    laughs = ('<?xml version="1.0"?><!DOCTYPE s:Envelope [%s]><s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope">'
+              '<s:Body><x>&a9;</x></s:Body></s:Envelope>') % dtd
+    status, text = post(port, laughs.encode())
+    check("a DTD (billion laughs) is a Sender fault naming it", status == 400 and "Document Type Declaration" in text, (status, text[-200:]))
+    status, text = post(port, b'<e:Envelope xmlns:e="http://schemas.xmlsoap.org/soap/envelope/"><e:Body><x/></e:Body></e:Envelope>')
+    check("SOAP 1.1 is a VersionMismatch fault, in SOAP 1.2", status == 400 and "VersionMismatch" in text
+          and "http://www.w3.org/2003/05/soap-envelope" in text, (status, text[-200:]))
+    status, text = post(port, b"not xml at all")
+    check("not XML: a Sender fault", status == 400 and "Sender" in text, status)
+    status, _ = soap(port, "<tds:SystemReboot/>", token("boss", PASSWORD))
+    check("an action not implemented: a fault, not a 500", status == 400, status)
+    with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=10) as r:
+        check("the server still serves", r.status == 200, r.status)
+
+
+def main():
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", CLIENT], check=True)
+    if os.environ.get("ONVIF_CLIENT_VENV") != "1":
+        os.environ["ONVIF_CLIENT_VENV"] = "1"
+        os.execv(str(VENV / "bin/python3"), [str(VENV / "bin/python3"), __file__] + sys.argv[1:])
+    tmp = Path(tempfile.mkdtemp(prefix="vf-onvif-"))
+    p, port, rtsp = start(tmp)
+    try:
+        asyncio.run(asyncio.wait_for(as_home_assistant(port, rtsp), 300))
+        raw_checks(port)
+    finally:
+        p.terminate()
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        subprocess.run(["rm", "-rf", str(tmp)])
+    print("%d passed, %d failed" % (passed, len(failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
