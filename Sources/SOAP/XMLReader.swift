@@ -4,7 +4,7 @@
 // declared, none expanded (no "billion laughs"), no external entity or DTD fetched (and the
 // parser may not touch the network anyway). Errors name the line and libxml2's reason.
 
-import CXML2
+internal import CXML2  // internal: ICU's headers under libxml2's clash with Foundation's own ICU in a module that sees both
 
 public enum XMLReadError: Error, Equatable, CustomStringConvertible {
     /// Not well-formed XML: libxml2's reason and the line.

@@ -3,7 +3,7 @@
 // prefix the caller's table gives it (ONVIF's clients read some prefixes literally: a topic's
 // `tns1:` is text, not a QName), declared once on the root; any other gets `ns1`, `ns2`, ….
 
-import CXML2
+internal import CXML2  // internal: ICU's headers under libxml2's clash with Foundation's own ICU in a module that sees both
 
 public enum XMLWriter {
     /// `prefixes`: namespace URI → prefix, declared on the root whether used or not when
