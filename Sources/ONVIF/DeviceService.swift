@@ -6,7 +6,7 @@ import Foundation
 import SOAP
 
 enum DeviceService {
-    static func operations(_ device: any ONVIFDevice) -> [String: Operation] {
+    static func operations(_ device: any ONVIFDevice, events: EventBroker) -> [String: Operation] {
         return [
             "GetSystemDateAndTime": Operation(access: .preAuth) { _, c in
                 tds("GetSystemDateAndTimeResponse", [tt("SystemDateAndTime", [
@@ -22,6 +22,10 @@ enum DeviceService {
                 let wanted = { (name: String) in category.isEmpty || category.contains("All") || category.contains(name) }
                 var caps: [XMLElement] = []
                 if wanted("Device") { caps.append(deviceCapabilities(c)) }
+                if wanted("Events") { caps.append(tt("Events", [tt("XAddr", "\(c.base)/onvif/events_service"),
+                                                                 tt("WSSubscriptionPolicySupport", false),
+                                                                 tt("WSPullPointSupport", true),
+                                                                 tt("WSPausableSubscriptionManagerInterfaceSupport", false)])) }
                 if wanted("Media") { caps.append(mediaCapabilities(c)) }
                 guard !caps.isEmpty else {
                     throw SOAPFault(.receiver, [QName(ONVIFNamespace.error, "ActionNotSupported"), QName(ONVIFNamespace.error, "NoSuchService")],
@@ -41,6 +45,7 @@ enum DeviceService {
                 return tds("GetServicesResponse", [
                     service(ONVIFNamespace.device, "device_service", 60, deviceServiceCapabilities()),
                     service(ONVIFNamespace.media, "media_service", 60, MediaService.serviceCapabilities()),
+                    service(ONVIFNamespace.events, "events_service", 60, EventsService.capabilities(events)),
                 ])
             },
             "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in

@@ -58,9 +58,12 @@ public struct ONVIFContext: Sendable {
     public var remoteAddress: String
     /// Wall-clock seconds since 1970.
     public var now: Double
+    /// The pull point a request was sent to (/onvif/subscriptions/<id>), nil at a service's path.
+    public var subscription: Int?
 
-    public init(host: String, secure: Bool, remoteAddress: String, now: Double) {
+    public init(host: String, secure: Bool, remoteAddress: String, now: Double, subscription: Int? = nil) {
         self.host = host; self.secure = secure; self.remoteAddress = remoteAddress; self.now = now
+        self.subscription = subscription
     }
 
     /// "http://host" or "https://host".

@@ -11,12 +11,20 @@ public enum ONVIFNamespace {
     public static let ptz = "http://www.onvif.org/ver20/ptz/wsdl"
     public static let imaging = "http://www.onvif.org/ver20/imaging/wsdl"
     public static let events = "http://www.onvif.org/ver10/events/wsdl"
+    public static let notification = "http://docs.oasis-open.org/wsn/b-2"
+    public static let topicsSchema = "http://docs.oasis-open.org/wsn/t-1"
+    /// ONVIF's topic namespace (`tns1:` in every topic's text).
+    public static let topics = "http://www.onvif.org/ver10/topics"
+    public static let addressing = "http://www.w3.org/2005/08/addressing"
+    public static let xmlSchema = "http://www.w3.org/2001/XMLSchema"
     public static let security = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-secext-1.0.xsd"
     public static let securityUtility = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-wssecurity-utility-1.0.xsd"
     public static let passwordDigest = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordDigest"
 
     static let prefixes: [String: String] = [
-        SOAPNamespace.envelope: "s", device: "tds", media: "trt", schema: "tt", error: "ter",
+        SOAPNamespace.envelope: "s", device: "tds", media: "trt", schema: "tt", error: "ter", events: "tev",
+        notification: "wsnt", topicsSchema: "wstop", topics: "tns1", addressing: "wsa", xmlSchema: "xs",
+        ptz: "tptz", imaging: "timg",
     ]
 }
 

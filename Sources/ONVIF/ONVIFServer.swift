@@ -49,17 +49,17 @@ public final class ONVIFServer: Sendable {
     let gate: ONVIFGate
     private let operations: [QName: Operation]
 
-    public init(device: any ONVIFDevice, gate: @escaping ONVIFGate) {
+    public init(device: any ONVIFDevice, events: EventBroker = EventBroker(), gate: @escaping ONVIFGate) {
         self.device = device
         self.gate = gate
-        var ops: [QName: Operation] = [:]
-        for (name, op) in DeviceService.operations(device) { ops[QName(ONVIFNamespace.device, name)] = op }
+        var ops = EventsService.operations(events)
+        for (name, op) in DeviceService.operations(device, events: events) { ops[QName(ONVIFNamespace.device, name)] = op }
         for (name, op) in MediaService.operations(device) { ops[QName(ONVIFNamespace.media, name)] = op }
         operations = ops
     }
 
     /// The service paths under /onvif/ that GetServices and GetCapabilities give.
-    public static let paths = ["device_service", "media_service"]
+    public static let paths = ["device_service", "media_service", "events_service"]
 
     public func handle(_ body: [UInt8], context: ONVIFContext) async -> ONVIFAnswer {
         do throws(SOAPFault) {

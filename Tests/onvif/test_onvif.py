@@ -8,7 +8,8 @@ profile per camera), GetStreamUri (ffprobe plays it: H.264 at the profile's size
 GetSnapshotUri (a JPEG, over HTTP Digest as HA fetches it). Sign-in: a viewer given ONVIF sign-in
 reads; the same user with a wrong password, a user without ONVIF sign-in, no token at all and a
 replayed token are each refused with ter:NotAuthorized; GetUsers needs an operator; the clock
-needs no one. Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
+needs no one. Events as HA takes them: a pull point, SetSynchronizationPoint, PullMessages
+seeing a staged walker's motion start and end, Unsubscribe. Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
 the server still answers after.
 
 Prints PASS/FAIL per check and `N passed, N failed`; exits 1 when anything failed.
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -88,8 +90,8 @@ def soap(port, body, header=""):
     return post(port, xml.encode())
 
 
-def post(port, data):
-    req = urllib.request.Request("http://127.0.0.1:%d/onvif/device_service" % port, data=data, method="POST",
+def post(port, data, path="/onvif/device_service"):
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data, method="POST",
                                  headers={"Content-Type": "application/soap+xml; charset=utf-8"})
     try:
         with urllib.request.urlopen(req, timeout=30) as r:
@@ -190,6 +192,80 @@ async def as_home_assistant(port, rtsp):
             await bad.close()
 
 
+def api(port, path, body):
+    """A POST to the HTTP API as the operator (Digest, as curl signs in)."""
+    r = subprocess.run(["curl", "-sf", "--digest", "-u", "boss:" + PASSWORD, "--max-time", "30", "-X", "POST",
+                        "-H", "Content-Type: application/json", "-d", json.dumps(body), "http://127.0.0.1:%d%s" % (port, path)],
+                       capture_output=True, timeout=60)
+    return r.returncode == 0
+
+
+async def events_as_home_assistant(port):
+    """Home Assistant's event setup: a pull point made by onvif-zeep-async's PullPointManager,
+    SetSynchronizationPoint, PullMessages(PT1M, 100) in a loop; motion read as its parser does
+    (the topic's text, the first Source item, the first Data item). A walker staged in the rear
+    camera's scene must arrive as IsMotion true, then false."""
+    from onvif import ONVIFCamera
+    from zeep.exceptions import Fault
+    cam = ONVIFCamera("127.0.0.1", port, "ha", PASSWORD, str(Path(__import__("onvif").__file__).parent / "wsdl"))
+    try:
+        await cam.update_xaddrs()
+        check("GetCapabilities: the events service's address",
+              cam.xaddrs.get("http://www.onvif.org/ver10/events/wsdl", "").endswith("/onvif/events_service"), cam.xaddrs)
+        lost = []
+        manager = await cam.create_pullpoint_manager(datetime.timedelta(minutes=10), lambda: lost.append(True))
+        service = manager.get_service()
+        address = cam.xaddrs["http://www.onvif.org/ver10/events/wsdl/PullPointSubscription"]
+        check("CreatePullPointSubscription: the pull point's own address (%s)" % address, "/onvif/subscriptions/" in address, address)
+
+        def read(messages):
+            out = []
+            for msg in messages or []:
+                m = msg.Message._value_1
+                out.append((msg.Topic._value_1, m.Source.SimpleItem[0].Value, m.Data.SimpleItem[0].Name,
+                            m.Data.SimpleItem[0].Value, m.PropertyOperation, m.UtcTime))
+            return out
+
+        async def pull(seconds):
+            r = await service.PullMessages({"MessageLimit": 100, "Timeout": datetime.timedelta(seconds=seconds)})
+            return read(r.NotificationMessage)
+
+        first = await pull(1)
+        check("the first pull: each camera's motion as it is, on both topics (Initialized, false)",
+              sorted((t, s, v, op) for t, s, _, v, op, _ in first) == sorted(
+                  (t, s, "false", "Initialized") for t in ("tns1:RuleEngine/CellMotionDetector/Motion", "tns1:VideoSource/MotionAlarm")
+                  for s in ("rear", "front")), first)
+        await manager.set_synchronization_point()
+        check("SetSynchronizationPoint: the properties again", len(await pull(1)) == 4)
+
+        # A still scene, the detector on, then a walker crossing it in 3 s for 2 s.
+        staged = (api(port, "/api/cameras/rear/scene", {"moving": False})
+                  and api(port, "/api/cameras/rear/session/motion", {"enabled": True})
+                  and api(port, "/api/cameras/rear/scene", {"walker": {"after": 3, "duration": 2}}))
+        check("the walker staged (as the operator, over HTTP)", staged)
+        seen, delays = [], []
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not any(v == "false" and op == "Changed" for _, _, _, v, op, _ in seen):
+            got = await pull(60)
+            arrived = datetime.datetime.now(datetime.timezone.utc)
+            for m in got:
+                if m[4] == "Changed":
+                    delays.append((arrived - m[5]).total_seconds())
+            seen += [m for m in got if m[0] == "tns1:RuleEngine/CellMotionDetector/Motion"]
+        changes = [(s, name, v) for _, s, name, v, op, _ in seen if op == "Changed"]
+        check("the walker: IsMotion true, then false, for the rear camera (from the event to the client: %s s)"
+              % ", ".join("%.3f" % d for d in delays), changes == [("rear", "IsMotion", "true"), ("rear", "IsMotion", "false")], seen)
+        await manager.shutdown()  # Unsubscribe
+        try:
+            await service.PullMessages({"MessageLimit": 1, "Timeout": datetime.timedelta(seconds=1)})
+            check("after Unsubscribe the pull point is gone", False, "answered")
+        except Fault as f:
+            check("after Unsubscribe the pull point is gone: %s" % f.message, "ResourceUnknown" in [q.localname for q in f.subcodes or []], f.message)
+        check("the subscription was never lost", not lost)
+    finally:
+        await cam.close()
+
+
 def raw_checks(port):
     status, text = soap(port, "<tds:GetDeviceInformation/>")
     check("no UsernameToken: 400, ter:NotAuthorized", status == 400 and "ter:NotAuthorized" in text, (status, text[-300:]))
@@ -215,6 +291,15 @@ def raw_checks(port):
     check("not XML: a Sender fault", status == 400 and "Sender" in text, status)
     status, _ = soap(port, "<tds:SystemReboot/>", token("boss", PASSWORD))
     check("an action not implemented: a fault, not a 500", status == 400, status)
+    create = ('<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:tev="http://www.onvif.org/ver10/events/wsdl">'
+              '<s:Header>%s</s:Header><s:Body><tev:CreatePullPointSubscription/></s:Body></s:Envelope>')
+    answers = [post(port, (create % token("ha", PASSWORD)).encode(), "/onvif/events_service") for _ in range(17)]
+    check("16 pull points at most: the 17th is a fault naming the limit", [a[0] for a in answers] == [200] * 16 + [500]
+          and "MaxPullPoints" in answers[-1][1], [a[0] for a in answers])
+    pull = (create % token("ha", PASSWORD)).replace("<tev:CreatePullPointSubscription/>",
+                                                    "<tev:PullMessages><tev:Timeout>PT1S</tev:Timeout><tev:MessageLimit>1</tev:MessageLimit></tev:PullMessages>")
+    status, text = post(port, pull.encode(), "/onvif/subscriptions/999")
+    check("an unknown pull point: a fault naming it", status == 400 and "ResourceUnknown" in text, (status, text[-200:]))
     with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=10) as r:
         check("the server still serves", r.status == 200, r.status)
 
@@ -228,6 +313,7 @@ def main():
     p, port, rtsp = start(tmp)
     try:
         asyncio.run(asyncio.wait_for(as_home_assistant(port, rtsp), 300))
+        asyncio.run(asyncio.wait_for(events_as_home_assistant(port), 300))
         raw_checks(port)
     finally:
         p.terminate()

@@ -59,19 +59,28 @@ extension Application {
         return r
     }
 
-    /// ONVIF's SOAP services (issue 39): `POST /onvif/device_service`, `/onvif/media_service`.
-    /// Open at the HTTP gate: the sign-in is in the SOAP header (ONVIFService.swift).
+    /// ONVIF's SOAP services (issue 39): `POST /onvif/device_service`, `/onvif/media_service`,
+    /// `/onvif/events_service`, and each pull point's `/onvif/subscriptions/<id>`. Open at the
+    /// HTTP gate: the sign-in is in the SOAP header (ONVIFService.swift).
     private func addONVIFRoutes(_ r: inout Router) {
+        let feed = ONVIFMotionFeed(events: cameras.events, cameras: cameras.sessions.map(\.id), broker: EventBroker())
         let onvif = ONVIFServer(device: ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { [weak self] in self?.rtspPort }),
-                                gate: onvifGate(nonces: NonceMemory()))
-        r.post("/onvif/:service") { [self] request in
-            let service = request.parameters["service"] ?? ""
-            guard ONVIFServer.paths.contains(service) else { throw ServerRefusal.notFound(path: request.path) }
+                                events: feed.broker, gate: onvifGate(nonces: NonceMemory()))
+        let answer = { @Sendable [self] (request: Request, subscription: Int?) async -> Response in
             let context = ONVIFContext(host: request.headers["host"] ?? "\(configuration.server.host):\(server?.port ?? configuration.server.port)",
                                        secure: configuration.server.tls != nil, remoteAddress: request.remoteAddress,
-                                       now: SystemSupport.Clock.now())
+                                       now: SystemSupport.Clock.now(), subscription: subscription)
+            _ = feed  // the feed lives as long as the routes
             let answer = await onvif.handle(request.body, context: context)
             return Response(status: answer.status, contentType: ONVIFAnswer.contentType, bytes: answer.body)
+        }
+        r.post("/onvif/:service") { request in
+            guard ONVIFServer.paths.contains(request.parameters["service"] ?? "") else { throw ServerRefusal.notFound(path: request.path) }
+            return await answer(request, nil)
+        }
+        r.post("/onvif/subscriptions/:id") { request in
+            guard let id = Int(request.parameters["id"] ?? ""), id > 0 else { throw ServerRefusal.notFound(path: request.path) }
+            return await answer(request, id)
         }
     }
 

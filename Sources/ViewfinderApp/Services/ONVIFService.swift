@@ -96,3 +96,27 @@ extension Application {
         }
     }
 }
+
+/// The motion detector's events carried to ONVIF's pull points: each camera's motion
+/// starting and ending becomes its property's change (the broker queues it per pull point).
+final class ONVIFMotionFeed: Sendable {
+    let broker: EventBroker
+    private let subscription: EventSubscription
+
+    init(events: EventHub, cameras: [String], broker: EventBroker) {
+        self.broker = broker
+        broker.declare(sources: cameras, now: SystemSupport.Clock.now())
+        subscription = events.subscription(initial: [], kind: "onvif")
+        subscription.attach { [weak self] in self?.drain() }
+        drain()
+    }
+
+    private func drain() {
+        while case .item(let event) = subscription.next() {
+            guard case .motion(let m) = event, m.event != .moving else { continue }
+            broker.motion(source: m.camera, moving: m.event == .started, at: SystemSupport.Clock.now())
+        }
+    }
+
+    deinit { subscription.cancel() }
+}
