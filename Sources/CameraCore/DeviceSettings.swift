@@ -17,6 +17,9 @@ public struct ZoomSetting: Sendable, Equatable, Codable {
     public var optical: Double = 1
     /// The crop's part, only beyond the optical range (or where there is no optical zoom).
     public var digital: Double = 1
+    /// Where the crop is centred, in the sensor's coordinates (as AVFoundation's points of
+    /// interest: before rotation and mirroring), as far as the frame allows at this zoom.
+    public var center = Point.center
     public init() {}
 }
 

@@ -7,11 +7,34 @@ public struct FrameTransform: Sendable, Equatable {
     /// Clockwise degrees: 0, 90, 180 or 270.
     public var rotation: Int
     public var mirrored: Bool
+    /// The crop's centre in the source's coordinates (0…1), as far as the frame allows.
+    public var center: Point
 
-    public init(zoom: Double = 1, rotation: Int = 0, mirrored: Bool = false) {
+    public init(zoom: Double = 1, rotation: Int = 0, mirrored: Bool = false, center: Point = .center) {
         self.zoom = zoom
         self.rotation = rotation
         self.mirrored = mirrored
+        self.center = center
+    }
+
+    /// Where a crop `crop` long of a side `extent` long starts when centred on `center` (0…1)
+    /// as far as the side allows (a crop at an edge stops there).
+    public static func cropStart(extent: Double, crop: Double, center: Double) -> Double {
+        min(max(0, center * extent - crop / 2), max(0, extent - crop))
+    }
+
+    /// The centre in the output's orientation: turned clockwise by `rotation`, then mirrored.
+    public var outputCenter: Point {
+        let c = center
+        var p: Point
+        switch rotation {
+        case 90: p = Point(x: 1 - c.y, y: c.x)
+        case 180: p = Point(x: 1 - c.x, y: 1 - c.y)
+        case 270: p = Point(x: c.y, y: 1 - c.x)
+        default: p = c
+        }
+        if mirrored { p.x = 1 - p.x }
+        return p
     }
 
     public static let identity = FrameTransform()

@@ -75,7 +75,7 @@ public final class JPEGTransformer {
         public var mcuWidth: Int, mcuHeight: Int
     }
 
-    /// Zoom becomes a centre crop aligned to the JPEG's MCUs (so the output is smaller, not
+    /// Zoom becomes a crop about the transform's centre, aligned to the JPEG's MCUs (so the output is smaller, not
     /// rescaled).
     public static func plan(width w: Int, height h: Int, subsampling sub: Int32, transform t: FrameTransform) -> Plan {
         let turned = t.rotation == 90 || t.rotation == 270
@@ -89,7 +89,10 @@ public final class JPEGTransformer {
             // At least one MCU, at most the image (a side shorter than an MCU stays whole).
             let cw = min(outW, max(mw, (Int(Double(outW) / t.zoom) / mw) * mw))
             let ch = min(outH, max(mh, (Int(Double(outH) / t.zoom) / mh) * mh))
-            let x = ((outW - cw) / 2 / mw) * mw, y = ((outH - ch) / 2 / mh) * mh
+            // About the centre as the output is oriented, on the MCU grid.
+            let c = t.outputCenter
+            let x = (Int(FrameTransform.cropStart(extent: Double(outW), crop: Double(cw), center: c.x)) / mw) * mw
+            let y = (Int(FrameTransform.cropStart(extent: Double(outH), crop: Double(ch), center: c.y)) / mh) * mh
             crop = Plan.Crop(x: x, y: y, width: cw, height: ch)
             outW = cw; outH = ch
         }

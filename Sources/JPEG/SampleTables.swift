@@ -18,13 +18,14 @@ struct SampleTables: Sendable {
     /// Per output row: a source y, or a source x when transposed.
     let rows: [Int]
 
-    /// Zoom is a centre crop scaled back to the frame's size; rotation is clockwise and the
+    /// Zoom is a crop (about `t.center`) scaled back to the frame's size; rotation is clockwise and the
     /// mirror applies after it (it flips the output's columns), as tjTransform does for MJPEG.
     init(width: Int, height: Int, transform t: FrameTransform) {
         (outWidth, outHeight) = t.outputSize(width: width, height: height)
         let zoom = max(1, t.zoom)
         let cropW = Double(width) / zoom, cropH = Double(height) / zoom
-        let x0 = (Double(width) - cropW) / 2, y0 = (Double(height) - cropH) / 2
+        let x0 = FrameTransform.cropStart(extent: Double(width), crop: cropW, center: t.center.x)
+        let y0 = FrameTransform.cropStart(extent: Double(height), crop: cropH, center: t.center.y)
         // Pixel centres: output sample a of n along an axis reads the crop at (a + 0.5) / n.
         func sx(_ a: Int, _ n: Int) -> Int { min(width - 1, Int(x0 + (Double(a) + 0.5) * cropW / Double(n))) }
         func sy(_ b: Int, _ n: Int) -> Int { min(height - 1, Int(y0 + (Double(b) + 0.5) * cropH / Double(n))) }

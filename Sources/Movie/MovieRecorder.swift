@@ -84,8 +84,9 @@ public final class MovieRecorder: CaptureOutput {
     private let handoff: FrameHandoff<Job>
 
     struct Job: Sendable {
-        /// The digital zoom at this frame (rotation and mirror are the file's, fixed).
+        /// The digital zoom at this frame and its centre (rotation and mirror are the file's, fixed).
         var zoom: Double
+        var center = Point.center
         /// An access unit of a shared stream that starts a GOP.
         var keyframe = false
     }
@@ -130,7 +131,7 @@ public final class MovieRecorder: CaptureOutput {
         handoff = FrameHandoff(name: "\(setup.camera)-movie", policy: .queue(limit: limit), pool: pool) {
             { frame, job in
                 guard !shared.withLock({ $0.stoppedItself }) else { return }
-                var stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom,
+                var stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom, center: job.center,
                                       keyframe: job.keyframe, options: setup.options)
                 if stop == nil {
                     // The frame set the movie's start: the sound that came meanwhile follows it.
@@ -208,7 +209,7 @@ public final class MovieRecorder: CaptureOutput {
     /// Queues the frame for the recorder's lane (a full queue drops it and counts it).
     public func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
         let t = frame.timestamp
-        guard handoff.submit(frame, Job(zoom: context.transform.zoom)) else { return }
+        guard handoff.submit(frame, Job(zoom: context.transform.zoom, center: context.transform.center)) else { return }
         shared.withLock { s in
             s.lastTaken = t
             if setup.options.timelapse?.trigger == .api { s.requested -= 1 }

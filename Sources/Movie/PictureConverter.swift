@@ -61,9 +61,10 @@ final class PictureConverter {
     }
 
     /// The picture for one frame, `zoom` (≥ 1) applied. Valid until the next call.
-    func convert(_ bytes: UnsafeRawBufferPointer, format: VideoFormat, stride: Int, zoom: Double) throws(MovieError) -> UnsafeMutablePointer<AVFrame> {
+    func convert(_ bytes: UnsafeRawBufferPointer, format: VideoFormat, stride: Int, zoom: Double,
+                 center: Point = .center) throws(MovieError) -> UnsafeMutablePointer<AVFrame> {
         let (w, h) = (format.width, format.height)
-        let crop = Self.crop(width: w, height: h, zoom: zoom)
+        let crop = Self.crop(width: w, height: h, zoom: zoom, center: center)
         var planes: [UnsafePointer<UInt8>?] = [nil, nil, nil, nil]
         var strides: [Int32] = [0, 0, 0, 0]
         let source: AVPixelFormat
@@ -116,11 +117,14 @@ final class PictureConverter {
         return picture
     }
 
-    /// The centre crop a zoom keeps, on even coordinates (chroma is subsampled).
-    static func crop(width: Int, height: Int, zoom: Double) -> (x: Int, y: Int, width: Int, height: Int) {
+    /// The crop a zoom keeps, about `center` as far as the frame allows, on even coordinates
+    /// (chroma is subsampled).
+    static func crop(width: Int, height: Int, zoom: Double, center: Point = .center) -> (x: Int, y: Int, width: Int, height: Int) {
         guard zoom > 1.0001 else { return (0, 0, width, height) }
         let cw = max(2, Int(Double(width) / zoom) & ~1), ch = max(2, Int(Double(height) / zoom) & ~1)
-        return (((width - cw) / 2) & ~1, ((height - ch) / 2) & ~1, cw, ch)
+        let x = Int(FrameTransform.cropStart(extent: Double(width), crop: Double(cw), center: center.x)) & ~1
+        let y = Int(FrameTransform.cropStart(extent: Double(height), crop: Double(ch), center: center.y)) & ~1
+        return (x, y, cw, ch)
     }
 
     struct Plane { var offset: Int, stride: Int, bytesPerPixel: Int, columnShift: Int, rowShift: Int }

@@ -71,7 +71,7 @@ final class RecorderWork: @unchecked Sendable {
     }
 
     /// Writes one frame; answers why the recording must end now, if it must.
-    func write(_ bytes: UnsafeRawBufferPointer, stride: Int, timestamp: Double, zoom: Double, keyframe: Bool,
+    func write(_ bytes: UnsafeRawBufferPointer, stride: Int, timestamp: Double, zoom: Double, center: Point = .center, keyframe: Bool,
                options: RecordingOptions) -> (reason: RecordingEndReason, message: String?)? {
         let tps = FragmentedMP4Writer.ticksPerSecond
         var pts: Int64
@@ -92,13 +92,14 @@ final class RecorderWork: @unchecked Sendable {
             case .h264 where encoded:
                 try writer.write(unit: bytes, pts: pts, keyframe: keyframe)
             case .h264:
-                let picture = try converter!.convert(bytes, format: format, stride: stride, zoom: zoom)
+                let picture = try converter!.convert(bytes, format: format, stride: stride, zoom: zoom, center: center)
                 try writer.encode(picture, pts: pts)
             case .mjpeg where !turnsPixels:
                 try writer.write(jpeg: bytes, pts: pts)  // the camera's JPEG, untouched
             case .mjpeg:
                 var transform = orientation
                 transform.zoom = zoom
+                transform.center = center
                 let frame = RawFrame(format: format, bytes: bytes, stride: stride, sequence: 0, timestamp: timestamp)
                 let image: EncodedImage
                 do throws(JPEGError) { image = try jpeg.encode(frame, quality: jpegQuality, transform: transform) } catch {

@@ -41,6 +41,17 @@ extension CaptureSession {
             Task { await stepLens(generation: ramp, ramp: pipelineSettings.ramp, token: token) }
         }
         settings.zoom.factor = target
+        if let c = r.center { settings.zoom.center = c; pipelineSettings.center = c }
+        return announce()
+    }
+
+    /// Moves the crop's centre (digital pan and tilt), the zoom as it is: the next frame of
+    /// every output is cropped about it, as far as the frame allows at that zoom.
+    @discardableResult
+    public func center(_ c: Point) throws(SessionError) -> SessionState {
+        try SettingsValidation.center(c)
+        settings.zoom.center = c
+        pipelineSettings.center = c
         return announce()
     }
 

@@ -172,6 +172,7 @@ public actor CaptureSession {
             do { try start() } catch {
                 (camera, format, settings) = old
                 pipelineSettings.ramp = .fixed(settings.zoom.optical * settings.zoom.digital)
+                pipelineSettings.center = settings.zoom.center
                 pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
                 run.state = .idle
                 throw error
@@ -219,6 +220,7 @@ public actor CaptureSession {
         settings = DeviceSettings(for: device.capabilities)
         settings.orientation = orientation
         pipelineSettings.ramp = .fixed(1)
+        pipelineSettings.center = .center
         pipelineSettings.opticalMax = device.capabilities.zoom.opticalMax
     }
 
@@ -266,6 +268,7 @@ public actor CaptureSession {
         s.zoom.digital = session.zoom.digital
         s.zoom.min = session.zoom.min
         s.zoom.max = session.zoom.max
+        s.zoom.center = session.zoom.center
         s.orientation = session.orientation
         return s
     }

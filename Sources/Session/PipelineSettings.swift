@@ -15,6 +15,8 @@ public final class PipelineSettings: Sendable {
         var opticalMax = 1.0
         var rotation = 0
         var mirrored = false
+        /// The crop's centre (the sensor's coordinates).
+        var center = Point.center
     }
     private let values: Locked<Values>
 
@@ -39,6 +41,11 @@ public final class PipelineSettings: Sendable {
         set { values.withLock { $0.opticalMax = newValue } }
     }
 
+    public var center: Point {
+        get { values.withLock { $0.center } }
+        set { values.withLock { $0.center = newValue } }
+    }
+
     public func setOrientation(rotation: Int, mirrored: Bool) {
         values.withLock { $0.rotation = rotation; $0.mirrored = mirrored }
     }
@@ -50,7 +57,8 @@ public final class PipelineSettings: Sendable {
 
     public func transform(at t: Double) -> FrameTransform {
         values.withLock { v in
-            FrameTransform(zoom: max(1, v.ramp.factor(at: t) / v.opticalMax), rotation: v.rotation, mirrored: v.mirrored)
+            FrameTransform(zoom: max(1, v.ramp.factor(at: t) / v.opticalMax), rotation: v.rotation, mirrored: v.mirrored,
+                           center: v.center)
         }
     }
 }

@@ -6,7 +6,11 @@ import CameraCore
 public struct ZoomRequest: Sendable {
     public var factor: Double
     public var rate: Double?
-    public init(factor: Double, rate: Double? = nil) { self.factor = factor; self.rate = rate }
+    /// Where the crop is centred (the sensor's coordinates, 0…1); nil leaves it.
+    public var center: Point?
+    public init(factor: Double, rate: Double? = nil, center: Point? = nil) {
+        self.factor = factor; self.rate = rate; self.center = center
+    }
 }
 
 public struct FocusRequest: Sendable {

@@ -8,7 +8,15 @@ public enum SettingsValidation {
     public static func zoom(_ r: ZoomRequest, _ caps: ZoomCapability) throws(SessionError) -> (factor: Double, rate: Double?) {
         if let rate = r.rate, !(rate > 0) { throw .invalidValue("rate must be positive (zoom doublings per second)") }
         guard r.factor > 0 else { throw .invalidValue("factor must be positive") }
+        if let c = r.center { try center(c) }
         return (caps.clamp(r.factor), r.rate)
+    }
+
+    /// A crop centre: within the frame.
+    public static func center(_ c: Point) throws(SessionError) {
+        guard (0...1).contains(c.x), (0...1).contains(c.y) else {
+            throw .invalidValue("center must have x and y between 0 and 1 (got \(c.x), \(c.y))")
+        }
     }
 
     /// A factor routed once: the lens up to its range, the crop only beyond it.

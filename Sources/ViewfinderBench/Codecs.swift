@@ -70,7 +70,7 @@ func runCodecs(_ args: [String]) -> Int32 {
                 defer { times.append((Clock.monotonic() - start) * 1000) }
                 let units = try f.bytes.withUnsafeBytes { b throws(MovieError) -> [AccessUnit] in
                     let raw = RawFrame(format: format, bytes: b, stride: width * 2, sequence: f.sequence, timestamp: f.timestamp)
-                    return try encoder.encode(raw, zoom: 1, keyframe: false)
+                    return try encoder.encode(raw, keyframe: false)
                 }
                 for u in units { out += u.bytes }
             }
@@ -89,7 +89,7 @@ func runCodecs(_ args: [String]) -> Int32 {
             let start = Clock.monotonic()
             let units = try f.bytes.withUnsafeBytes { b throws(MovieError) -> [AccessUnit] in
                 try vp8.encode(RawFrame(format: format, bytes: b, stride: width * 2, sequence: f.sequence, timestamp: f.timestamp),
-                               zoom: 1, keyframe: false)
+                               keyframe: false)
             }
             vp8Times.append((Clock.monotonic() - start) * 1000)
             for u in units {

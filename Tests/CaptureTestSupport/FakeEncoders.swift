@@ -52,13 +52,13 @@ public enum FakeEncoders {
         var describable: Bool { inner.describable }
         var profile: H264Profile { inner.profile }
         func setBitrate(_ kbits: Int) { inner.setBitrate(kbits) }
-        func encode(_ frame: borrowing RawFrame, zoom: Double, rotation: Int, mirrored: Bool, keyframe: Bool) throws(MovieError) -> [AccessUnit] {
-            try inner.encode(frame, zoom: zoom, rotation: rotation, mirrored: mirrored, keyframe: keyframe)
+        func encode(_ frame: borrowing RawFrame, transform: FrameTransform, keyframe: Bool) throws(MovieError) -> [AccessUnit] {
+            try inner.encode(frame, transform: transform, keyframe: keyframe)
         }
     }
 
     final class Stalled: Wrapped {
-        override func encode(_ frame: borrowing RawFrame, zoom: Double, rotation: Int, mirrored: Bool, keyframe: Bool) throws(MovieError) -> [AccessUnit] { [] }
+        override func encode(_ frame: borrowing RawFrame, transform: FrameTransform, keyframe: Bool) throws(MovieError) -> [AccessUnit] { [] }
     }
 
     final class Failing: Wrapped {
@@ -68,10 +68,10 @@ public enum FakeEncoders {
             self.limit = limit
             super.init(inner, name: name)
         }
-        override func encode(_ frame: borrowing RawFrame, zoom: Double, rotation: Int, mirrored: Bool, keyframe: Bool) throws(MovieError) -> [AccessUnit] {
+        override func encode(_ frame: borrowing RawFrame, transform: FrameTransform, keyframe: Bool) throws(MovieError) -> [AccessUnit] {
             frames += 1
             guard frames <= limit else { throw MovieError.library(call: "avcodec_send_frame \(name)", code: -EIO) }
-            return try super.encode(frame, zoom: zoom, rotation: rotation, mirrored: mirrored, keyframe: keyframe)
+            return try super.encode(frame, transform: transform, keyframe: keyframe)
         }
     }
 }

@@ -93,6 +93,14 @@ import Testing
         #expect(mirrored.mean(x: 4, y: 4, width: 60, height: 100).b > 220, "mirrored: blue on the left")
         let zoomed = try apply(jpeg, FrameTransform(zoom: 2))
         #expect(zoomed.width == 160 && zoomed.height == 120, "a centre crop on MCU boundaries")
+        // Digital pan: the crop about a point in the sensor's coordinates, turned or not —
+        // about the right half it is all blue, about the left all red.
+        for (center, rotation, blue) in [(Point(x: 0.9, y: 0.5), 0, true), (Point(x: 0.1, y: 0.2), 0, false),
+                                         (Point(x: 0.9, y: 0.5), 90, true), (Point(x: 0.2, y: 0.9), 270, false)] {
+            let panned = try apply(jpeg, FrameTransform(zoom: 2, rotation: rotation, center: center))
+            let m = try JPEGDecoder.decodeRGB(panned.jpeg).mean(x: 0, y: 0, width: panned.width, height: panned.height)
+            #expect(blue ? m.b > 200 && m.r < 40 : m.r > 200 && m.b < 40, "\(center) turned \(rotation): \(m)")
+        }
     }
 
     /// Found by Fuzz/FuzzTransform: libturbojpeg 2.1 leaves a handle whose header read failed

@@ -9,6 +9,9 @@ import Testing
     static let transforms: [FrameTransform] = [
         .identity, FrameTransform(rotation: 90), FrameTransform(rotation: 180), FrameTransform(rotation: 270),
         FrameTransform(mirrored: true), FrameTransform(zoom: 2), FrameTransform(zoom: 1.5, rotation: 90, mirrored: true),
+        // Digital pan: a crop about a point, stopped at the frame's edge (bottom-left), and
+        // about a point in the sensor's coordinates while the output is turned.
+        FrameTransform(zoom: 2, center: Point(x: 0.1, y: 0.9)), FrameTransform(zoom: 2, rotation: 90, center: Point(x: 0.7, y: 0.3)),
     ]
     static let (width, height) = (128, 96)
 

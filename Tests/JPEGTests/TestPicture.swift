@@ -97,6 +97,10 @@ enum TestPicture {
         case 270: (x, y) = (1 - v, m)
         default: (x, y) = (m, v)
         }
-        return (0.5 + (x - 0.5) / t.zoom, 0.5 + (y - 0.5) / t.zoom)
+        // The crop: 1/zoom of each side, centred on `t.center` unless that would leave the
+        // frame, where it stops at the edge.
+        let side = 1 / t.zoom
+        let x0 = min(max(t.center.x - side / 2, 0), 1 - side), y0 = min(max(t.center.y - side / 2, 0), 1 - side)
+        return (x0 + x * side, y0 + y * side)
     }
 }

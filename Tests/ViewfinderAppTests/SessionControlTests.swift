@@ -74,6 +74,30 @@ import Testing
         }
     }
 
+    /// Digital pan: zoomed 4×, the crop about the left edge shows what the whole picture has
+    /// in its left quarter, and about the right edge its right quarter; the state says where.
+    @Test func theCropFollowsItsCentre() async throws {
+        try await withServer { _, port in
+            _ = try await fetch(port, "POST", "/api/cameras/rear/scene", body: #"{"moving": false}"#)
+            let whole = try await photo(port)
+            let (w, h) = (whole.width, whole.height)
+            for (x, quarter) in [(0.0, 0), (1.0, 3 * w / 4)] {
+                let s = try await post(port, "zoom", #"{"factor": 4, "center": {"x": \#(x), "y": 0.5}}"#)
+                #expect(((s["zoom"] as? [String: Any])?["center"] as? [String: Double]) == ["x": x, "y": 0.5])
+                let panned = try await photo(port)
+                let got = panned.mean(x: 0, y: h / 8, width: w, height: h * 3 / 4)
+                let want = whole.mean(x: quarter, y: h * 3 / 8, width: w / 4, height: h / 4)
+                let differs = abs(got.r - want.r) + abs(got.g - want.g) + abs(got.b - want.b)
+                #expect(differs < 60, "about x=\(x): the panned picture \(got), the whole one's quarter \(want)")
+            }
+            // Outside the frame: refused, naming it; nothing changes.
+            let bad = try await fetch(port, "POST", "/api/session/zoom", body: #"{"factor": 2, "center": {"x": 1.5, "y": 0.5}}"#)
+            #expect(bad.status == 400 && bad.text.contains("center"))
+            let z = (try await fetch(port, "/api/session").json as? [String: Any])?["zoom"] as? [String: Any]
+            #expect(z?["factor"] as? Double == 4 && (z?["center"] as? [String: Double])?["x"] == 1)
+        }
+    }
+
     @Test func zoomIsClampedAndRamps() async throws {
         try await withServer { _, port in
             let s = try await post(port, "zoom", #"{"factor": 100}"#)

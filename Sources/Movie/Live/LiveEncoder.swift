@@ -45,7 +45,7 @@ public protocol LiveVideoEncoding: AnyObject {
     /// The H.264 profile it encodes in.
     var profile: H264Profile { get }
     func setBitrate(_ kbits: Int)
-    func encode(_ frame: borrowing RawFrame, zoom: Double, rotation: Int, mirrored: Bool, keyframe: Bool) throws(MovieError) -> [AccessUnit]
+    func encode(_ frame: borrowing RawFrame, transform: FrameTransform, keyframe: Bool) throws(MovieError) -> [AccessUnit]
 }
 
 /// The H.264 profile a stream is encoded in.
@@ -224,16 +224,17 @@ public final class LiveEncoder: LiveVideoEncoding {
         return Array(UnsafeBufferPointer(start: e, count: Int(c.pointee.extradata_size)))
     }
 
-    /// Encodes one camera frame exposed at `timestamp` (wall-clock seconds) with `zoom`, turned
-    /// clockwise by `rotation` and then mirrored (a rotation of 90° or 270° needs an encoder
-    /// made `transposed`); an IDR when `keyframe` or when the interval has passed. The access
-    /// units it yields (none while the encoder is still filling its pipeline; zerolatency keeps
-    /// that to none).
-    public func encode(_ frame: borrowing RawFrame, zoom: Double, rotation: Int = 0, mirrored: Bool = false,
+    /// Encodes one camera frame exposed at `timestamp` (wall-clock seconds) with the
+    /// transform's zoom (about its centre), turned clockwise by its rotation and then mirrored
+    /// (a rotation of 90° or 270° needs an encoder made `transposed`); an IDR when `keyframe` or
+    /// when the interval has passed. The access units it yields (none while the encoder is
+    /// still filling its pipeline; zerolatency keeps that to none).
+    public func encode(_ frame: borrowing RawFrame, transform: FrameTransform = .identity,
                        keyframe: Bool) throws(MovieError) -> [AccessUnit] {
         guard let context, let packet else { return [] }
+        let rotation = transform.rotation, mirrored = transform.mirrored
         guard (rotation == 90 || rotation == 270) == transposed else { throw .unsupported("a rotation of \(rotation)° needs another encoder") }
-        var picture = try converter.convert(frame.bytes, format: format, stride: frame.stride, zoom: zoom)
+        var picture = try converter.convert(frame.bytes, format: format, stride: frame.stride, zoom: transform.zoom, center: transform.center)
         if rotation != 0 || mirrored {
             if rotator == nil { rotator = try PictureRotator(width: width, height: height) }
             picture = try rotator!.turn(picture, rotation: rotation, mirrored: mirrored)

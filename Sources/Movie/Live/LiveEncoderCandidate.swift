@@ -46,7 +46,7 @@ public struct LiveEncoderCandidate: Sendable {
                     Result { () throws(MovieError) in
                         try encoder.encode(RawFrame(format: format, bytes: b, stride: format.width * 2, sequence: UInt64(n),
                                                     timestamp: 1_000 + Double(n) / 30),
-                                           zoom: 1, rotation: 0, mirrored: false, keyframe: n == 0)
+                                           transform: .identity, keyframe: n == 0)
                     }
                 }
                 keyframe = try units.get().contains { $0.keyframe }

@@ -23,9 +23,8 @@ public enum LiveStreamName: String, Sendable, CaseIterable {
 
 final class LiveOutput: CaptureOutput {
     struct Job: Sendable {
-        var zoom: Double
-        var rotation: Int
-        var mirrored: Bool
+        /// Zoom (about its centre), rotation and mirror at this frame.
+        var transform: FrameTransform
         var keyframe: Bool
         var bitrate: Int?
         /// The H.264 profile every client of the stream decodes now.
@@ -70,7 +69,7 @@ final class LiveOutput: CaptureOutput {
                 do throws(MovieError) {
                     // A turn by 90° swaps width and height: a new encoder, and a new stream (its
                     // fMP4 clients reconnect; RTP clients go on at the new size, SPS in band).
-                    let transposed = job.rotation == 90 || job.rotation == 270
+                    let transposed = job.transform.rotation == 90 || job.transform.rotation == 270
                     var s = settings
                     s.bitrate = job.bitrate ?? settings.bitrate
                     if stream != .vp8 { s.profile = job.profile }
@@ -92,7 +91,7 @@ final class LiveOutput: CaptureOutput {
                     current.setBitrate(job.bitrate ?? configuredCap)
                     var units: [AccessUnit]
                     do throws(MovieError) {
-                        units = try current.encode(frame, zoom: job.zoom, rotation: job.rotation, mirrored: job.mirrored, keyframe: job.keyframe)
+                        units = try current.encode(frame, transform: job.transform, keyframe: job.keyframe)
                     } catch {
                         // The encoder failed mid-stream (a hardware one lost): the next candidate
                         // goes on with the same timeline from an IDR of this frame; clients stay.
@@ -105,7 +104,7 @@ final class LiveOutput: CaptureOutput {
                         (encoder, current, announced, replacing) = (next, next, false, true)
                         encoderName.withLock { $0 = next.name }
                         next.setBitrate(job.bitrate ?? configuredCap)
-                        units = try next.encode(frame, zoom: job.zoom, rotation: job.rotation, mirrored: job.mirrored, keyframe: true)
+                        units = try next.encode(frame, transform: job.transform, keyframe: true)
                     }
                     if !announced && current.describable {
                         let info = LiveStreamInfo(extradata: current.extradata, width: current.width, height: current.height, fps: current.fps)
@@ -165,8 +164,7 @@ final class LiveOutput: CaptureOutput {
     }
 
     func take(_ frame: borrowing RawFrame, _ context: FrameContext) {
-        let t = context.transform
-        lane.submit(frame, Job(zoom: t.zoom, rotation: t.rotation, mirrored: t.mirrored, keyframe: hub.takeKeyframeRequest(),
+        lane.submit(frame, Job(transform: context.transform, keyframe: hub.takeKeyframeRequest(),
                                bitrate: bitrateOverride, profile: hub.profile))
     }
 

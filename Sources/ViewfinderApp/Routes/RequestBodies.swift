@@ -62,7 +62,15 @@ extension ZoomRequest: RequestBody {
         guard let factor = try b.double("factor") else {
             throw JSONFieldError(path: "factor", problem: "required (the zoom factor, e.g. 2.0)")
         }
-        self.init(factor: factor, rate: try b.double("rate"))
+        var center: Point?
+        if let c = try b.object("center") {
+            guard let x = try c.double("x", in: 0...1), let y = try c.double("y", in: 0...1) else {
+                throw JSONFieldError(path: "center", problem: "needs x and y between 0 and 1")
+            }
+            try c.finish()
+            center = Point(x: x, y: y)
+        }
+        self.init(factor: factor, rate: try b.double("rate"), center: center)
         try b.finish()
     }
 }
