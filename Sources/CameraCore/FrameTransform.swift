@@ -37,6 +37,24 @@ public struct FrameTransform: Sendable, Equatable {
         return p
     }
 
+    /// The source's point shown at `p` of the output (`outputCenter`'s inverse).
+    public func sourcePoint(ofOutput p: Point) -> Point {
+        let m = Point(x: mirrored ? 1 - p.x : p.x, y: p.y)
+        switch rotation {
+        case 90: return Point(x: m.y, y: 1 - m.x)
+        case 180: return Point(x: 1 - m.x, y: 1 - m.y)
+        case 270: return Point(x: 1 - m.y, y: m.x)
+        default: return m
+        }
+    }
+
+    /// The centre the picture really has: `center`, moved in as far as the crop needs to
+    /// stay within the frame (at zoom 1, the middle).
+    public var effectiveCenter: Point {
+        let half = 0.5 / max(1, zoom)
+        return Point(x: min(max(center.x, half), 1 - half), y: min(max(center.y, half), 1 - half))
+    }
+
     public static let identity = FrameTransform()
 
     public var isIdentity: Bool { zoom <= 1.0001 && rotation == 0 && !mirrored }

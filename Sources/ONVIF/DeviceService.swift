@@ -27,6 +27,7 @@ enum DeviceService {
                                                                  tt("WSPullPointSupport", true),
                                                                  tt("WSPausableSubscriptionManagerInterfaceSupport", false)])) }
                 if wanted("Media") { caps.append(mediaCapabilities(c)) }
+                if wanted("PTZ") { caps.append(tt("PTZ", [tt("XAddr", "\(c.base)/onvif/ptz_service")])) }
                 guard !caps.isEmpty else {
                     throw SOAPFault(.receiver, [QName(ONVIFNamespace.error, "ActionNotSupported"), QName(ONVIFNamespace.error, "NoSuchService")],
                                     "This device has no \(category.joined(separator: ", ")) service.")
@@ -46,6 +47,7 @@ enum DeviceService {
                     service(ONVIFNamespace.device, "device_service", 60, deviceServiceCapabilities()),
                     service(ONVIFNamespace.media, "media_service", 60, MediaService.serviceCapabilities()),
                     service(ONVIFNamespace.events, "events_service", 60, EventsService.capabilities(events)),
+                    service(ONVIFNamespace.ptz, "ptz_service", 60, PTZService.capabilities()),
                 ])
             },
             "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in

@@ -72,7 +72,8 @@ enum MediaService {
             tt("Multicast", [tt("Address", [tt("Type", "IPv4"), tt("IPv4Address", "0.0.0.0")]), tt("Port", 0), tt("TTL", 1), tt("AutoStart", false)]),
             tt("SessionTimeout", "PT60S"),
         ]).withAttribute("token", p.token)
-        return XMLElement(ONVIFNamespace.media, name, [tt("Name", p.name), source, encoder])
+        return XMLElement(ONVIFNamespace.media, name, [tt("Name", p.name), source, encoder,
+                                                      PTZService.configuration(p.source, as: "PTZConfiguration")])
             .withAttribute("token", p.token).withAttribute("fixed", "true")
     }
 

@@ -1,5 +1,5 @@
 // What the ONVIF services ask of the application: the device's identity, its network
-// interfaces and its media profiles. The services know no camera or session; the
+// interfaces, its media profiles and each source's PTZ position. The services know no camera or session; the
 // application answers in ONVIF's terms (ViewfinderApp/Services/ONVIFService.swift).
 
 public struct DeviceInformation: Sendable, Equatable {
@@ -76,6 +76,8 @@ public struct ONVIFContext: Sendable {
     }
 }
 
+import SOAP
+
 public protocol ONVIFDevice: Sendable {
     func information() async -> DeviceInformation
     func hostname() -> String
@@ -86,4 +88,28 @@ public protocol ONVIFDevice: Sendable {
     func users() -> [(name: String, level: String)]
     /// Scope URIs beyond the fixed ones (onvif://www.onvif.org/name/…, hardware/…).
     func scopes() async -> [String]
+
+    // PTZ: each video source's zoom, and its digital pan and tilt (the crop's centre).
+
+    /// Where the source's picture is and whether it is still moving; nil for an unknown source.
+    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: Bool)?
+    /// Goes to the position's parts that are given (nil parts stay); `zoomSpeed` (0…1) ramps
+    /// the zoom, nil moves it at once. A refusal is the fault to answer.
+    func ptzMove(_ source: String, pan: Double?, tilt: Double?, zoom: Double?, zoomSpeed: Double?) async throws(SOAPFault)
+    /// Zooms continuously at `velocity` (-1…1, out to in) toward the end of the range; 0 holds
+    /// the zoom where it is now.
+    func ptzZoom(_ source: String, velocity: Double) async throws(SOAPFault)
+    /// Half the picture's width and height in the generic pan/tilt space (whose -1…1 is the
+    /// whole frame): 1 unzoomed, 1/2 at a 2× crop. What a field-of-view translation of 1 moves.
+    func fieldOfView(_ source: String) async -> (width: Double, height: Double)?
+}
+
+/// A PTZ position in ONVIF's generic spaces, as the viewer sees the picture.
+public struct PTZPosition: Sendable, Equatable {
+    /// -1…1: the picture's centre from the frame's left edge to its right (as the picture is
+    /// oriented), and from its bottom to its top. 0, 0 is the middle.
+    public var pan: Double, tilt: Double
+    /// 0…1: the zoom from its least to its most.
+    public var zoom: Double
+    public init(pan: Double, tilt: Double, zoom: Double) { self.pan = pan; self.tilt = tilt; self.zoom = zoom }
 }

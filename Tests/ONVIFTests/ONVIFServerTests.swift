@@ -4,9 +4,50 @@
 
 import ONVIF
 import SOAP
+import SystemSupport
 import Testing
 
+/// Each camera's zoom and digital pan as a device does them: zoom 1×…8× (0…1 linear), the
+/// crop's centre reaching only as far as the zoom leaves room (±(1 − 1/factor) in the generic
+/// space), and a speed makes the zoom "move" until it is held.
+final class CropModel: Sendable {
+    struct Camera { var zoom = 0.0, pan = 0.0, tilt = 0.0, moving = false }
+    let cameras = Locked(["rear": Camera(), "front": Camera()])
+
+    static func factor(_ zoom: Double) -> Double { 1 + 7 * zoom }
+
+    func position(_ s: String) -> (position: PTZPosition, moving: Bool)? {
+        cameras.withLock { $0[s].map { (PTZPosition(pan: $0.pan, tilt: $0.tilt, zoom: $0.zoom), $0.moving) } }
+    }
+
+    func move(_ s: String, pan: Double?, tilt: Double?, zoom: Double?, speed: Double?) {
+        cameras.withLock { all in
+            guard var c = all[s] else { return }
+            if let zoom { c.zoom = zoom; c.moving = speed != nil }
+            let reach = 1 - 1 / Self.factor(c.zoom)
+            if let pan { c.pan = min(max(pan, -reach), reach) }
+            if let tilt { c.tilt = min(max(tilt, -reach), reach) }
+            all[s] = c
+        }
+    }
+
+    func zoom(_ s: String, velocity: Double) {
+        cameras.withLock { all in all[s]?.moving = velocity != 0 }
+    }
+}
+
 struct TwoCameras: ONVIFDevice {
+    var lens = CropModel()
+
+    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: Bool)? { lens.position(source) }
+    func ptzMove(_ source: String, pan: Double?, tilt: Double?, zoom: Double?, zoomSpeed: Double?) async throws(SOAPFault) {
+        lens.move(source, pan: pan, tilt: tilt, zoom: zoom, speed: zoomSpeed)
+    }
+    func ptzZoom(_ source: String, velocity: Double) async throws(SOAPFault) { lens.zoom(source, velocity: velocity) }
+    func fieldOfView(_ source: String) async -> (width: Double, height: Double)? {
+        lens.position(source).map { (1 / CropModel.factor($0.position.zoom), 1 / CropModel.factor($0.position.zoom)) }
+    }
+
     func information() async -> DeviceInformation {
         DeviceInformation(manufacturer: "Viewfinder", model: "Synthetic", firmwareVersion: "1.2.3", serialNumber: "vf-rear", hardwareId: "synthetic")
     }
@@ -69,10 +110,10 @@ struct TwoCameras: ONVIFDevice {
         #expect(caps["Capabilities", "Media", "XAddr"]?.text == "http://192.168.1.20:8080/onvif/media_service")
         #expect(caps["Capabilities", "Events", "XAddr"]?.text == "http://192.168.1.20:8080/onvif/events_service")
         #expect(caps["Capabilities", "Events", "WSPullPointSupport"]?.text == "true")
-        #expect(caps["Capabilities", "PTZ"] == nil)  // not offered yet: no address a client would call
+        #expect(caps["Capabilities", "PTZ", "XAddr"]?.text == "http://192.168.1.20:8080/onvif/ptz_service")
 
         let (_, services) = try await call(ONVIFNamespace.device, "<o:GetServices><o:IncludeCapability>false</o:IncludeCapability></o:GetServices>", user: nil)
-        #expect(services.children("Service").compactMap { $0.child("Namespace")?.text } == [ONVIFNamespace.device, ONVIFNamespace.media, ONVIFNamespace.events])
+        #expect(services.children("Service").compactMap { $0.child("Namespace")?.text } == [ONVIFNamespace.device, ONVIFNamespace.media, ONVIFNamespace.events, ONVIFNamespace.ptz])
     }
 
     @Test func everythingElseNeedsAUserWithTheRightRole() async throws {

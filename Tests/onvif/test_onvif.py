@@ -9,7 +9,9 @@ GetSnapshotUri (a JPEG, over HTTP Digest as HA fetches it). Sign-in: a viewer gi
 reads; the same user with a wrong password, a user without ONVIF sign-in, no token at all and a
 replayed token are each refused with ter:NotAuthorized; GetUsers needs an operator; the clock
 needs no one. Events as HA takes them: a pull point, SetSynchronizationPoint, PullMessages
-seeing a staged walker's motion start and end, Unsubscribe. Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
+seeing a staged walker's motion start and end, Unsubscribe. PTZ as HA and Frigate drive it:
+an absolute zoom, a field-of-view step, a continuous zoom HA's Stop leaves running (ended by
+the default timeout), presets; a viewer may not move. Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
 the server still answers after.
 
 Prints PASS/FAIL per check and `N passed, N failed`; exits 1 when anything failed.
@@ -200,6 +202,72 @@ def api(port, path, body):
     return r.returncode == 0
 
 
+def api_get(port, path):
+    r = subprocess.run(["curl", "-sf", "--digest", "-u", "boss:" + PASSWORD, "--max-time", "30", "http://127.0.0.1:%d%s" % (port, path)],
+                       capture_output=True, timeout=60)
+    return json.loads(r.stdout or "null")
+
+
+async def ptz_as_home_assistant(port):
+    """Home Assistant's PTZ calls through onvif-zeep-async, as an operator: GetPresets, an
+    absolute zoom, Frigate's field-of-view step, HA's ContinuousMove then Stop(Zoom=false),
+    GetStatus — each read back from the camera's session state; a viewer is refused."""
+    from onvif import ONVIFCamera
+    from zeep.exceptions import Fault
+    wsdl = str(Path(__import__("onvif").__file__).parent / "wsdl")
+    cam = ONVIFCamera("127.0.0.1", port, "boss", PASSWORD, wsdl)
+    try:
+        await cam.update_xaddrs()
+        check("GetCapabilities: the PTZ service's address",
+              cam.xaddrs.get("http://www.onvif.org/ver20/ptz/wsdl", "").endswith("/onvif/ptz_service"), cam.xaddrs)
+        media = await cam.create_media_service()
+        profile = (await media.GetProfiles())[0]
+        check("the profile carries a PTZ configuration with the spaces HA needs for its moves",
+              profile.PTZConfiguration is not None and profile.PTZConfiguration.DefaultContinuousPanTiltVelocitySpace
+              and profile.PTZConfiguration.DefaultRelativePanTiltTranslationSpace, profile.PTZConfiguration)
+        ptz = await cam.create_ptz_service()
+        check("GetPresets: none yet", not await ptz.GetPresets({"ProfileToken": profile.token}))
+        zoom = lambda: (api_get(port, "/api/cameras/rear/session") or {}).get("zoom", {})
+        await ptz.AbsoluteMove({"ProfileToken": profile.token, "Position": {"Zoom": {"x": 1 / 7}}})
+        z = zoom()
+        check("AbsoluteMove zoom 1/7 of 1x-8x: the session zooms 2x (%s)" % z.get("factor"), abs(z.get("factor", 0) - 2) < 0.01, z)
+        await ptz.RelativeMove({"ProfileToken": profile.token, "Translation": {"PanTilt": {
+            "x": 1, "y": 0, "space": "http://www.onvif.org/ver10/tptz/PanTiltSpaces/TranslationSpaceFov"}}})
+        z = zoom()
+        check("a field-of-view step of 1 (Frigate's autotracking): the crop's centre moves half a picture right, to %s"
+              % z.get("center"), z.get("center") == {"x": 0.75, "y": 0.5}, z)
+        status = await ptz.GetStatus({"ProfileToken": profile.token})
+        check("GetStatus: pan 0.5 (a 2x crop's centre at the frame's right edge), zoom 1/7",
+              abs(status.Position.PanTilt.x - 0.5) < 1e-3 and abs(status.Position.Zoom.x - 1 / 7) < 1e-3, status.Position)
+        # HA's "continuous" zoom: ContinuousMove, half a second, Stop with Zoom=false.
+        await ptz.ContinuousMove({"ProfileToken": profile.token, "Velocity": {"PanTilt": {"x": 0, "y": 0}, "Zoom": {"x": 0.5}}})
+        await asyncio.sleep(0.5)
+        await ptz.Stop({"ProfileToken": profile.token, "PanTilt": True, "Zoom": False})
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and zoom().get("ramping"):
+            await asyncio.sleep(0.1)
+        z = zoom()
+        check("ContinuousMove zoom in, Stop(Zoom=false): the zoom went in and stopped by itself (%s)" % z.get("factor"),
+              2 < z.get("factor", 0) < 8 and not z.get("ramping"), z)
+        await ptz.SetPreset({"ProfileToken": profile.token, "PresetName": "door"})
+        presets = await ptz.GetPresets({"ProfileToken": profile.token})
+        check("SetPreset then GetPresets: the preset is listed", [p.Name for p in presets] == ["door"], presets)
+    finally:
+        await cam.close()
+    viewer = ONVIFCamera("127.0.0.1", port, "ha", PASSWORD, wsdl)
+    try:
+        await viewer.update_xaddrs()
+        ptz = await viewer.create_ptz_service()
+        try:
+            await ptz.AbsoluteMove({"ProfileToken": "rear_main", "Position": {"Zoom": {"x": 1}}})
+            check("a viewer's move is refused", False, "moved")
+        except Fault as f:
+            check("a viewer's move is refused: %s" % f.message, "NotAuthorized" in [q.localname for q in f.subcodes or []]
+                  and zoom().get("factor", 8) < 8, f.message)
+    finally:
+        await viewer.close()
+
+
 async def events_as_home_assistant(port):
     """Home Assistant's event setup: a pull point made by onvif-zeep-async's PullPointManager,
     SetSynchronizationPoint, PullMessages(PT1M, 100) in a loop; motion read as its parser does
@@ -314,6 +382,7 @@ def main():
     try:
         asyncio.run(asyncio.wait_for(as_home_assistant(port, rtsp), 300))
         asyncio.run(asyncio.wait_for(events_as_home_assistant(port), 300))
+        asyncio.run(asyncio.wait_for(ptz_as_home_assistant(port), 300))
         raw_checks(port)
     finally:
         p.terminate()

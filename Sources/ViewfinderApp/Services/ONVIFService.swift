@@ -5,10 +5,12 @@
 // by the same failure limiter.
 
 import Auth
+import CameraCore
 import Foundation
 import HTTPServer
 import Logging
 import ONVIF
+import SOAP
 import Session
 import SystemSupport
 
@@ -119,4 +121,83 @@ final class ONVIFMotionFeed: Sendable {
     }
 
     deinit { subscription.cancel() }
+}
+
+/// PTZ on the session: zoom normalized over the camera's range (the lens, then the crop),
+/// pan and tilt as the crop's centre seen in the picture's orientation (ONVIF's x right and
+/// y up), read back from the state.
+extension ONVIFService {
+    private func session(_ source: String) -> CaptureSession? { try? cameras.session(source) }
+
+    /// The picture's transform now: its digital zoom, orientation and the centre asked for.
+    private func transform(_ s: SessionState) -> FrameTransform {
+        FrameTransform(zoom: s.zoom.digital, rotation: s.orientation.rotation, mirrored: s.orientation.mirrored, center: s.zoom.center)
+    }
+
+    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: Bool)? {
+        guard let session = session(source) else { return nil }
+        let s = await session.state()
+        let t = transform(s)
+        var shown = t
+        shown.center = t.effectiveCenter
+        let c = shown.outputCenter
+        let range = s.zoom.max - s.zoom.min
+        return (PTZPosition(pan: 2 * c.x - 1, tilt: 1 - 2 * c.y, zoom: range > 0 ? (s.zoom.factor - s.zoom.min) / range : 0), s.zoom.ramping)
+    }
+
+    func ptzMove(_ source: String, pan: Double?, tilt: Double?, zoom: Double?, zoomSpeed: Double?) async throws(SOAPFault) {
+        guard let session = session(source) else { throw Self.noSource(source) }
+        let s = await session.state()
+        var center: Point?
+        if pan != nil || tilt != nil {
+            let t = transform(s)
+            var shown = t
+            shown.center = t.effectiveCenter
+            let now = shown.outputCenter
+            let target = Point(x: pan.map { ($0 + 1) / 2 } ?? now.x, y: tilt.map { (1 - $0) / 2 } ?? now.y)
+            let p = t.sourcePoint(ofOutput: target)
+            center = Point(x: min(max(p.x, 0), 1), y: min(max(p.y, 0), 1))
+        }
+        do throws(SessionError) {
+            if let zoom {
+                let factor = s.zoom.min + min(max(zoom, 0), 1) * (s.zoom.max - s.zoom.min)
+                // Speed 1: three doublings a second (1× to 8× in one).
+                try await session.zoom(ZoomRequest(factor: factor, rate: zoomSpeed.map { max(0.1, $0 * 3) }, center: center))
+            } else if let center {
+                try await session.center(center)
+            }
+        } catch {
+            throw Self.refused(error)
+        }
+    }
+
+    func ptzZoom(_ source: String, velocity: Double) async throws(SOAPFault) {
+        guard let session = session(source) else { throw Self.noSource(source) }
+        let s = await session.state()
+        do throws(SessionError) {
+            if velocity == 0 {
+                guard s.zoom.ramping else { return }
+                try await session.zoom(ZoomRequest(factor: s.zoom.factor))  // where the ramp has got to
+            } else {
+                try await session.zoom(ZoomRequest(factor: velocity > 0 ? s.zoom.max : s.zoom.min, rate: abs(velocity) * 2))
+            }
+        } catch {
+            throw Self.refused(error)
+        }
+    }
+
+    func fieldOfView(_ source: String) async -> (width: Double, height: Double)? {
+        guard let session = session(source) else { return nil }
+        let d = max(1, await session.state().zoom.digital)
+        return (1 / d, 1 / d)
+    }
+
+    static func noSource(_ source: String) -> SOAPFault {
+        SOAPFault(.sender, [QName(ONVIFNamespace.error, "InvalidArgVal"), QName(ONVIFNamespace.error, "NoEntity")], "No camera '\(source)'.")
+    }
+
+    /// The session's refusal, as the fault a client reads (the camera's own message kept).
+    static func refused(_ error: SessionError) -> SOAPFault {
+        SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action"), QName(ONVIFNamespace.error, "MoveFailed")], "\(error)")
+    }
 }
