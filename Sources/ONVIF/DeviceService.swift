@@ -26,6 +26,7 @@ enum DeviceService {
                                                                  tt("WSSubscriptionPolicySupport", false),
                                                                  tt("WSPullPointSupport", true),
                                                                  tt("WSPausableSubscriptionManagerInterfaceSupport", false)])) }
+                if wanted("Imaging") { caps.append(tt("Imaging", [tt("XAddr", "\(c.base)/onvif/imaging_service")])) }
                 if wanted("Media") { caps.append(mediaCapabilities(c)) }
                 if wanted("PTZ") { caps.append(tt("PTZ", [tt("XAddr", "\(c.base)/onvif/ptz_service")])) }
                 guard !caps.isEmpty else {
@@ -48,6 +49,7 @@ enum DeviceService {
                     service(ONVIFNamespace.media, "media_service", 60, MediaService.serviceCapabilities()),
                     service(ONVIFNamespace.events, "events_service", 60, EventsService.capabilities(events)),
                     service(ONVIFNamespace.ptz, "ptz_service", 60, PTZService.capabilities()),
+                    service(ONVIFNamespace.imaging, "imaging_service", 60, ImagingService.capabilities()),
                 ])
             },
             "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in

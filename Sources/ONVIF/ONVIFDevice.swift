@@ -102,6 +102,62 @@ public protocol ONVIFDevice: Sendable {
     /// Half the picture's width and height in the generic pan/tilt space (whose -1…1 is the
     /// whole frame): 1 unzoomed, 1/2 at a 2× crop. What a field-of-view translation of 1 moves.
     func fieldOfView(_ source: String) async -> (width: Double, height: Double)?
+
+    // Imaging: each source's focus, exposure and white balance, as the session has them.
+
+    /// What the source's focus, exposure and white balance are and can be; nil when unknown.
+    func imaging(_ source: String) async -> ImagingState?
+    /// Changes what `change` names (the rest stays), as the HTTP calls do; a refusal is the
+    /// fault to answer, with nothing changed.
+    func setImaging(_ source: String, _ change: ImagingChange) async throws(SOAPFault)
+}
+
+/// A source's imaging in ONVIF's terms (AUTO or MANUAL each), with what it can be.
+public struct ImagingState: Sendable, Equatable {
+    public struct Focus: Sendable, Equatable {
+        public var auto: Bool
+        /// 0…1 (near to far), the lens's position; nil when the camera has no lens control.
+        public var position: Double?
+        public var modes: [Bool]
+        public init(auto: Bool, position: Double?, modes: [Bool]) { self.auto = auto; self.position = position; self.modes = modes }
+    }
+    public struct Exposure: Sendable, Equatable {
+        public var auto: Bool
+        /// Microseconds, and the gain (the camera's ISO).
+        public var time: Double, gain: Double
+        public var timeRange: ClosedRange<Double>?, gainRange: ClosedRange<Double>?
+        public var modes: [Bool]
+        public init(auto: Bool, time: Double, gain: Double, timeRange: ClosedRange<Double>?, gainRange: ClosedRange<Double>?, modes: [Bool]) {
+            self.auto = auto; self.time = time; self.gain = gain; self.timeRange = timeRange; self.gainRange = gainRange; self.modes = modes
+        }
+    }
+    public struct WhiteBalance: Sendable, Equatable {
+        public var auto: Bool
+        public var modes: [Bool]
+        public init(auto: Bool, modes: [Bool]) { self.auto = auto; self.modes = modes }
+    }
+    public var focus: Focus?
+    public var exposure: Exposure?
+    public var whiteBalance: WhiteBalance?
+    public init(focus: Focus?, exposure: Exposure?, whiteBalance: WhiteBalance?) {
+        self.focus = focus; self.exposure = exposure; self.whiteBalance = whiteBalance
+    }
+}
+
+/// What SetImagingSettings or Move asks for; nil parts stay as they are.
+public struct ImagingChange: Sendable, Equatable {
+    public var focusAuto: Bool?
+    public var focusPosition: Double?
+    public var exposureAuto: Bool?
+    /// Microseconds.
+    public var exposureTime: Double?
+    public var gain: Double?
+    public var whiteBalanceAuto: Bool?
+    public init(focusAuto: Bool? = nil, focusPosition: Double? = nil, exposureAuto: Bool? = nil, exposureTime: Double? = nil,
+                gain: Double? = nil, whiteBalanceAuto: Bool? = nil) {
+        self.focusAuto = focusAuto; self.focusPosition = focusPosition; self.exposureAuto = exposureAuto
+        self.exposureTime = exposureTime; self.gain = gain; self.whiteBalanceAuto = whiteBalanceAuto
+    }
 }
 
 /// A PTZ position in ONVIF's generic spaces, as the viewer sees the picture.

@@ -36,8 +36,40 @@ final class CropModel: Sendable {
     }
 }
 
+/// Each camera's imaging as devices have it: the rear one a C920-like webcam (focus auto or
+/// a lens position, exposure auto or 100…200 000 µs at gain 50…3200, white balance auto or
+/// locked), the front one fixed (everything automatic, no lens). Values the session would
+/// clamp arrive here already checked by the service; this model refuses what the camera would.
+final class ImagingModel: Sendable {
+    let state = Locked([
+        "rear": ImagingState(focus: .init(auto: true, position: 0.5, modes: [true, false]),
+                             exposure: .init(auto: true, time: 16_667, gain: 100, timeRange: 100...200_000, gainRange: 50...3200, modes: [true, false]),
+                             whiteBalance: .init(auto: true, modes: [true, false])),
+        "front": ImagingState(focus: .init(auto: false, position: nil, modes: [false]),
+                              exposure: .init(auto: true, time: 33_333, gain: 100, timeRange: nil, gainRange: nil, modes: [true]),
+                              whiteBalance: .init(auto: true, modes: [true])),
+    ])
+
+    func apply(_ source: String, _ c: ImagingChange) {
+        state.withLock { all in
+            guard var s = all[source] else { return }
+            if let a = c.focusAuto { s.focus?.auto = a }
+            if let p = c.focusPosition { s.focus?.position = p; s.focus?.auto = false }
+            if let a = c.exposureAuto { s.exposure?.auto = a }
+            if let t = c.exposureTime { s.exposure?.time = t }
+            if let g = c.gain { s.exposure?.gain = g }
+            if let a = c.whiteBalanceAuto { s.whiteBalance?.auto = a }
+            all[source] = s
+        }
+    }
+}
+
 struct TwoCameras: ONVIFDevice {
     var lens = CropModel()
+    var picture = ImagingModel()
+
+    func imaging(_ source: String) async -> ImagingState? { picture.state.withLock { $0[source] } }
+    func setImaging(_ source: String, _ change: ImagingChange) async throws(SOAPFault) { picture.apply(source, change) }
 
     func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: Bool)? { lens.position(source) }
     func ptzMove(_ source: String, pan: Double?, tilt: Double?, zoom: Double?, zoomSpeed: Double?) async throws(SOAPFault) {
@@ -113,7 +145,7 @@ struct TwoCameras: ONVIFDevice {
         #expect(caps["Capabilities", "PTZ", "XAddr"]?.text == "http://192.168.1.20:8080/onvif/ptz_service")
 
         let (_, services) = try await call(ONVIFNamespace.device, "<o:GetServices><o:IncludeCapability>false</o:IncludeCapability></o:GetServices>", user: nil)
-        #expect(services.children("Service").compactMap { $0.child("Namespace")?.text } == [ONVIFNamespace.device, ONVIFNamespace.media, ONVIFNamespace.events, ONVIFNamespace.ptz])
+        #expect(services.children("Service").compactMap { $0.child("Namespace")?.text } == [ONVIFNamespace.device, ONVIFNamespace.media, ONVIFNamespace.events, ONVIFNamespace.ptz, ONVIFNamespace.imaging])
     }
 
     @Test func everythingElseNeedsAUserWithTheRightRole() async throws {

@@ -11,7 +11,8 @@ replayed token are each refused with ter:NotAuthorized; GetUsers needs an operat
 needs no one. Events as HA takes them: a pull point, SetSynchronizationPoint, PullMessages
 seeing a staged walker's motion start and end, Unsubscribe. PTZ as HA and Frigate drive it:
 an absolute zoom, a field-of-view step, a continuous zoom HA's Stop leaves running (ended by
-the default timeout), presets; a viewer may not move. Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
+the default timeout), presets; a viewer may not move. Imaging: a manual exposure and a focus
+move reach the session. Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
 the server still answers after.
 
 Prints PASS/FAIL per check and `N passed, N failed`; exits 1 when anything failed.
@@ -249,6 +250,21 @@ async def ptz_as_home_assistant(port):
         z = zoom()
         check("ContinuousMove zoom in, Stop(Zoom=false): the zoom went in and stopped by itself (%s)" % z.get("factor"),
               2 < z.get("factor", 0) < 8 and not z.get("ramping"), z)
+        # Imaging: the session's exposure and focus, read back from its state.
+        imaging = await cam.create_imaging_service()
+        source = profile.VideoSourceConfiguration.SourceToken
+        await imaging.SetImagingSettings({"VideoSourceToken": source, "ImagingSettings": {
+            "Exposure": {"Mode": "MANUAL", "ExposureTime": 10000, "Gain": 400}}})
+        e = (api_get(port, "/api/cameras/rear/session") or {}).get("exposure", {})
+        check("SetImagingSettings MANUAL 10000 us, gain 400: the session's custom exposure (%s)" % e,
+              e.get("mode") == "custom" and abs(e.get("duration", 0) - 0.01) < 1e-6 and e.get("iso") == 400, e)
+        await imaging.Move({"VideoSourceToken": source, "Focus": {"Absolute": {"Position": 0.3}}})
+        f = (api_get(port, "/api/cameras/rear/session") or {}).get("focus", {})
+        st = await imaging.GetStatus({"VideoSourceToken": source})
+        check("Move focus to 0.3: the lens locked there, and GetStatus says so", f.get("mode") == "locked"
+              and abs(f.get("lensPosition", 0) - 0.3) < 1e-6 and abs(st.FocusStatus20.Position - 0.3) < 1e-3, (f, st))
+        got = await imaging.GetImagingSettings({"VideoSourceToken": source})
+        check("GetImagingSettings: MANUAL exposure and focus", got.Exposure.Mode == "MANUAL" and got.Focus.AutoFocusMode == "MANUAL", got)
         await ptz.SetPreset({"ProfileToken": profile.token, "PresetName": "door"})
         presets = await ptz.GetPresets({"ProfileToken": profile.token})
         check("SetPreset then GetPresets: the preset is listed", [p.Name for p in presets] == ["door"], presets)

@@ -201,3 +201,55 @@ extension ONVIFService {
         SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action"), QName(ONVIFNamespace.error, "MoveFailed")], "\(error)")
     }
 }
+
+/// Imaging on the session: ONVIF's AUTO is the continuous (or one-shot) mode, MANUAL the locked
+/// focus and white balance and the custom exposure (time and ISO, which ONVIF calls gain);
+/// each change the session's own call, read back from the state.
+extension ONVIFService {
+    func imaging(_ source: String) async -> ImagingState? {
+        guard let session = try? cameras.session(source),
+              let caps = session.cameras.first(where: { $0.descriptor.id == source })?.capabilities else { return nil }
+        let s = await session.state()
+        func modes(auto: Bool, manual: Bool) -> [Bool] { (auto ? [true] : []) + (manual ? [false] : []) }
+        let focusAuto = caps.focusModes.contains(.continuous) || caps.focusModes.contains(.auto)
+        let exposureAuto = caps.exposureModes.contains(.continuous) || caps.exposureModes.contains(.auto)
+        let wbAuto = caps.whiteBalanceModes.contains(.continuous) || caps.whiteBalanceModes.contains(.auto)
+        return ImagingState(
+            focus: .init(auto: s.focus.mode != .locked, position: caps.lensPosition ? s.focus.lensPosition : nil,
+                         modes: modes(auto: focusAuto, manual: caps.focusModes.contains(.locked))),
+            exposure: .init(auto: s.exposure.mode == .auto || s.exposure.mode == .continuous, time: s.exposure.duration * 1e6,
+                            gain: s.exposure.iso, timeRange: caps.exposureDuration.map { ($0.min * 1e6)...($0.max * 1e6) },
+                            gainRange: caps.iso.map { $0.min...$0.max }, modes: modes(auto: exposureAuto, manual: caps.exposureModes.contains(.custom))),
+            whiteBalance: .init(auto: s.whiteBalance.mode != .locked,
+                                modes: modes(auto: wbAuto, manual: caps.whiteBalanceModes.contains(.locked))))
+    }
+
+    func setImaging(_ source: String, _ change: ImagingChange) async throws(SOAPFault) {
+        guard let session = try? cameras.session(source),
+              let caps = session.cameras.first(where: { $0.descriptor.id == source })?.capabilities else { throw Self.noSource(source) }
+        func autoMode<M: RawRepresentable & Equatable>(_ modes: [M], _ continuous: M, _ auto: M) -> String where M.RawValue == String {
+            (modes.contains(continuous) ? continuous : auto).rawValue
+        }
+        let s = await session.state()
+        do throws(SessionError) {
+            if change.focusAuto == true {
+                try await session.focus(FocusRequest(mode: autoMode(caps.focusModes, FocusMode.continuous, .auto)))
+            } else if change.focusAuto == false || change.focusPosition != nil {
+                try await session.focus(FocusRequest(mode: FocusMode.locked.rawValue, lensPosition: caps.lensPosition ? change.focusPosition : nil))
+            }
+            if change.exposureAuto == true {
+                try await session.exposure(ExposureRequest(mode: autoMode(caps.exposureModes, ExposureMode.continuous, .auto)))
+            } else if change.exposureAuto == false || change.exposureTime != nil || change.gain != nil {
+                try await session.exposure(ExposureRequest(mode: ExposureMode.custom.rawValue,
+                                                           duration: change.exposureTime.map { $0 / 1e6 } ?? s.exposure.duration,
+                                                           iso: change.gain ?? s.exposure.iso))
+            }
+            if let auto = change.whiteBalanceAuto {
+                try await session.whiteBalance(WhiteBalanceRequest(
+                    mode: auto ? autoMode(caps.whiteBalanceModes, WhiteBalanceMode.continuous, .auto) : WhiteBalanceMode.locked.rawValue))
+            }
+        } catch {
+            throw Self.refused(error)
+        }
+    }
+}

@@ -1,0 +1,93 @@
+// The imaging service as a client sees it, over a C920-like rear camera and a fixed front
+// one: settings and options that list only what each camera has, changes that reach the
+// device, and every refusal a fault that changes nothing.
+
+import ONVIF
+import SOAP
+import Testing
+
+@Suite struct ImagingServiceTests {
+    let device = TwoCameras()
+    let server: ONVIFServer
+
+    init() {
+        server = ONVIFServer(device: device) { c, _ in c?.username == "operator" ? .granted(.operate) : .granted(.read) }
+    }
+
+    func call(_ body: String, user: String = "operator") async throws -> (Int, XMLElement) {
+        let xml = """
+            <s:Envelope xmlns:s="\(SOAPNamespace.envelope)" xmlns:i="\(ONVIFNamespace.imaging)" xmlns:t="\(ONVIFNamespace.schema)">\
+            <s:Header><Security xmlns="\(ONVIFNamespace.security)"><UsernameToken><Username>\(user)</Username><Password>p</Password></UsernameToken></Security></s:Header>\
+            <s:Body>\(body)</s:Body></s:Envelope>
+            """
+        let answer = await server.handle(Array(xml.utf8), context: ONVIFContext(host: "h:80", secure: false, remoteAddress: "a", now: 0))
+        return (answer.status, try Envelope.read(answer.body).operation)
+    }
+
+    func settings(_ source: String = "rear") async throws -> XMLElement {
+        try #require(try await call("<i:GetImagingSettings><i:VideoSourceToken>\(source)</i:VideoSourceToken></i:GetImagingSettings>").1.child("ImagingSettings"))
+    }
+
+    func set(_ inner: String, source: String = "rear", user: String = "operator") async throws -> (Int, XMLElement) {
+        try await call("<i:SetImagingSettings><i:VideoSourceToken>\(source)</i:VideoSourceToken><i:ImagingSettings>\(inner)</i:ImagingSettings></i:SetImagingSettings>", user: user)
+    }
+
+    static func subcode(_ fault: XMLElement) -> String {
+        var code = fault["Code", "Subcode"], last = ""
+        while let c = code { last = String(c.child("Value")?.trimmedText.split(separator: ":").last ?? ""); code = c.child("Subcode") }
+        return last
+    }
+
+    @Test func settingsAndOptionsListWhatEachCameraHas() async throws {
+        let rear = try await settings()
+        #expect(rear["Focus", "AutoFocusMode"]?.trimmedText == "AUTO" && rear["Exposure", "Mode"]?.trimmedText == "AUTO")
+        #expect(rear["Exposure", "ExposureTime"]?.trimmedText == "16667.0" && rear["Exposure", "MaxGain"]?.trimmedText == "3200.0")
+        let (_, options) = try await call("<i:GetOptions><i:VideoSourceToken>rear</i:VideoSourceToken></i:GetOptions>")
+        #expect(options["ImagingOptions", "Exposure"]?.children("Mode").map(\.trimmedText) == ["AUTO", "MANUAL"])
+        #expect(options["ImagingOptions", "Exposure", "ExposureTime", "Max"]?.trimmedText == "200000.0")
+        let (_, fixed) = try await call("<i:GetOptions><i:VideoSourceToken>front</i:VideoSourceToken></i:GetOptions>")
+        #expect(fixed["ImagingOptions", "Exposure"]?.children("Mode").map(\.trimmedText) == ["AUTO"])
+        #expect(fixed["ImagingOptions", "Exposure", "ExposureTime"] == nil, "no range the camera lacks")
+        #expect(try await call("<i:GetMoveOptions><i:VideoSourceToken>front</i:VideoSourceToken></i:GetMoveOptions>").1["MoveOptions", "Absolute"] == nil)
+        #expect(try await call("<i:GetOptions><i:VideoSourceToken>side</i:VideoSourceToken></i:GetOptions>").0 == 400)
+    }
+
+    @Test func manualExposureFocusAndWhiteBalanceReachTheCamera() async throws {
+        let (status, _) = try await set("""
+            <t:Exposure><t:Mode>MANUAL</t:Mode><t:ExposureTime>10000</t:ExposureTime><t:Gain>400</t:Gain></t:Exposure>\
+            <t:WhiteBalance><t:Mode>MANUAL</t:Mode></t:WhiteBalance>
+            """)
+        #expect(status == 200)
+        let s = try await settings()
+        #expect(s["Exposure", "Mode"]?.trimmedText == "MANUAL" && s["Exposure", "ExposureTime"]?.trimmedText == "10000.0"
+                && s["Exposure", "Gain"]?.trimmedText == "400.0" && s["WhiteBalance", "Mode"]?.trimmedText == "MANUAL")
+        #expect(try await call("<i:Move><i:VideoSourceToken>rear</i:VideoSourceToken><i:Focus><t:Absolute><t:Position>0.3</t:Position></t:Absolute></i:Focus></i:Move>").0 == 200)
+        let (_, st) = try await call("<i:GetStatus><i:VideoSourceToken>rear</i:VideoSourceToken></i:GetStatus>")
+        #expect(st["Status", "FocusStatus20", "Position"]?.trimmedText == "0.3")
+        #expect(try await settings()["Focus", "AutoFocusMode"]?.trimmedText == "MANUAL", "a lens position locks the focus")
+        #expect(try await set("<t:Focus><t:AutoFocusMode>AUTO</t:AutoFocusMode></t:Focus>").0 == 200)
+        #expect(try await settings()["Focus", "AutoFocusMode"]?.trimmedText == "AUTO")
+    }
+
+    @Test func refusalsChangeNothing() async throws {
+        let before = try await settings()
+        for (inner, source) in [
+            ("<t:Exposure><t:Mode>MANUAL</t:Mode><t:ExposureTime>900000</t:ExposureTime></t:Exposure>", "rear"),
+            ("<t:Exposure><t:Mode>MANUAL</t:Mode><t:Gain>a lot</t:Gain></t:Exposure>", "rear"),
+            ("<t:Exposure><t:Mode>AUTO</t:Mode><t:Gain>200</t:Gain></t:Exposure>", "rear"),
+            ("<t:Exposure><t:Mode>SHUTTER</t:Mode></t:Exposure>", "rear"),
+            ("<t:Exposure><t:Mode>MANUAL</t:Mode></t:Exposure>", "front"),
+            ("<t:WhiteBalance><t:Mode>MANUAL</t:Mode><t:CrGain>10</t:CrGain></t:WhiteBalance>", "rear"),
+            ("<t:Brightness>60</t:Brightness>", "rear"),
+        ] {
+            let (status, fault) = try await set(inner, source: source)
+            #expect(status == 400 && Self.subcode(fault) == "SettingsInvalid", "\(inner): \(status) \(Self.subcode(fault))")
+        }
+        #expect(try await call("<i:Move><i:VideoSourceToken>rear</i:VideoSourceToken><i:Focus><t:Absolute><t:Position>1.5</t:Position></t:Absolute></i:Focus></i:Move>").0 == 400)
+        #expect(try await call("<i:Move><i:VideoSourceToken>front</i:VideoSourceToken><i:Focus><t:Absolute><t:Position>0.5</t:Position></t:Absolute></i:Focus></i:Move>").0 == 500,
+                "a fixed-focus camera has no lens to move")
+        let (refused, fault) = try await set("<t:Exposure><t:Mode>MANUAL</t:Mode></t:Exposure>", user: "viewer")
+        #expect(refused == 400 && Self.subcode(fault) == "NotAuthorized")
+        #expect(try await settings() == before, "nothing changed")
+    }
+}
