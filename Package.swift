@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "Session", targets: ["Session"]),
         .library(name: "Movie", targets: ["Movie"]),
         .library(name: "Auth", targets: ["Auth"]),
+        .library(name: "SOAP", targets: ["SOAP"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -31,6 +31,8 @@ let package = Package(
         ]),
         // The Authorization header: Credentials.parse and DigestAnswer (the check behind stale=true).
         .executableTarget(name: "FuzzAuth", dependencies: ["CFuzzDriver", .product(name: "Auth", package: "Viewfinder")]),
+        // ONVIF's requests: Envelope.read (libxml2, no DTD) and the write-back of what it read.
+        .executableTarget(name: "FuzzSOAP", dependencies: ["CFuzzDriver", .product(name: "SOAP", package: "Viewfinder")]),
         // MJPEG's lossless rotation/mirror/crop: the tjTransform parameters, and the transform itself.
         .executableTarget(name: "FuzzTransform", dependencies: [
             "CFuzzDriver",

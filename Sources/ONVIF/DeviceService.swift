@@ -80,9 +80,7 @@ enum DeviceService {
                 })
             },
             "GetScopes": Operation(access: .read) { _, _ in
-                let fixed = ["onvif://www.onvif.org/type/video_encoder", "onvif://www.onvif.org/Profile/Streaming",
-                             "onvif://www.onvif.org/type/NetworkVideoTransmitter"]
-                let scopes = fixed.map { ("Fixed", $0) } + (await device.scopes()).map { ("Configurable", $0) }
+                let scopes = ONVIFScopes.fixed.map { ("Fixed", $0) } + (await device.scopes()).map { ("Configurable", $0) }
                 return tds("GetScopesResponse", scopes.map { def, item in tds("Scopes", [tt("ScopeDef", def), tt("ScopeItem", item)]) })
             },
             "GetUsers": Operation(access: .operate) { _, _ in

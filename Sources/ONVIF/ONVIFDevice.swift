@@ -2,6 +2,12 @@
 // interfaces, its media profiles and each source's PTZ position. The services know no camera or session; the
 // application answers in ONVIF's terms (ViewfinderApp/Services/ONVIFService.swift).
 
+/// The scopes every Viewfinder has (GetScopes' Fixed ones, and discovery's).
+public enum ONVIFScopes {
+    public static let fixed = ["onvif://www.onvif.org/type/video_encoder", "onvif://www.onvif.org/Profile/Streaming",
+                               "onvif://www.onvif.org/type/NetworkVideoTransmitter"]
+}
+
 public struct DeviceInformation: Sendable, Equatable {
     public var manufacturer, model, firmwareVersion, serialNumber, hardwareId: String
     public init(manufacturer: String, model: String, firmwareVersion: String, serialNumber: String, hardwareId: String) {

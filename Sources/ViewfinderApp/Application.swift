@@ -10,6 +10,7 @@ import HTTPServer
 import Logging
 import MQTT
 import Movie
+import ONVIF
 import Session
 import Streaming
 import SystemSupport
@@ -46,6 +47,8 @@ public final class Application: Sendable {
     private let rtsp = Locked<(server: RTSPServer, service: RTSPService)?>(nil)
     /// The RTSP server's port (the one picked for port 0), or nil when it does not run.
     public var rtspPort: Int? { rtsp.withLock { $0?.server.port } }
+    /// WS-Discovery, while it runs (`onvif.discovery`, HTTP beyond loopback).
+    let discovery = Locked<DiscoveryService?>(nil)
 
     /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
     var liveClientCount: Int { whep.count + liveMP4Count + rtspClientCount }
@@ -164,6 +167,7 @@ public final class Application: Sendable {
             logger.info("camera \(l.camera) also on http\(configuration.server.tls == nil ? "" : "s")://\(l.host ?? configuration.server.host):\(extra.port)/?action=stream")
         }
         startRTSP()
+        await startDiscovery(port: s.port)
         try startMQTT()
         if configuration.webrtc.enabled { whep.warmUp() }
         if configuration.session.autostart {
@@ -180,6 +184,25 @@ public final class Application: Sendable {
             }
         }
         for s in cameras.sessions { await s.ensurePreviewFrame() }
+    }
+
+    /// WS-Discovery where HTTP listens beyond loopback. A port it cannot take is logged, not
+    /// fatal: the device is still added by address.
+    private func startDiscovery(port: Int) async {
+        guard configuration.onvif.enabled, configuration.onvif.discovery else { return }
+        let interfaces = DiscoveryService.interfaces(for: configuration.server.host)
+        guard !interfaces.isEmpty else {
+            logger.info("onvif discovery: off while HTTP listens on \(configuration.server.host) only (add the device by address)")
+            return
+        }
+        let scopes = ONVIFScopes.fixed + (await ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { nil }).scopes())
+        do {
+            let d = try DiscoveryService(interfaces: interfaces, httpPort: port, scopes: scopes, logger: logger)
+            d.start()
+            discovery.withLock { $0 = d }
+        } catch {
+            logger.warning("onvif discovery: \(error) — the device is still added by its address")
+        }
     }
 
     /// The RTSP server, where HTTP listens unless `rtsp.host` says otherwise, serving every camera
@@ -297,6 +320,9 @@ public final class Application: Sendable {
         // application, so it is let go here as the servers are.
         if let bridge = mqtt.withLock({ b in defer { b = nil }; return b }) {
             await onOwnThread("mqtt-stop") { bridge.stop() }  // flushes for up to a second
+        }
+        if let d = discovery.withLock({ d in defer { d = nil }; return d }) {
+            await onOwnThread("discovery-stop") { d.stop() }  // Bye, once its thread has ended
         }
         for s in cameras.sessions { s.hub.wakeAll() }
         // The servers' routes hold this application (their handlers call it): dropping the

@@ -9,12 +9,13 @@ import Testing
 
     @Test func theSectionsRead() throws {
         let c = try parse("""
-        {"live": {"maxClients": 7}, "rtsp": {"port": 9554, "host": "127.0.0.2"},
+        {"live": {"maxClients": 7}, "rtsp": {"port": 9554, "host": "127.0.0.2"}, "onvif": {"discovery": false},
          "webrtc": {"iceServers": [{"urls": "stun:stun.example.net:3478"},
                                    {"urls": ["turn:turn.example.net:3478?transport=udp"], "username": "u@x", "credential": "p:w"}]}}
         """)
         #expect(c.live.maxClients == 7 && c.rtsp.port == 9554 && c.rtsp.host == "127.0.0.2" && c.rtsp.enabled)
         #expect(c.webrtc.iceServers.count == 2)
+        #expect(c.onvif.enabled && !c.onvif.discovery)
         let ice = Application.ice(c)
         #expect(ice.stunServer == "stun://stun.example.net:3478")
         #expect(ice.turnServers == ["turn://u%40x:p%3Aw@turn.example.net:3478"])
@@ -25,6 +26,8 @@ import Testing
     @Test func badValuesNameTheirKey() throws {
         for (text, message) in [
             (#"{"live": {"maxClients": 0}}"#, "live.maxClients"),
+            (#"{"onvif": {"discovery": "yes"}}"#, "onvif.discovery"),
+            (#"{"onvif": {"port": 80}}"#, "onvif.port"),
             (#"{"rtsp": {"port": 8080}}"#, "rtsp.port: 8080 is already used by HTTP"),
             (#"{"rtsp": {"host": "camera.local"}}"#, "rtsp.host: 'camera.local' is not an IPv4 address"),
             (#"{"rtsp": {"host": "0.0.0.0"}}"#, "auth: rtsp on 0.0.0.0 is reachable"),

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER = os.environ.get("VIEWFINDER_BINARY", str(ROOT / ".build/debug/viewfinder"))
 VENV = ROOT / ".build/onvif-venv"
 CLIENT = "onvif-zeep-async==4.0.4"  # Home Assistant 2026.2's pin
+DISCOVERY = "WSDiscovery==2.1.2"  # Home Assistant's pin; Tests/onvif/test_discovery.py uses it
 PASSWORD = "onvif pass 1"
 passed, failed = 0, []
 
@@ -389,7 +390,7 @@ def raw_checks(port):
 
 
 def main():
-    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", CLIENT], check=True)
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", CLIENT, DISCOVERY], check=True)
     if os.environ.get("ONVIF_CLIENT_VENV") != "1":
         os.environ["ONVIF_CLIENT_VENV"] = "1"
         os.execv(str(VENV / "bin/python3"), [str(VENV / "bin/python3"), __file__] + sys.argv[1:])

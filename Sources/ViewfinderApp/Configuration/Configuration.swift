@@ -121,6 +121,7 @@ public struct Configuration: Sendable, Equatable {
     public var metadata = MetadataSettings()
     public var live = LiveSettings()
     public var rtsp = RTSPSettings()
+    public var onvif = ONVIFSettings()
     public var webrtc = WebRTCSettings()
     public var synthetic = SyntheticSettings()
     /// The motion output's settings for every camera (`cameras[].motion` overrides them).

@@ -41,6 +41,13 @@ extension Configuration {
         public var port = 8554
     }
 
+    /// ONVIF (issue 39): the SOAP services, and WS-Discovery on UDP 3702 when the HTTP server
+    /// listens beyond loopback.
+    public struct ONVIFSettings: Sendable, Equatable {
+        public var enabled = true
+        public var discovery = true
+    }
+
     /// WebRTC (WHEP): the STUN/TURN servers for clients beyond the LAN, as RTCIceServer.
     public struct WebRTCSettings: Sendable, Equatable {
         public var enabled = true
@@ -92,6 +99,11 @@ extension Configuration {
             c.rtsp.enabled = try s.bool("enabled") ?? c.rtsp.enabled
             c.rtsp.host = try s.string("host") ?? c.rtsp.host
             c.rtsp.port = try s.int("port", in: 0...65535) ?? c.rtsp.port
+            try s.finish()
+        }
+        if let s = try root.object("onvif") {
+            c.onvif.enabled = try s.bool("enabled") ?? c.onvif.enabled
+            c.onvif.discovery = try s.bool("discovery") ?? c.onvif.discovery
             try s.finish()
         }
         if let s = try root.object("webrtc") {
@@ -161,6 +173,7 @@ extension Configuration {
             ("live", "{\"keyframeInterval\": \(live.keyframeInterval), \"bitrate\": \(number(live.bitrate)), \"sub\": \(sub), "
                 + "\"encoders\": [\(encoders)], \"maxClients\": \(live.maxClients)}"),
             ("rtsp", "{\"enabled\": \(rtsp.enabled), \"host\": \(str(rtsp.host)), \"port\": \(rtsp.port)}"),
+            ("onvif", "{\"enabled\": \(onvif.enabled), \"discovery\": \(onvif.discovery)}"),
             ("webrtc", "{\"enabled\": \(webrtc.enabled), \"adaptive\": \(webrtc.adaptive), \"iceServers\": [" + servers.joined(separator: ", ") + "]}"),
         ]
     }

@@ -55,7 +55,7 @@ extension Application {
         addAudioRoutes(&r, main: main, named: named)
         addTalkRoutes(&r, main: main, named: named)
         r.get("/") { [self] request in try await actionAlias(request, main) }
-        addONVIFRoutes(&r)
+        if configuration.onvif.enabled { addONVIFRoutes(&r) }
         return r
     }
 
