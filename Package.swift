@@ -114,7 +114,7 @@ let package = Package(
         .target(name: "SOAP", dependencies: ["CXML2"]),
         // ONVIF's device and media services over SOAP, answered from what the application
         // says of its cameras (the ONVIFDevice protocol); sign-in decided by the application.
-        .target(name: "ONVIF", dependencies: ["SOAP"]),
+        .target(name: "ONVIF", dependencies: ["SOAP", "SystemSupport"]),
         // The strict JSON value and reader: request bodies (HTTPServer's error envelope too) and config.json.
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: [
@@ -122,7 +122,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "ViewfinderApp", dependencies: [
-            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "Sound", "HTTPServer", "JSON", "Auth", "Streaming", "MQTT", "ONVIF", "Subscriptions", "SystemSupport",
+            "CameraCore", "Capture", "Movie", "Barcodes", "Motion", "Session", "Sound", "HTTPServer", "JSON", "Auth", "Streaming", "MQTT", "ONVIF", "SOAP", "Subscriptions", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
@@ -152,7 +152,7 @@ let package = Package(
         .target(name: "MQTTTestSupport", dependencies: ["MQTT", "SystemSupport", .product(name: "Logging", package: "swift-log")], path: "Tests/MQTTTestSupport"),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
-        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "SOAP"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "SOAP", "SystemSupport"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "JSON", "Session", "Streaming", "Movie", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),
