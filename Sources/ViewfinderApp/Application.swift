@@ -186,25 +186,6 @@ public final class Application: Sendable {
         for s in cameras.sessions { await s.ensurePreviewFrame() }
     }
 
-    /// WS-Discovery where HTTP listens beyond loopback. A port it cannot take is logged, not
-    /// fatal: the device is still added by address.
-    private func startDiscovery(port: Int) async {
-        guard configuration.onvif.enabled, configuration.onvif.discovery else { return }
-        let interfaces = DiscoveryService.interfaces(for: configuration.server.host)
-        guard !interfaces.isEmpty else {
-            logger.info("onvif discovery: off while HTTP listens on \(configuration.server.host) only (add the device by address)")
-            return
-        }
-        let scopes = ONVIFScopes.fixed + (await ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { nil }).scopes())
-        do {
-            let d = try DiscoveryService(interfaces: interfaces, httpPort: port, scopes: scopes, logger: logger)
-            d.start()
-            discovery.withLock { $0 = d }
-        } catch {
-            logger.warning("onvif discovery: \(error) — the device is still added by its address")
-        }
-    }
-
     /// The RTSP server, where HTTP listens unless `rtsp.host` says otherwise, serving every camera
     /// and `/main`. A port already taken is logged, not fatal: RTSP is one output among several,
     /// and the HTTP API (and its live.mp4 and WHEP) serves on without it, as a camera that fails

@@ -130,12 +130,6 @@ public struct Configuration: Sendable, Equatable {
     public var storage = StorageSettings()
     /// The broker, Home Assistant discovery and the fleet.
     public var mqtt = MQTTSettings()
-
-    /// The metadata output.
-    public struct MetadataSettings: Sendable, Equatable {
-        /// Scans a second at most, per camera.
-        public var rate = 10.0
-    }
     public var auth = AuthSettings()
 
     public init() {}

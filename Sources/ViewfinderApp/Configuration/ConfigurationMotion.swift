@@ -1,11 +1,18 @@
-// config.json's `motion` (every camera's; `cameras[].motion` changes it for one) and
-// `storage` (retention of movies and photos), read as `POST /api/session/motion` reads its body.
+// config.json's `motion` (every camera's; `cameras[].motion` changes it for one),
+// `metadata` (the code scanner's rate) and `storage` (retention of movies and photos), read as
+// `POST /api/session/motion` reads its body.
 
 import JSON
 import Motion
 import Session
 
 extension Configuration {
+    /// The metadata output.
+    public struct MetadataSettings: Sendable, Equatable {
+        /// Scans a second at most, per camera.
+        public var rate = 10.0
+    }
+
     /// Oldest first, never a file being written or one marked `keep`: movies and photos are
     /// deleted until every limit holds. nil: no limit.
     public struct StorageSettings: Sendable, Equatable {

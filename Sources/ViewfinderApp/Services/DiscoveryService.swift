@@ -106,3 +106,24 @@ final class DiscoveryService: Sendable {
         for i in interfaces { try? socket.send(bye, to: WSDiscovery.group, port: WSDiscovery.port, via: i.address) }
     }
 }
+
+extension Application {
+    /// WS-Discovery where HTTP listens beyond loopback. A port it cannot take is logged, not
+    /// fatal: the device is still added by address.
+    func startDiscovery(port: Int) async {
+        guard configuration.onvif.enabled, configuration.onvif.discovery else { return }
+        let interfaces = DiscoveryService.interfaces(for: configuration.server.host)
+        guard !interfaces.isEmpty else {
+            logger.info("onvif discovery: off while HTTP listens on \(configuration.server.host) only (add the device by address)")
+            return
+        }
+        let scopes = ONVIFScopes.fixed + (await ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { nil }).scopes())
+        do {
+            let d = try DiscoveryService(interfaces: interfaces, httpPort: port, scopes: scopes, logger: logger)
+            d.start()
+            discovery.withLock { $0 = d }
+        } catch {
+            logger.warning("onvif discovery: \(error) — the device is still added by its address")
+        }
+    }
+}
