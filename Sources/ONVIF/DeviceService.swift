@@ -9,7 +9,7 @@ enum DeviceService {
     static func operations(_ device: any ONVIFDevice, events: EventBroker) -> [String: Operation] {
         return [
             "GetSystemDateAndTime": Operation(access: .preAuth) { _, c in
-                tds("GetSystemDateAndTimeResponse", [tt("SystemDateAndTime", [
+                tds("GetSystemDateAndTimeResponse", [XMLElement(ONVIFNamespace.device, "SystemDateAndTime", [
                     tt("DateTimeType", "NTP"),  // the host's clock, kept by the host: not settable here
                     tt("DaylightSavings", false),
                     tt("TimeZone", [tt("TZ", "UTC0")]),
@@ -33,7 +33,7 @@ enum DeviceService {
                     throw SOAPFault(.receiver, [QName(ONVIFNamespace.error, "ActionNotSupported"), QName(ONVIFNamespace.error, "NoSuchService")],
                                     "This device has no \(category.joined(separator: ", ")) service.")
                 }
-                return tds("GetCapabilitiesResponse", [tt("Capabilities", caps)])
+                return tds("GetCapabilitiesResponse", [tds("Capabilities", caps)])
             },
             "GetServices": Operation(access: .preAuth) { request, c in
                 let include = request.child("IncludeCapability")?.trimmedText == "true"
@@ -66,7 +66,7 @@ enum DeviceService {
                 ])
             },
             "GetHostname": Operation(access: .preAuth) { _, _ in
-                tds("GetHostnameResponse", [tt("HostnameInformation", [tt("FromDHCP", false), tt("Name", device.hostname())])])
+                tds("GetHostnameResponse", [tds("HostnameInformation", [tt("FromDHCP", false), tt("Name", device.hostname())])])
             },
             "GetNetworkInterfaces": Operation(access: .read) { _, c in
                 tds("GetNetworkInterfacesResponse", device.interfaces(c).map { i in

@@ -54,7 +54,7 @@ enum MediaService {
     }
 
     static func uri(_ u: String) -> XMLElement {
-        tt("MediaUri", [tt("Uri", u), tt("InvalidAfterConnect", false), tt("InvalidAfterReboot", false), tt("Timeout", "PT0S")])
+        XMLElement(ONVIFNamespace.media, "MediaUri", [tt("Uri", u), tt("InvalidAfterConnect", false), tt("InvalidAfterReboot", false), tt("Timeout", "PT0S")])
     }
 
     /// A profile as GetProfiles writes it (`Profiles`) or GetProfile (`Profile`).
@@ -73,7 +73,7 @@ enum MediaService {
             tt("SessionTimeout", "PT60S"),
         ]).withAttribute("token", p.token)
         return XMLElement(ONVIFNamespace.media, name, [tt("Name", p.name), source, encoder,
-                                                      PTZService.configuration(p.source, as: "PTZConfiguration")])
+                                                      PTZService.configuration(p.source, as: QName(ONVIFNamespace.schema, "PTZConfiguration"))])
             .withAttribute("token", p.token).withAttribute("fixed", "true")
     }
 

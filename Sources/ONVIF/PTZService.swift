@@ -33,20 +33,20 @@ enum PTZService {
         return [
             "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in tptz("GetServiceCapabilitiesResponse", [capabilities()]) },
             "GetNodes": Operation(access: .read) { _, c in
-                tptz("GetNodesResponse", await sources(device, c).map { node($0, as: "PTZNode") })
+                tptz("GetNodesResponse", await sources(device, c).map { node($0, as: QName(ONVIFNamespace.ptz, "PTZNode")) })
             },
             "GetNode": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let token = r.child("NodeToken")?.trimmedText ?? ""
                 guard await sources(device, c).contains(token) else { throw noEntity(token) }
-                return tptz("GetNodeResponse", [node(token, as: "PTZNode")])
+                return tptz("GetNodeResponse", [node(token, as: QName(ONVIFNamespace.ptz, "PTZNode"))])
             },
             "GetConfigurations": Operation(access: .read) { _, c in
-                tptz("GetConfigurationsResponse", await sources(device, c).map { configuration($0, as: "PTZConfiguration") })
+                tptz("GetConfigurationsResponse", await sources(device, c).map { configuration($0, as: QName(ONVIFNamespace.ptz, "PTZConfiguration")) })
             },
             "GetConfiguration": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let token = r.child("PTZConfigurationToken")?.trimmedText ?? ""
                 guard let s = await sources(device, c).first(where: { configurationToken($0) == token }) else { throw noEntity(token) }
-                return tptz("GetConfigurationResponse", [configuration(s, as: "PTZConfiguration")])
+                return tptz("GetConfigurationResponse", [configuration(s, as: QName(ONVIFNamespace.ptz, "PTZConfiguration"))])
             },
             "GetConfigurationOptions": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let token = r.child("ConfigurationToken")?.trimmedText ?? ""
@@ -268,17 +268,20 @@ enum PTZService {
         ])
     }
 
-    static func node(_ source: String, as name: String) -> XMLElement {
+    /// A node as GetNodes and GetNode answer it (`tptz:PTZNode`, of the schema's type).
+    static func node(_ source: String, as name: QName) -> XMLElement {
         var supported = spaces()
         supported.name = QName(ONVIFNamespace.schema, "SupportedPTZSpaces")
-        return tt(name, [tt("Name", source), supported, tt("MaximumNumberOfPresets", PTZMotions.maxPresets), tt("HomeSupported", false)],
-                  attributes: ["token": source, "FixedHomePosition": "false"])
+        var e = tt("", [tt("Name", source), supported, tt("MaximumNumberOfPresets", PTZMotions.maxPresets), tt("HomeSupported", false)],
+                   attributes: ["token": source, "FixedHomePosition": "false"])
+        e.name = name
+        return e
     }
 
     /// A camera's PTZ configuration, as GetConfigurations and a profile carry it. The default
     /// spaces are what Home Assistant looks for before it offers pan, tilt and zoom.
-    static func configuration(_ source: String, as name: String) -> XMLElement {
-        tt(name, [
+    static func configuration(_ source: String, as name: QName) -> XMLElement {
+        var e = tt("", [
             tt("Name", "\(source) PTZ"), tt("UseCount", 2), tt("NodeToken", source),
             tt("DefaultAbsolutePantTiltPositionSpace", PTZSpace.panTiltPosition),
             tt("DefaultAbsoluteZoomPositionSpace", PTZSpace.zoomPosition),
@@ -292,5 +295,7 @@ enum PTZService {
             tt("PanTiltLimits", [tt("Range", [tt("URI", PTZSpace.panTiltPosition), tt("XRange", range(-1, 1)), tt("YRange", range(-1, 1))])]),
             tt("ZoomLimits", [tt("Range", [tt("URI", PTZSpace.zoomPosition), tt("XRange", range(0, 1))])]),
         ], attributes: ["token": configurationToken(source)])
+        e.name = name  // tptz:PTZConfiguration in the PTZ service's answers, tt: inside a profile
+        return e
     }
 }
