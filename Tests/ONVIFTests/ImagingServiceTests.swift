@@ -8,21 +8,11 @@ import Testing
 
 @Suite struct ImagingServiceTests {
     let device = TwoCameras()
-    let server: ONVIFServer
+    let caller: SignedCaller
 
-    init() {
-        server = ONVIFServer(device: device) { c, _ in c?.username == "operator" ? .granted(.operate) : .granted(.read) }
-    }
+    init() { caller = SignedCaller(device, ["i": ONVIFNamespace.imaging, "t": ONVIFNamespace.schema]) }
 
-    func call(_ body: String, user: String = "operator") async throws -> (Int, XMLElement) {
-        let xml = """
-            <s:Envelope xmlns:s="\(SOAPNamespace.envelope)" xmlns:i="\(ONVIFNamespace.imaging)" xmlns:t="\(ONVIFNamespace.schema)">\
-            <s:Header><Security xmlns="\(ONVIFNamespace.security)"><UsernameToken><Username>\(user)</Username><Password>p</Password></UsernameToken></Security></s:Header>\
-            <s:Body>\(body)</s:Body></s:Envelope>
-            """
-        let answer = await server.handle(Array(xml.utf8), context: ONVIFContext(host: "h:80", secure: false, remoteAddress: "a", now: 0))
-        return (answer.status, try Envelope.read(answer.body).operation)
-    }
+    func call(_ body: String, user: String = "operator") async throws -> (Int, XMLElement) { try await caller.call(body, user: user) }
 
     func settings(_ source: String = "rear") async throws -> XMLElement {
         try #require(try await call("<i:GetImagingSettings><i:VideoSourceToken>\(source)</i:VideoSourceToken></i:GetImagingSettings>").1.child("ImagingSettings"))
@@ -32,11 +22,7 @@ import Testing
         try await call("<i:SetImagingSettings><i:VideoSourceToken>\(source)</i:VideoSourceToken><i:ImagingSettings>\(inner)</i:ImagingSettings></i:SetImagingSettings>", user: user)
     }
 
-    static func subcode(_ fault: XMLElement) -> String {
-        var code = fault["Code", "Subcode"], last = ""
-        while let c = code { last = String(c.child("Value")?.trimmedText.split(separator: ":").last ?? ""); code = c.child("Subcode") }
-        return last
-    }
+    static func subcode(_ fault: XMLElement) -> String { SignedCaller.subcode(fault) }
 
     @Test func settingsAndOptionsListWhatEachCameraHas() async throws {
         let rear = try await settings()

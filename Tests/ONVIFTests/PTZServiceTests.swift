@@ -9,21 +9,11 @@ import Testing
 
 @Suite struct PTZServiceTests {
     let device = TwoCameras()
-    let server: ONVIFServer
+    let caller: SignedCaller
 
-    init() {
-        server = ONVIFServer(device: device) { c, _ in c?.username == "operator" ? .granted(.operate) : .granted(.read) }
-    }
+    init() { caller = SignedCaller(device, ["p": ONVIFNamespace.ptz, "t": ONVIFNamespace.schema]) }
 
-    func call(_ body: String, user: String = "operator") async throws -> (Int, XMLElement) {
-        let xml = """
-            <s:Envelope xmlns:s="\(SOAPNamespace.envelope)" xmlns:p="\(ONVIFNamespace.ptz)" xmlns:t="\(ONVIFNamespace.schema)">\
-            <s:Header><Security xmlns="\(ONVIFNamespace.security)"><UsernameToken><Username>\(user)</Username><Password>p</Password></UsernameToken></Security></s:Header>\
-            <s:Body>\(body)</s:Body></s:Envelope>
-            """
-        let answer = await server.handle(Array(xml.utf8), context: ONVIFContext(host: "h:80", secure: false, remoteAddress: "a", now: 1_795_930_800))
-        return (answer.status, try Envelope.read(answer.body).operation)
-    }
+    func call(_ body: String, user: String = "operator") async throws -> (Int, XMLElement) { try await caller.call(body, user: user) }
 
     func status(_ profile: String = "rear_main") async throws -> (pan: Double, tilt: Double, zoom: Double, zoomMoving: String) {
         let (_, r) = try await call("<p:GetStatus><p:ProfileToken>\(profile)</p:ProfileToken></p:GetStatus>")
@@ -32,11 +22,7 @@ import Testing
                 r["PTZStatus", "MoveStatus", "Zoom"]?.trimmedText ?? "")
     }
 
-    static func subcode(_ fault: XMLElement) -> String {
-        var code = fault["Code", "Subcode"], last = ""
-        while let c = code { last = String(c.child("Value")?.trimmedText.split(separator: ":").last ?? ""); code = c.child("Subcode") }
-        return last
-    }
+    static func subcode(_ fault: XMLElement) -> String { SignedCaller.subcode(fault) }
 
     @Test func aNodeAndAConfigurationPerCameraWithTheSpacesClientsLookFor() async throws {
         let (_, nodes) = try await call("<p:GetNodes/>")
@@ -50,9 +36,7 @@ import Testing
         for name in ["DefaultContinuousPanTiltVelocitySpace", "DefaultRelativePanTiltTranslationSpace", "DefaultAbsolutePantTiltPositionSpace"] {
             #expect(rear.child(name) != nil, "Home Assistant offers moves only with \(name)")
         }
-        let media = ONVIFServer(device: device) { _, _ in .granted(.read) }
-        let xml = "<s:Envelope xmlns:s=\"\(SOAPNamespace.envelope)\" xmlns:m=\"\(ONVIFNamespace.media)\"><s:Body><m:GetProfiles/></s:Body></s:Envelope>"
-        let profiles = try Envelope.read(await media.handle(Array(xml.utf8), context: ONVIFContext(host: "h", secure: false, remoteAddress: "a", now: 0)).body).operation
+        let (_, profiles) = try await SignedCaller(device, ["m": ONVIFNamespace.media]).call("<m:GetProfiles/>")
         #expect(profiles.children("Profiles").allSatisfy { $0["PTZConfiguration", "NodeToken"] != nil }, "every profile names its camera's PTZ")
         #expect(try await call("<p:GetNode><p:NodeToken>side</p:NodeToken></p:GetNode>").0 == 400)
     }

@@ -11,39 +11,20 @@ signing in at the XAddr from the other namespace, and the Bye at stop. Needs roo
 
 Prints PASS/FAIL per check and `N passed, N failed`; exits 1 when anything failed.
 """
-import asyncio
 import json
 import os
-import re
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVER = os.environ.get("VIEWFINDER_BINARY", str(ROOT / ".build/debug/viewfinder"))
-VENV = ROOT / ".build/onvif-venv"
-PACKAGES = ["onvif-zeep-async==4.0.4", "WSDiscovery==2.1.2"]  # as Tests/onvif/test_onvif.py makes the venv
+from harness import PASSWORD, ROOT, VENV, check, make_venv, summary
+from harness import start as start_server
+
 CAM_NS, NVR_NS = "vf-cam", "vf-nvr"
 CAM_IP, NVR_IP = "10.78.0.1", "10.78.0.2"
-GROUP, PORT = "239.255.255.250", 3702
-PASSWORD = "onvif pass 1"
-passed, failed = 0, []
-
-
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print("PASS: " + name, flush=True)
-    else:
-        failed.append(name)
-        print("FAIL: %s -- %s" % (name, detail), flush=True)
 
 
 def run(*args):
@@ -116,31 +97,12 @@ def listen_for(action, seconds):
 
 
 def start(tmp):
-    cfg = tmp / "config.json"
-    cfg.write_text(json.dumps({
+    p, http, _ = start_server(tmp, {
         "server": {"host": "0.0.0.0", "port": 0, "publicDirectory": str(ROOT / "Public")},
         "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"}],
-        "session": {"preset": "352x288", "fps": 15}, "synthetic": {"noise": False}, "rtsp": {"enabled": False},
-        "capture": {"directory": str(tmp / "p")}, "recording": {"directory": str(tmp / "m")}}))
-    subprocess.run([SERVER, "user", "add", "ha", "--role", "viewer", "--onvif", "--config", str(cfg)],
-                   input=PASSWORD + "\n", text=True, check=True, capture_output=True)
-    log = open(tmp / "server.log", "w")
-    p = subprocess.Popen(["ip", "netns", "exec", CAM_NS, SERVER, "--config", str(cfg)], stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp)
-    found = {}
-
-    def read():
-        for line in p.stdout:
-            m = re.search(r"listening on http://[^:]+:(\d+)/", line)
-            if m:
-                found["http"] = int(m.group(1))
-                break
-    t = threading.Thread(target=read, daemon=True)
-    t.start()
-    t.join(120)
-    if "http" not in found:
-        p.kill()
-        sys.exit("the server did not start: " + (tmp / "server.log").read_text()[-2000:])
-    return p, found["http"]
+        "session": {"preset": "352x288", "fps": 15}, "synthetic": {"noise": False}, "rtsp": {"enabled": False}},
+        [("ha", "viewer", True)], prefix=("ip", "netns", "exec", CAM_NS))
+    return p, http
 
 
 PROBE = '''<?xml version="1.0" encoding="UTF-8"?><s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope"
@@ -205,7 +167,7 @@ def main():
     if os.geteuid() != 0:
         print("test_discovery: needs root (ip netns)")
         return 1
-    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--"] + PACKAGES, check=True)
+    make_venv()
     tmp = Path(tempfile.mkdtemp(prefix="vf-discovery-"))
     namespaces_up()
     p = None
@@ -255,8 +217,7 @@ def main():
             p.kill()
         namespaces_down()
         subprocess.run(["rm", "-rf", str(tmp)])
-    print("%d passed, %d failed" % (passed, len(failed)))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

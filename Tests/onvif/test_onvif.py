@@ -24,68 +24,27 @@ import datetime
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVER = os.environ.get("VIEWFINDER_BINARY", str(ROOT / ".build/debug/viewfinder"))
-VENV = ROOT / ".build/onvif-venv"
-CLIENT = "onvif-zeep-async==4.0.4"  # Home Assistant 2026.2's pin
-DISCOVERY = "WSDiscovery==2.1.2"  # Home Assistant's pin; Tests/onvif/test_discovery.py uses it
-PASSWORD = "onvif pass 1"
-passed, failed = 0, []
-
-
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print("PASS: " + name, flush=True)
-    else:
-        failed.append(name)
-        print("FAIL: %s -- %s" % (name, detail), flush=True)
+from harness import PASSWORD, ROOT, VENV, check, make_venv, summary
+from harness import start as start_server
 
 
 def start(tmp):
-    cfg = tmp / "config.json"
-    cfg.write_text(json.dumps({
+    p, http, rtsp = start_server(tmp, {
         "server": {"host": "127.0.0.1", "port": 0, "publicDirectory": str(ROOT / "Public")},
         "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
                     {"id": "front", "source": "synthetic", "position": "front"}],
-        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False},
-        "rtsp": {"port": 0}, "capture": {"directory": str(tmp / "p")}, "recording": {"directory": str(tmp / "m")}}))
-    for name, role, onvif in (("ha", "viewer", True), ("boss", "operator", True), ("web", "viewer", False)):
-        subprocess.run([SERVER, "user", "add", name, "--role", role, "--config", str(cfg)] + (["--onvif"] if onvif else []),
-                       input=PASSWORD + "\n", text=True, check=True, capture_output=True)
-    mode = cfg.stat().st_mode & 0o777
+        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False}, "rtsp": {"port": 0}},
+        [("ha", "viewer", True), ("boss", "operator", True), ("web", "viewer", False)])
+    mode = (tmp / "config.json").stat().st_mode & 0o777
     check("a file holding ONVIF passwords is readable by no one but its owner and group: %o" % mode, mode & 0o007 == 0, oct(mode))
-    log = open(tmp / "server.log", "w")
-    p = subprocess.Popen([SERVER, "--config", str(cfg)], stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp)
-    found = {}
-
-    def read():
-        for line in p.stdout:
-            m = re.search(r"listening on http://[^:]+:(\d+)/", line)
-            if m:
-                found["http"] = int(m.group(1))
-            m = re.search(r"rtsp://[^:]+:(\d+)/", line)
-            if m:
-                found["rtsp"] = int(m.group(1))
-            if "http" in found and "rtsp" in found:
-                break
-    t = threading.Thread(target=read, daemon=True)
-    t.start()
-    t.join(120)
-    if "http" not in found:
-        p.kill()
-        sys.exit("the server did not start: " + (tmp / "server.log").read_text()[-2000:])
-    return p, found["http"], found.get("rtsp")
+    return p, http, rtsp
 
 
 def soap(port, body, header=""):
@@ -444,7 +403,7 @@ def raw_checks(port):
 
 
 def main():
-    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", CLIENT, DISCOVERY], check=True)
+    make_venv()
     if os.environ.get("ONVIF_CLIENT_VENV") != "1":
         os.environ["ONVIF_CLIENT_VENV"] = "1"
         os.execv(str(VENV / "bin/python3"), [str(VENV / "bin/python3"), __file__] + sys.argv[1:])
@@ -463,8 +422,7 @@ def main():
         except subprocess.TimeoutExpired:
             p.kill()
         subprocess.run(["rm", "-rf", str(tmp)])
-    print("%d passed, %d failed" % (passed, len(failed)))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,71 @@
+"""What Tests/onvif's scripts share: where things are, the venv's pinned clients, the
+PASS/FAIL tally, and a server started on a config with ONVIF users, its ports read from its
+output."""
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = os.environ.get("VIEWFINDER_BINARY", str(ROOT / ".build/debug/viewfinder"))
+VENV = ROOT / ".build/onvif-venv"
+# Home Assistant 2026.2's pins: its ONVIF client (which bundles ONVIF's WSDLs) and its discovery.
+PACKAGES = ["onvif-zeep-async==4.0.4", "WSDiscovery==2.1.2"]
+PASSWORD = "onvif pass 1"
+passed, failed = 0, []
+
+
+def check(name, ok, detail=""):
+    global passed
+    if ok:
+        passed += 1
+        print("PASS: " + name, flush=True)
+    else:
+        failed.append(name)
+        print("FAIL: %s -- %s" % (name, detail), flush=True)
+
+
+def summary():
+    """Prints the tally; the exit status."""
+    print("%d passed, %d failed" % (passed, len(failed)))
+    return 1 if failed else 0
+
+
+def make_venv():
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--"] + PACKAGES, check=True)
+
+
+def start(tmp, config, users, prefix=()):
+    """Writes `config` (the capture and recording directories under `tmp`), adds `users`
+    ((name, role, onvif?) each, password PASSWORD), starts the server (after `prefix`, e.g.
+    `ip netns exec NS`): (process, HTTP port, RTSP port or None)."""
+    cfg = tmp / "config.json"
+    cfg.write_text(json.dumps({**config, "capture": {"directory": str(tmp / "p")}, "recording": {"directory": str(tmp / "m")}}))
+    for name, role, onvif in users:
+        subprocess.run([SERVER, "user", "add", name, "--role", role, "--config", str(cfg)] + (["--onvif"] if onvif else []),
+                       input=PASSWORD + "\n", text=True, check=True, capture_output=True)
+    log = open(tmp / "server.log", "w")
+    p = subprocess.Popen(list(prefix) + [SERVER, "--config", str(cfg)], stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp)
+    rtsp_wanted = config.get("rtsp", {}).get("enabled", True)
+    found = {}
+
+    def read():
+        for line in p.stdout:
+            m = re.search(r"listening on http://[^:]+:(\d+)/", line)
+            if m:
+                found["http"] = int(m.group(1))
+            m = re.search(r"rtsp://[^:]+:(\d+)/", line)
+            if m:
+                found["rtsp"] = int(m.group(1))
+            if "http" in found and ("rtsp" in found or not rtsp_wanted):
+                break
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(120)
+    if "http" not in found:
+        p.kill()
+        sys.exit("the server did not start: " + (tmp / "server.log").read_text()[-2000:])
+    return p, found["http"], found.get("rtsp")
