@@ -6,13 +6,16 @@ import SOAP
 
 enum MediaService {
     static func operations(_ device: any ONVIFDevice) -> [String: Operation] {
-        return [
+        return configurationOperations(device).merging([
             "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in trt("GetServiceCapabilitiesResponse", [serviceCapabilities()]) },
             "GetProfiles": Operation(access: .read) { _, c in
-                trt("GetProfilesResponse", await device.profiles(c).map { describe($0, as: "Profiles") })
+                let all = await device.profiles(c)
+                return trt("GetProfilesResponse", all.map { p in describe(p, as: "Profiles", sharing: all.count { $0.source == p.source }) })
             },
             "GetProfile": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
-                trt("GetProfileResponse", [describe(try await profile(device, r, c), as: "Profile")])
+                let p = try await profile(device, r, c)
+                let uses = await device.profiles(c).count { $0.source == p.source }
+                return trt("GetProfileResponse", [describe(p, as: "Profile", sharing: uses)])
             },
             "GetStreamUri": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let p = try await profile(device, r, c)
@@ -37,7 +40,7 @@ enum MediaService {
                         .withAttribute("token", p.source)
                 })
             },
-        ]
+        ]) { own, _ in own }
     }
 
     static func trt(_ name: String, _ children: [XMLElement]) -> XMLElement { XMLElement(ONVIFNamespace.media, name, children) }
@@ -58,24 +61,38 @@ enum MediaService {
     }
 
     /// A profile as GetProfiles writes it (`Profiles`) or GetProfile (`Profile`).
-    static func describe(_ p: MediaProfile, as name: String) -> XMLElement {
-        let source = tt("VideoSourceConfiguration", [
-            tt("Name", p.source), tt("UseCount", 2), tt("SourceToken", p.source),
+    static func describe(_ p: MediaProfile, as name: String, sharing: Int) -> XMLElement {
+        XMLElement(ONVIFNamespace.media, name, [tt("Name", p.name), sourceConfiguration(p, as: "VideoSourceConfiguration", useCount: sharing),
+                                                encoderConfiguration(p, as: QName(ONVIFNamespace.schema, "VideoEncoderConfiguration")),
+                                                PTZService.configuration(p.source, as: QName(ONVIFNamespace.schema, "PTZConfiguration"))])
+            .withAttribute("token", p.token).withAttribute("fixed", "true")
+    }
+
+    /// The profile's video source configuration: the whole picture of its camera (one per
+    /// camera, its token the camera's, used by each of the camera's profiles).
+    static func sourceConfiguration(_ p: MediaProfile, as name: String, ns: String = ONVIFNamespace.schema, useCount: Int) -> XMLElement {
+        XMLElement(ns, name, [
+            tt("Name", p.source), tt("UseCount", useCount), tt("SourceToken", p.source),
             tt("Bounds", attributes: ["x": "0", "y": "0", "width": String(p.width), "height": String(p.height)]),
         ]).withAttribute("token", p.source)
-        let encoder = tt("VideoEncoderConfiguration", [
+    }
+
+    /// The profile's encoder configuration (its token the profile's: one stream, one profile).
+    static func encoderConfiguration(_ p: MediaProfile, as name: QName) -> XMLElement {
+        XMLElement(name, children: [
             tt("Name", p.token), tt("UseCount", 1), tt("Encoding", "H264"),
             tt("Resolution", [tt("Width", p.width), tt("Height", p.height)]),
-            tt("Quality", 5),
+            tt("Quality", fixedQuality),
             tt("RateControl", [tt("FrameRateLimit", p.fps), tt("EncodingInterval", 1), tt("BitrateLimit", p.bitrate)]),
             tt("H264", [tt("GovLength", p.govLength), tt("H264Profile", p.h264Profile)]),
             tt("Multicast", [tt("Address", [tt("Type", "IPv4"), tt("IPv4Address", "0.0.0.0")]), tt("Port", 0), tt("TTL", 1), tt("AutoStart", false)]),
             tt("SessionTimeout", "PT60S"),
         ]).withAttribute("token", p.token)
-        return XMLElement(ONVIFNamespace.media, name, [tt("Name", p.name), source, encoder,
-                                                      PTZService.configuration(p.source, as: QName(ONVIFNamespace.schema, "PTZConfiguration"))])
-            .withAttribute("token", p.token).withAttribute("fixed", "true")
     }
+
+    /// ONVIF's relative Quality has no meaning for a stream whose bitrate cap sets its quality:
+    /// it is reported as the middle of 0…10 and only that is taken.
+    static let fixedQuality = 5
 
     static func serviceCapabilities() -> XMLElement {
         XMLElement(ONVIFNamespace.media, "Capabilities", attributes: ["SnapshotUri": "true", "Rotation": "false", "VideoSourceMode": "false", "OSD": "false"], [

@@ -55,6 +55,36 @@ public struct MediaProfile: Sendable, Equatable {
     }
 }
 
+/// What a profile's stream can be set to (GetVideoEncoderConfigurationOptions): a value
+/// outside these is refused before the device is asked.
+public struct EncoderOptions: Sendable, Equatable {
+    /// Width × height as the stream is sent (turned with the picture).
+    public var resolutions: [PictureSize]
+    public var fps: ClosedRange<Int>
+    /// kbit/s.
+    public var bitrate: ClosedRange<Int>
+    public var govLength: ClosedRange<Int>
+    /// ONVIF's names ("Main", "Baseline").
+    public var h264Profiles: [String]
+    public init(resolutions: [PictureSize], fps: ClosedRange<Int>, bitrate: ClosedRange<Int>, govLength: ClosedRange<Int>, h264Profiles: [String]) {
+        self.resolutions = resolutions; self.fps = fps; self.bitrate = bitrate; self.govLength = govLength; self.h264Profiles = h264Profiles
+    }
+}
+
+public struct PictureSize: Sendable, Equatable, Hashable {
+    public var width, height: Int
+    public init(width: Int, height: Int) { self.width = width; self.height = height }
+}
+
+/// What SetVideoEncoderConfiguration asks of a profile's stream (each within its options).
+public struct EncoderSetting: Sendable, Equatable {
+    public var size: PictureSize
+    public var fps: Int
+    /// kbit/s.
+    public var bitrate: Int
+    public init(size: PictureSize, fps: Int, bitrate: Int) { self.size = size; self.fps = fps; self.bitrate = bitrate }
+}
+
 /// The request's facts the answers depend on.
 public struct ONVIFContext: Sendable {
     /// The address the client reached us at (the Host header: "192.168.1.20:8080"), for the
@@ -90,6 +120,11 @@ public protocol ONVIFDevice: Sendable {
     /// The interfaces to report: the one the request came in on first.
     func interfaces(_ context: ONVIFContext) -> [NetworkInterface]
     func profiles(_ context: ONVIFContext) async -> [MediaProfile]
+    /// What the profile's stream can be set to; nil for an unknown profile.
+    func encoderOptions(_ profile: String) async -> EncoderOptions?
+    /// Sets the profile's stream to `setting` (already within its options): what the camera
+    /// cannot take is the fault to answer, with nothing changed.
+    func setEncoder(_ profile: String, _ setting: EncoderSetting) async throws(SOAPFault)
     /// The names, roles ("Administrator", "Operator", "User") of the users who may sign in.
     func users() -> [(name: String, level: String)]
     /// Scope URIs beyond the fixed ones (onvif://www.onvif.org/name/…, hardware/…).

@@ -51,7 +51,10 @@ public struct XMLElement: Sendable, Equatable {
     public func children(_ local: String) -> [XMLElement] { children.filter { $0.name.local == local } }
 
     /// A descendant by a path of local names: `element["StreamSetup", "Transport", "Protocol"]`.
-    public subscript(_ path: String...) -> XMLElement? {
+    public subscript(_ path: String...) -> XMLElement? { self[path] }
+
+    /// A descendant by a path of local names given as an array.
+    public subscript(_ path: [String]) -> XMLElement? {
         var e: XMLElement? = self
         for p in path { e = e?.child(p) }
         return e

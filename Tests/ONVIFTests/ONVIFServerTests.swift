@@ -67,6 +67,7 @@ final class ImagingModel: Sendable {
 struct TwoCameras: ONVIFDevice {
     var lens = CropModel()
     var picture = ImagingModel()
+    var streams = StreamModel()
 
     func imaging(_ source: String) async -> ImagingState? { picture.state.withLock { $0[source] } }
     func setImaging(_ source: String, _ change: ImagingChange) async throws(SOAPFault) { picture.apply(source, change) }
@@ -87,16 +88,9 @@ struct TwoCameras: ONVIFDevice {
     func interfaces(_ c: ONVIFContext) -> [NetworkInterface] {
         [NetworkInterface(name: "eth0", mac: "02:00:00:aa:bb:cc", mtu: 1500, ipv4: [("192.168.1.20", 24)])]
     }
-    func profiles(_ c: ONVIFContext) async -> [MediaProfile] {
-        ["rear", "front"].flatMap { cam in [
-            MediaProfile(token: "\(cam)_main", name: "\(cam) main", source: cam, width: 1280, height: 720, fps: 30, bitrate: 2200,
-                         govLength: 60, h264Profile: "Main", streamURI: "rtsp://\(c.hostName):8554/\(cam)",
-                         snapshotURI: "\(c.base)/cameras/\(cam)/snapshot"),
-            MediaProfile(token: "\(cam)_sub", name: "\(cam) sub", source: cam, width: 640, height: 360, fps: 15, bitrate: 500,
-                         govLength: 30, h264Profile: "Main", streamURI: "rtsp://\(c.hostName):8554/\(cam)/sub",
-                         snapshotURI: "\(c.base)/cameras/\(cam)/snapshot"),
-        ] }
-    }
+    func profiles(_ c: ONVIFContext) async -> [MediaProfile] { streams.profiles(c) }
+    func encoderOptions(_ profile: String) async -> EncoderOptions? { streams.options(profile) }
+    func setEncoder(_ profile: String, _ setting: EncoderSetting) async throws(SOAPFault) { try streams.set(profile, setting) }
     func users() -> [(name: String, level: String)] { [("ha", "User"), ("admin", "Administrator")] }
     func scopes() async -> [String] { ["onvif://www.onvif.org/name/Viewfinder"] }
 }

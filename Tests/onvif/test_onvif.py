@@ -311,6 +311,68 @@ async def events_as_home_assistant(port):
         await cam.close()
 
 
+def bitrate_max(options):
+    """The H.264 BitrateRange's Max from the options' Extension: zeep leaves the Extension's
+    H264 in the schema's leading xs:any (_value_1) as an lxml element."""
+    ext = options.Extension
+    if ext is None:
+        return -1
+    if ext.H264 is not None:
+        return ext.H264.BitrateRange.Max
+    for e in ext._value_1 or []:
+        found = e.find(".//{http://www.onvif.org/ver10/schema}BitrateRange/{http://www.onvif.org/ver10/schema}Max")
+        if found is not None:
+            return int(found.text)
+    return -1
+
+
+async def encoders_as_an_nvr(port):
+    """What an NVR does before it records (Blue Iris, Synology): the encoder configurations
+    and their options, then SetVideoEncoderConfiguration of the main stream's size and bitrate
+    — read back from the session's state — and a size the camera lacks refused, nothing changed."""
+    from onvif import ONVIFCamera
+    from zeep.exceptions import Fault
+    wsdl = str(Path(__import__("onvif").__file__).parent / "wsdl")
+    cam = ONVIFCamera("127.0.0.1", port, "boss", PASSWORD, wsdl)
+    session = lambda: api_get(port, "/api/cameras/rear/session") or {}
+    live = lambda s, name: next((x for x in s.get("live", []) if x["name"] == name), {})
+    try:
+        await cam.update_xaddrs()
+        media = await cam.create_media_service()
+        configs = await media.GetVideoEncoderConfigurations()
+        check("GetVideoEncoderConfigurations: one per profile, each with its RateControl",
+              [c.token for c in configs] == ["rear_main", "rear_sub", "front_main", "front_sub"]
+              and all(c.RateControl.BitrateLimit > 0 for c in configs), [c.token for c in configs])
+        options = await media.GetVideoEncoderConfigurationOptions({"ConfigurationToken": "rear_main"})
+        sizes = [(r.Width, r.Height) for r in options.H264.ResolutionsAvailable]
+        check("GetVideoEncoderConfigurationOptions: the camera's sizes %s, its rates %d-%d, bitrates to %d kbit/s"
+              % (sizes, options.H264.FrameRateRange.Min, options.H264.FrameRateRange.Max, bitrate_max(options)),
+              (640, 480) in sizes and (1280, 720) in sizes and bitrate_max(options) >= 10000, options)
+        config = await media.GetVideoEncoderConfiguration({"ConfigurationToken": "rear_main"})
+        config.Resolution.Width, config.Resolution.Height = 1280, 720
+        config.RateControl.BitrateLimit = 1500
+        await media.SetVideoEncoderConfiguration({"Configuration": config, "ForcePersistence": True})
+        s = session()
+        check("SetVideoEncoderConfiguration 1280x720 at 1500 kbit/s: the camera's format and the main stream's cap (%s, %s)"
+              % (s.get("format"), live(s, "main").get("bitrate")),
+              (s.get("format") or {}).get("width") == 1280 and live(s, "main").get("bitrate") == 1500, s.get("format"))
+        got = await media.GetVideoEncoderConfiguration({"ConfigurationToken": "rear_main"})
+        check("GetVideoEncoderConfiguration reads back what the camera took",
+              (got.Resolution.Width, got.Resolution.Height, got.RateControl.BitrateLimit) == (1280, 720, 1500), got)
+        config.Resolution.Width, config.Resolution.Height = 123, 45
+        try:
+            await media.SetVideoEncoderConfiguration({"Configuration": config, "ForcePersistence": True})
+            check("a size the camera lacks is refused", False, "taken")
+        except Fault as f:
+            s = session()
+            check("a size the camera lacks is refused: %s" % f.message, "123x45" in f.message
+                  and "ConfigModify" in [q.localname for q in f.subcodes or []] and (s.get("format") or {}).get("width") == 1280, f.message)
+        config.Resolution.Width, config.Resolution.Height = 640, 480  # as the other checks found it
+        await media.SetVideoEncoderConfiguration({"Configuration": config, "ForcePersistence": True})
+    finally:
+        await cam.close()
+
+
 # Every answer of every operation implemented, as ONVIF's schemas have it.
 SCHEMA_CALLS = [
     ("device_service", x) for x in [
@@ -322,7 +384,18 @@ SCHEMA_CALLS = [
     "<trt:GetStreamUri><trt:StreamSetup><tt:Stream>RTP-Unicast</tt:Stream><tt:Transport><tt:Protocol>RTSP</tt:Protocol></tt:Transport>"
     "</trt:StreamSetup><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetStreamUri>",
     "<trt:GetSnapshotUri><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetSnapshotUri>", "<trt:GetVideoSources/>",
-    "<trt:GetServiceCapabilities/>"]
+    "<trt:GetServiceCapabilities/>", "<trt:GetVideoSourceConfigurations/>", "<trt:GetVideoEncoderConfigurations/>",
+    "<trt:GetVideoSourceConfiguration><trt:ConfigurationToken>rear</trt:ConfigurationToken></trt:GetVideoSourceConfiguration>",
+    "<trt:GetVideoEncoderConfiguration><trt:ConfigurationToken>rear_sub</trt:ConfigurationToken></trt:GetVideoEncoderConfiguration>",
+    "<trt:GetCompatibleVideoSourceConfigurations><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetCompatibleVideoSourceConfigurations>",
+    "<trt:GetCompatibleVideoEncoderConfigurations><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetCompatibleVideoEncoderConfigurations>",
+    "<trt:GetVideoEncoderConfigurationOptions><trt:ConfigurationToken>rear_main</trt:ConfigurationToken></trt:GetVideoEncoderConfigurationOptions>",
+    "<trt:GetGuaranteedNumberOfVideoEncoderInstances><trt:ConfigurationToken>rear</trt:ConfigurationToken></trt:GetGuaranteedNumberOfVideoEncoderInstances>",
+    "<trt:SetVideoEncoderConfiguration><trt:Configuration token=\"front_sub\"><tt:Name>front_sub</tt:Name><tt:UseCount>1</tt:UseCount>"
+    "<tt:Encoding>H264</tt:Encoding><tt:Resolution><tt:Width>640</tt:Width><tt:Height>480</tt:Height></tt:Resolution>"
+    "<tt:Quality>5</tt:Quality><tt:RateControl><tt:FrameRateLimit>15</tt:FrameRateLimit><tt:EncodingInterval>1</tt:EncodingInterval>"
+    "<tt:BitrateLimit>400</tt:BitrateLimit></tt:RateControl><tt:SessionTimeout>PT60S</tt:SessionTimeout></trt:Configuration>"
+    "<trt:ForcePersistence>true</trt:ForcePersistence></trt:SetVideoEncoderConfiguration>"]
 ] + [("ptz_service", x) for x in [
     "<tptz:GetNodes/>", "<tptz:GetNode><tptz:NodeToken>rear</tptz:NodeToken></tptz:GetNode>", "<tptz:GetConfigurations/>",
     "<tptz:GetConfiguration><tptz:PTZConfigurationToken>rear_ptz</tptz:PTZConfigurationToken></tptz:GetConfiguration>",
@@ -413,6 +486,7 @@ def main():
         asyncio.run(asyncio.wait_for(as_home_assistant(port, rtsp), 300))
         asyncio.run(asyncio.wait_for(events_as_home_assistant(port), 300))
         asyncio.run(asyncio.wait_for(ptz_as_home_assistant(port), 300))
+        asyncio.run(asyncio.wait_for(encoders_as_an_nvr(port), 300))
         schema_checks(port)
         raw_checks(port)
     finally:

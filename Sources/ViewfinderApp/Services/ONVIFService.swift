@@ -49,7 +49,7 @@ struct ONVIFService: ONVIFDevice {
         for session in cameras.sessions {
             let id = session.id
             let state = await session.state()
-            for stream in state.live {
+            for stream in state.live where stream.name != LiveStreamName.vp8.rawValue {  // VP8: WebRTC's alone
                 let sub = stream.name == "sub"
                 out.append(MediaProfile(
                     token: "\(id)_\(stream.name)", name: "\(id) \(stream.name)", source: id,

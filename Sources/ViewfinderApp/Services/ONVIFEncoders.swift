@@ -1,0 +1,75 @@
+// ONVIF's encoder configurations on the session (issue 39): a profile's stream is a camera's
+// main or sub live stream. The main stream is the camera's picture, so its size and rate are
+// the camera's format (the session's prepare, as `POST /api/session/prepare` does: viewers
+// stay connected); each stream's BitrateLimit is its live cap (`POST …/session/live`). The sub
+// stream's size and rate are config.json's `live.sub`: offered as they are, not changed here.
+
+import CameraCore
+import ONVIF
+import SOAP
+import Session
+
+extension ONVIFService {
+    /// The camera and stream a profile token (`<camera>_main`, `<camera>_sub`) names.
+    private func stream(_ token: String) -> (CaptureSession, LiveStreamName)? {
+        for s in cameras.sessions {
+            for name in [LiveStreamName.main, .sub] where token == "\(s.id)_\(name.rawValue)" { return (s, name) }
+        }
+        return nil
+    }
+
+    func encoderOptions(_ profile: String) async -> EncoderOptions? {
+        guard let (session, name) = stream(profile) else { return nil }
+        let state = await session.state()
+        guard let now = state.live.first(where: { $0.name == name.rawValue }) else { return nil }
+        let gov = max(1, Int((Double(now.fps) * configuration.live.keyframeInterval).rounded()))
+        let h264 = now.profile == .constrainedBaseline ? "Baseline" : "Main"
+        guard name == .main else {
+            return EncoderOptions(resolutions: [PictureSize(width: now.width, height: now.height)], fps: now.fps...now.fps,
+                                  bitrate: Self.bitrates, govLength: gov...gov, h264Profiles: [h264])
+        }
+        // Every size the camera has (as the stream sends it: even, and turned with the picture).
+        let turned = state.orientation.rotation == 90 || state.orientation.rotation == 270
+        let formats = session.cameras[0].formats
+        var sizes: [PictureSize] = []
+        for f in formats.sorted(by: { $0.width * $0.height > $1.width * $1.height }) {
+            let (w, h) = (max(2, f.width & ~1), max(2, f.height & ~1))
+            let size = turned ? PictureSize(width: h, height: w) : PictureSize(width: w, height: h)
+            if !sizes.contains(size) { sizes.append(size) }
+        }
+        let rates = formats.flatMap(\.fps)
+        return EncoderOptions(resolutions: sizes, fps: (rates.min() ?? now.fps)...(rates.max() ?? now.fps),
+                              bitrate: Self.bitrates, govLength: gov...gov, h264Profiles: [h264])
+    }
+
+    /// What `live.bitrate` and `POST …/session/live` accept, kbit/s.
+    static let bitrates = 100...100_000
+
+    func setEncoder(_ profile: String, _ setting: EncoderSetting) async throws(SOAPFault) {
+        guard let (session, name) = stream(profile) else { throw Self.noSource(profile) }
+        let state = await session.state()
+        guard let now = state.live.first(where: { $0.name == name.rawValue }) else { throw Self.noSource(profile) }
+        if name == .main, setting.size != PictureSize(width: now.width, height: now.height) || setting.fps != now.fps {
+            // The camera's format: unturned, in the pixel format it has now where that has the size.
+            let turned = state.orientation.rotation == 90 || state.orientation.rotation == 270
+            let (w, h) = turned ? (setting.size.height, setting.size.width) : (setting.size.width, setting.size.height)
+            let even = { (f: FormatOption) in f.width & ~1 == w && f.height & ~1 == h }
+            guard let sized = session.cameras[0].formats.filter(even).first else {
+                throw SOAPFault(.sender, [QName(ONVIFNamespace.error, "InvalidArgVal"), QName(ONVIFNamespace.error, "ConfigModify")],
+                                "Resolution \(setting.size.width)x\(setting.size.height) is not one of the camera's.")
+            }
+            let keep = state.format.map { current in session.cameras[0].formats.contains { even($0) && $0.pixelFormat == current.pixelFormat } } ?? false
+            do {
+                try await session.prepare(PrepareRequest(width: sized.width, height: sized.height, fps: setting.fps,
+                                                         pixelFormat: keep ? state.format?.pixelFormat : nil))
+            } catch {
+                throw SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action"), QName(ONVIFNamespace.error, "ConfigurationConflict")],
+                                "The camera did not take \(setting.size.width)x\(setting.size.height) at \(setting.fps) fps: \(error)")
+            }
+        }
+        if setting.bitrate != now.bitrate {
+            let cap = LiveRequest.Cap.kbits(setting.bitrate)
+            _ = await session.setLive(name == .main ? LiveRequest(main: cap) : LiveRequest(sub: cap))
+        }
+    }
+}
