@@ -122,7 +122,7 @@ enum DeviceService {
     static func deviceServiceCapabilities() -> XMLElement {
         XMLElement(ONVIFNamespace.device, "Capabilities", [
             XMLElement(ONVIFNamespace.device, "Network", attributes: ["IPFilter": "false", "ZeroConfiguration": "false", "IPVersion6": "false", "DynDNS": "false"]),
-            XMLElement(ONVIFNamespace.device, "Security", attributes: ["UsernameToken": "true", "HttpDigest": "false", "TLS1.2": "false"]),
+            XMLElement(ONVIFNamespace.device, "Security", attributes: ["UsernameToken": "true", "HttpDigest": "true", "TLS1.2": "false"]),
             XMLElement(ONVIFNamespace.device, "System", attributes: ["DiscoveryResolve": "false", "DiscoveryBye": "false", "RemoteDiscovery": "false",
                                                                      "SystemBackup": "false", "SystemLogging": "false", "FirmwareUpgrade": "false"]),
         ])

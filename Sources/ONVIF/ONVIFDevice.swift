@@ -96,10 +96,13 @@ public struct ONVIFContext: Sendable {
     public var now: Double
     /// The pull point a request was sent to (/onvif/subscriptions/<id>), nil at a service's path.
     public var subscription: Int?
+    /// What HTTP's own sign-in (Digest or Basic, checked before the message is read) allows
+    /// the caller; nil when the request carried none.
+    public var signedIn: ONVIFAccess?
 
-    public init(host: String, secure: Bool, remoteAddress: String, now: Double, subscription: Int? = nil) {
+    public init(host: String, secure: Bool, remoteAddress: String, now: Double, subscription: Int? = nil, signedIn: ONVIFAccess? = nil) {
         self.host = host; self.secure = secure; self.remoteAddress = remoteAddress; self.now = now
-        self.subscription = subscription
+        self.subscription = subscription; self.signedIn = signedIn
     }
 
     /// "http://host" or "https://host".

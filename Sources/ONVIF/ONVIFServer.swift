@@ -1,7 +1,9 @@
 // One SOAP request to an answer: the envelope read (SOAP module), the sign-in checked
 // against what the operation needs, the operation found by its qualified name and run. Every
 // refusal is a SOAP 1.2 fault in a 400 (Sender) or 500 (Receiver) — never an empty 401, which
-// ONVIF's clients read as a transport failure instead of a sign-in one.
+// ONVIF's clients read as a transport failure instead of a sign-in one. The one 401 is a
+// request with no credentials at all where some are needed: its fault comes with HTTP
+// Digest's challenge (`challenge`), as ONVIF Core asks of a device that takes both.
 
 import SOAP
 
@@ -27,15 +29,20 @@ public enum GateAnswer: Sendable, Equatable {
     /// Signed in, allowed up to this access.
     case granted(ONVIFAccess)
     case refused(String)
+    /// No credentials at all: a 401 whose fault comes with an HTTP Digest challenge.
+    case challenge(String)
     case tooManyFailures(seconds: Int)
 }
 
-/// Decides who is asking: no credentials, or a UsernameToken's.
+/// Decides who is asking: a UsernameToken's credentials, or none (the context says whether
+/// HTTP's own sign-in already named someone).
 public typealias ONVIFGate = @Sendable (_ credentials: ONVIFCredentials?, _ context: ONVIFContext) -> GateAnswer
 
 public struct ONVIFAnswer: Sendable {
     public var status: Int
     public var body: [UInt8]
+    /// A 401: HTTP Digest's WWW-Authenticate goes with it.
+    public var challenge = false
     public static let contentType = "application/soap+xml; charset=utf-8"
 }
 
@@ -64,6 +71,9 @@ public final class ONVIFServer: Sendable {
     public static let paths = ["device_service", "media_service", "events_service", "ptz_service", "imaging_service"]
 
     public func handle(_ body: [UInt8], context: ONVIFContext) async -> ONVIFAnswer {
+        // An empty POST without credentials is an HTTP client's sign-in probe (curl's --digest
+        // sends one before the message): the challenge, not a parse fault.
+        if body.isEmpty, context.signedIn == nil, case .challenge(let why) = gate(nil, context) { return Self.challenge(why) }
         do throws(SOAPFault) {
             let request = try Envelope.read(body)
             let name = request.operation.name
@@ -80,6 +90,8 @@ public final class ONVIFServer: Sendable {
                                     "Sender not Authorized: \(name.local) needs an operator.")
                 case .refused(let why):
                     throw SOAPFault(.sender, [QName(ONVIFNamespace.error, "NotAuthorized")], "Sender not Authorized: \(why)")
+                case .challenge(let why):
+                    return Self.challenge(why)
                 case .tooManyFailures(let seconds):
                     throw SOAPFault(.sender, [QName(ONVIFNamespace.error, "NotAuthorized")],
                                     "Sender not Authorized: too many failed sign-ins from \(context.remoteAddress); try again in \(seconds) s.")
@@ -91,6 +103,14 @@ public final class ONVIFServer: Sendable {
             return ONVIFAnswer(status: error.code == .receiver ? 500 : 400,
                                body: Envelope.write(fault: error, prefixes: ONVIFNamespace.prefixes))
         }
+    }
+}
+
+extension ONVIFServer {
+    /// A 401 with HTTP Digest's challenge, its fault saying why.
+    static func challenge(_ why: String) -> ONVIFAnswer {
+        let fault = SOAPFault(.sender, [QName(ONVIFNamespace.error, "NotAuthorized")], "Sender not Authorized: \(why)")
+        return ONVIFAnswer(status: 401, body: Envelope.write(fault: fault, prefixes: ONVIFNamespace.prefixes), challenge: true)
     }
 }
 

@@ -209,3 +209,38 @@ struct TwoCameras: ONVIFDevice {
         #expect(try Envelope.read(answer.body).operation.name.local == "Fault")
     }
 }
+
+/// A request with no credentials at all, where the operation needs some: the gate may ask for
+/// HTTP Digest (a 401 whose fault comes with the challenge); what HTTP's sign-in already
+/// allowed the caller reaches the gate in the context.
+@Suite struct ONVIFChallengeTests {
+    let server = ONVIFServer(device: TwoCameras()) { credentials, context in
+        guard credentials == nil else { return .granted(.read) }
+        return context.signedIn.map { .granted($0) } ?? .challenge("sign in")
+    }
+
+    func call(_ body: String, signedIn: ONVIFAccess? = nil) async throws -> (ONVIFAnswer, XMLElement) {
+        let xml = "<s:Envelope xmlns:s=\"\(SOAPNamespace.envelope)\" xmlns:d=\"\(ONVIFNamespace.device)\"><s:Body>\(body)</s:Body></s:Envelope>"
+        let answer = await server.handle(Array(xml.utf8), context: ONVIFContext(host: "h:80", secure: false, remoteAddress: "a", now: 0, signedIn: signedIn))
+        return (answer, try Envelope.read(answer.body).operation)
+    }
+
+    @Test func noCredentialsIsA401WithTheChallengeAndAFault() async throws {
+        let (answer, fault) = try await call("<d:GetDeviceInformation/>")
+        #expect(answer.status == 401 && answer.challenge)
+        #expect(SignedCaller.subcode(fault) == "NotAuthorized" && fault["Reason", "Text"]?.text == "Sender not Authorized: sign in")
+        let (open, _) = try await call("<d:GetSystemDateAndTime/>")
+        #expect(open.status == 200 && !open.challenge, "what needs no sign-in asks for none")
+        // curl's --digest probes with an empty POST: the challenge, not a parse fault.
+        let probe = await server.handle([], context: ONVIFContext(host: "h:80", secure: false, remoteAddress: "a", now: 0))
+        #expect(probe.status == 401 && probe.challenge)
+    }
+
+    @Test func whatHTTPSignInAllowedIsWhatTheCallerMayDo() async throws {
+        let (read, info) = try await call("<d:GetDeviceInformation/>", signedIn: .read)
+        #expect(read.status == 200 && info.child("Manufacturer")?.text == "Viewfinder")
+        let (users, fault) = try await call("<d:GetUsers/>", signedIn: .read)
+        #expect(users.status == 400 && !users.challenge && fault["Reason", "Text"]?.text.contains("needs an operator") == true)
+        #expect(try await call("<d:GetUsers/>", signedIn: .operate).0.status == 200)
+    }
+}

@@ -28,8 +28,10 @@ final class AccessControl: Sendable {
     func required(_ r: Request) -> Role? {
         if r.path == "/healthz" { return nil }
         if r.path == "/metrics" && settings.metricsOpen { return nil }
-        // ONVIF signs in inside the SOAP message (WS-Security), which the service reads itself.
-        if r.method == "POST" && r.path.hasPrefix("/onvif/") { return nil }
+        // ONVIF signs in inside the SOAP message (WS-Security), which the service reads itself,
+        // or with HTTP Digest: credentials sent are checked here (any user), and the service
+        // decides what the role allows; none sent, the service asks (ONVIFService.swift).
+        if r.method == "POST" && r.path.hasPrefix("/onvif/") { return r.headers["authorization"] == nil ? nil : .viewer }
         // Opening and ending a WebRTC view is watching, not steering.
         if (r.method == "POST" && r.path.hasSuffix("/whep")) || (r.method == "DELETE" && r.path.hasPrefix("/api/whep/")) { return .viewer }
         // What was said to a camera is the talker's: hearing it back needs an operator, as talking does.
@@ -80,9 +82,13 @@ final class AccessControl: Sendable {
 
     private func challenge(stale: Bool, _ message: String) -> Response {
         var r = errorBody(SignInRefusal.unauthorized(message))
-        r.challenge = AuthChallenge(realm: settings.realm, basic: true,
-                                    digest: settings.digestChallenge == "SHA-256" ? .sha256 : .md5, stale: stale)
+        r.challenge = challenge(stale: stale)
         return r
+    }
+
+    /// The 401's WWW-Authenticate: Basic, and Digest in the configured algorithm.
+    func challenge(stale: Bool) -> AuthChallenge {
+        AuthChallenge(realm: settings.realm, basic: true, digest: settings.digestChallenge == "SHA-256" ? .sha256 : .md5, stale: stale)
     }
 }
 

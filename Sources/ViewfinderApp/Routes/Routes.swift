@@ -69,10 +69,13 @@ extension Application {
         let answer = { @Sendable [self] (request: Request, subscription: Int?) async -> Response in
             let context = ONVIFContext(host: request.headers["host"] ?? "\(configuration.server.host):\(server?.port ?? configuration.server.port)",
                                        secure: configuration.server.tls != nil, remoteAddress: request.remoteAddress,
-                                       now: SystemSupport.Clock.now(), subscription: subscription)
+                                       now: SystemSupport.Clock.now(), subscription: subscription,
+                                       signedIn: request.principal.map { $0.role == Role.operator.rawValue ? .operate : .read })
             _ = feed  // the feed lives as long as the routes
             let answer = await onvif.handle(request.body, context: context)
-            return Response(status: answer.status, contentType: ONVIFAnswer.contentType, bytes: answer.body)
+            var response = Response(status: answer.status, contentType: ONVIFAnswer.contentType, bytes: answer.body)
+            if answer.challenge { response.challenge = access.challenge(stale: false) }
+            return response
         }
         r.post("/onvif/:service") { request in
             guard ONVIFServer.paths.contains(request.parameters["service"] ?? "") else { throw ServerRefusal.notFound(path: request.path) }

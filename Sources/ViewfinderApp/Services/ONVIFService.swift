@@ -77,7 +77,8 @@ struct ONVIFService: ONVIFDevice {
 
 extension Application {
     /// Who an ONVIF request is: anyone is an operator without accounts (as over HTTP); else
-    /// a UsernameToken of a Viewfinder user, failures counted per address as HTTP's are.
+    /// a UsernameToken of a Viewfinder user, failures counted per address as HTTP's are, or
+    /// the user HTTP Digest signed in.
     func onvifGate(nonces: NonceMemory) -> ONVIFGate {
         { [access, logger] credentials, context in
             guard access.settings.mode == .accounts else { return .granted(.operate) }
@@ -85,7 +86,11 @@ extension Application {
             if let wait = access.limiter.retryAfter(context.remoteAddress, now: now) {
                 return .tooManyFailures(seconds: Int(wait.rounded(.up)))
             }
-            guard let c = credentials else { return .refused("sign in with a Viewfinder user (a WS-Security UsernameToken).") }
+            guard let c = credentials else {
+                // HTTP Digest (or Basic), checked at the HTTP gate, or nothing yet: ask for it.
+                if let signedIn = context.signedIn { return .granted(signedIn) }
+                return .challenge("sign in with a Viewfinder user (a WS-Security UsernameToken, or HTTP Digest).")
+            }
             let token = UsernameToken(username: c.username, password: c.password, isDigest: c.isDigest, nonce: c.nonce, created: c.created)
             switch access.authenticator.authenticate(token, now: context.now, nonces: nonces) {
             case .authenticated(_, let role): return .granted(role == .operator ? .operate : .read)
