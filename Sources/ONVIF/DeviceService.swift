@@ -47,6 +47,7 @@ enum DeviceService {
                 return tds("GetServicesResponse", [
                     service(ONVIFNamespace.device, "device_service", 60, deviceServiceCapabilities()),
                     service(ONVIFNamespace.media, "media_service", 60, MediaService.serviceCapabilities()),
+                    service(ONVIFNamespace.media2, "media2_service", 60, Media2Service.capabilities()),
                     service(ONVIFNamespace.events, "events_service", 60, EventsService.capabilities(events)),
                     service(ONVIFNamespace.ptz, "ptz_service", 60, PTZService.capabilities()),
                     service(ONVIFNamespace.imaging, "imaging_service", 60, ImagingService.capabilities()),

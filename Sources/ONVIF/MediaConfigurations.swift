@@ -112,10 +112,16 @@ extension MediaService {
         guard o.bitrate.contains(bitrate) else {
             throw refused("BitrateLimit \(bitrate) is outside \(o.bitrate.lowerBound)…\(o.bitrate.upperBound) kbit/s.")
         }
-        if let gov = try int("H264", "GovLength"), !o.govLength.contains(gov) {
+        // ver10 has them in an H264 element, Media2 as the configuration's attributes.
+        var gov = try int("H264", "GovLength")
+        if gov == nil, let text = config.attribute("GovLength") {
+            guard let v = Int(text.trimmingCharacters(in: [" ", "\t", "\n", "\r"])) else { throw refused("GovLength '\(text)' is not a whole number.") }
+            gov = v
+        }
+        if let gov, !o.govLength.contains(gov) {
             throw refused("GovLength \(gov): keyframes come every \(p.govLength) frames (live.keyframeInterval in config.json).")
         }
-        if let profile = config["H264", "H264Profile"]?.trimmedText, !o.h264Profiles.contains(profile) {
+        if let profile = config["H264", "H264Profile"]?.trimmedText ?? config.attribute("Profile"), !o.h264Profiles.contains(profile) {
             throw refused("H264Profile \(profile): this stream is \(o.h264Profiles.joined(separator: ", ")).")
         }
         return EncoderSetting(size: size, fps: fps, bitrate: bitrate)

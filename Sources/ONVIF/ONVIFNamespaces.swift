@@ -6,6 +6,7 @@ import SOAP
 public enum ONVIFNamespace {
     public static let device = "http://www.onvif.org/ver10/device/wsdl"
     public static let media = "http://www.onvif.org/ver10/media/wsdl"
+    public static let media2 = "http://www.onvif.org/ver20/media/wsdl"
     public static let schema = "http://www.onvif.org/ver10/schema"
     public static let error = "http://www.onvif.org/ver10/error"
     public static let ptz = "http://www.onvif.org/ver20/ptz/wsdl"
@@ -22,7 +23,7 @@ public enum ONVIFNamespace {
     public static let passwordDigest = "http://docs.oasis-open.org/wss/2004/01/oasis-200401-wss-username-token-profile-1.0#PasswordDigest"
 
     static let prefixes: [String: String] = [
-        SOAPNamespace.envelope: "s", device: "tds", media: "trt", schema: "tt", error: "ter", events: "tev",
+        SOAPNamespace.envelope: "s", device: "tds", media: "trt", media2: "tr2", schema: "tt", error: "ter", events: "tev",
         notification: "wsnt", topicsSchema: "wstop", topics: "tns1", addressing: "wsa", xmlSchema: "xs",
         ptz: "tptz", imaging: "timg",
     ]

@@ -62,13 +62,14 @@ public final class ONVIFServer: Sendable {
         var ops = EventsService.operations(events)
         for (name, op) in DeviceService.operations(device, events: events) { ops[QName(ONVIFNamespace.device, name)] = op }
         for (name, op) in MediaService.operations(device) { ops[QName(ONVIFNamespace.media, name)] = op }
+        for (name, op) in Media2Service.operations(device) { ops[QName(ONVIFNamespace.media2, name)] = op }
         for (name, op) in PTZService.operations(device, PTZMotions()) { ops[QName(ONVIFNamespace.ptz, name)] = op }
         for (name, op) in ImagingService.operations(device) { ops[QName(ONVIFNamespace.imaging, name)] = op }
         operations = ops
     }
 
     /// The service paths under /onvif/ that GetServices and GetCapabilities give.
-    public static let paths = ["device_service", "media_service", "events_service", "ptz_service", "imaging_service"]
+    public static let paths = ["device_service", "media_service", "media2_service", "events_service", "ptz_service", "imaging_service"]
 
     public func handle(_ body: [UInt8], context: ONVIFContext) async -> ONVIFAnswer {
         // An empty POST without credentials is an HTTP client's sign-in probe (curl's --digest

@@ -139,7 +139,7 @@ struct TwoCameras: ONVIFDevice {
         #expect(caps["Capabilities", "PTZ", "XAddr"]?.text == "http://192.168.1.20:8080/onvif/ptz_service")
 
         let (_, services) = try await call(ONVIFNamespace.device, "<o:GetServices><o:IncludeCapability>false</o:IncludeCapability></o:GetServices>", user: nil)
-        #expect(services.children("Service").compactMap { $0.child("Namespace")?.text } == [ONVIFNamespace.device, ONVIFNamespace.media, ONVIFNamespace.events, ONVIFNamespace.ptz, ONVIFNamespace.imaging])
+        #expect(services.children("Service").compactMap { $0.child("Namespace")?.text } == [ONVIFNamespace.device, ONVIFNamespace.media, ONVIFNamespace.media2, ONVIFNamespace.events, ONVIFNamespace.ptz, ONVIFNamespace.imaging])
     }
 
     @Test func everythingElseNeedsAUserWithTheRightRole() async throws {

@@ -34,8 +34,22 @@ def summary():
     return 1 if failed else 0
 
 
-def make_venv():
-    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--"] + PACKAGES, check=True)
+# A second client, in a venv of its own (its package is also named `onvif`): onvif-python,
+# which speaks Media2 and signs in with HTTP Digest as well as UsernameToken.
+VENV2 = ROOT / ".build/onvif2-venv"
+PACKAGES2 = ["onvif-python==0.4.7"]
+
+
+def make_venv(venv=VENV, packages=PACKAGES):
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(venv), "--"] + packages, check=True)
+
+
+def reexec_in(venv, packages, script):
+    """Runs `script` again under the venv's Python (made first), once."""
+    make_venv(venv, packages)
+    if os.environ.get("ONVIF_CLIENT_VENV") != str(venv):
+        os.environ["ONVIF_CLIENT_VENV"] = str(venv)
+        os.execv(str(venv / "bin/python3"), [str(venv / "bin/python3"), script] + sys.argv[1:])
 
 
 def start(tmp, config, users, prefix=()):
