@@ -56,7 +56,7 @@ test: test-deps
 	/usr/bin/python3 Tests/onvif/test_onvif.py
 	@# Media2 and HTTP Digest sign-in as onvif-python (a second client, its own venv) drives them, its answers valid against ONVIF's ver20 schema.
 	/usr/bin/python3 Tests/onvif/test_media2.py
-	@# WS-Discovery between two network namespaces: Home Assistant's search finds the device, Hello and Bye, probes answered within a second.
+	@# WS-Discovery between two network namespaces: Home Assistant's search and libonvif's onvif-util find the device, Hello and Bye, probes answered within a second.
 	/usr/bin/python3 Tests/onvif/test_discovery.py
 	@# The broker restarted 100 times under a running host: back online within 5 s each time, no descriptor, thread or memory growth.
 	/usr/bin/python3 Tests/mqtt/test_restarts.py

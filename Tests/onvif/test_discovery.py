@@ -202,6 +202,19 @@ def main():
         junk = in_nvr(RAW.replace("probe.encode()", "b'\\x00not xml'") % (NVR_IP, NVR_IP, "", 1.0))
         check("junk on the port is ignored and the next Probe answered", junk.get("seconds") is None and raw_probe().get("seconds") is not None, junk)
 
+        # libonvif's onvif-util (Debian's onvif-tools): its own multicast Probe, then GetHostname.
+        listed = subprocess.run(["ip", "netns", "exec", NVR_NS, "onvif-util", "-a"], capture_output=True, text=True, timeout=60)
+        check("onvif-util -a (libonvif) lists it: %s" % listed.stdout.strip().splitlines()[-1:],
+              "%s " % CAM_IP in listed.stdout and "Viewfinder rear" in listed.stdout, (listed.stdout[-500:], listed.stderr[-300:]))
+        # Its login: found by discovery, then GetCapabilities and a signed GetDeviceInformation.
+        # (Debian 12's libonvif 1.4.4 seeds its nonce generator with the second on every
+        # request, so its next calls within that second repeat the nonce, which is refused as
+        # a replay; upstream fixed it in 2025, "Fix nonce repeat".)
+        login = subprocess.run(["ip", "netns", "exec", NVR_NS, "onvif-util", "-u", "ha", "-p", PASSWORD, CAM_IP],
+                               input="quit\n", capture_output=True, text=True, timeout=60)
+        check("onvif-util signs in at the discovered address: %s" % " ".join(login.stdout.split()[:12]),
+              "successfully connected" in login.stdout and "Viewfinder" in login.stdout, (login.stdout[-500:], login.stderr[-300:]))
+
         signed = in_nvr(SIGN_IN % (CAM_IP, port, PASSWORD))
         check("Home Assistant's client signs in at the discovered address from the other namespace",
               signed.get("manufacturer") == "Viewfinder", signed)
