@@ -62,6 +62,22 @@ enum Media2Service {
                     encoder($0, as: QName(ONVIFNamespace.media2, "Configurations"))
                 })
             },
+            "GetAudioSourceConfigurations": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                let all = await device.profiles(c)
+                var seen = Set<String>()
+                let mics = try await narrowed(r, c) { $0.audio?.source ?? "" }.compactMap(\.audio).filter { seen.insert($0.source).inserted }
+                return tr2("GetAudioSourceConfigurationsResponse", mics.map { a in
+                    MediaService.audioSourceConfiguration(a, as: QName(ONVIFNamespace.media2, "Configurations"), useCount: all.count { $0.audio?.source == a.source })
+                })
+            },
+            "GetAudioEncoderConfigurations": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                let all = await device.profiles(c)
+                var seen = Set<String>()
+                let mics = try await narrowed(r, c) { $0.audio?.encoderToken ?? "" }.compactMap(\.audio).filter { seen.insert($0.source).inserted }
+                return tr2("GetAudioEncoderConfigurationsResponse", mics.map { a in
+                    audioEncoder(a, as: QName(ONVIFNamespace.media2, "Configurations"), useCount: all.count { $0.audio?.source == a.source })
+                })
+            },
             "GetVideoEncoderConfigurationOptions": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 guard let p = try await narrowed(r, c, configuration: { $0.token }).first, let o = await device.encoderOptions(p.token) else {
                     throw invalidArgument("NoConfig", "This device has no video encoder configuration.")
@@ -90,7 +106,13 @@ enum Media2Service {
         if all || types.contains("VideoSource") {
             configurations.append(MediaService.sourceConfiguration(p, as: "VideoSource", ns: ONVIFNamespace.media2, useCount: sharing))
         }
+        if let a = p.audio, all || types.contains("AudioSource") {
+            configurations.append(MediaService.audioSourceConfiguration(a, as: QName(ONVIFNamespace.media2, "AudioSource"), useCount: sharing))
+        }
         if all || types.contains("VideoEncoder") { configurations.append(encoder(p, as: QName(ONVIFNamespace.media2, "VideoEncoder"))) }
+        if let a = p.audio, all || types.contains("AudioEncoder") {
+            configurations.append(audioEncoder(a, as: QName(ONVIFNamespace.media2, "AudioEncoder"), useCount: sharing))
+        }
         if all || types.contains("PTZ") { configurations.append(PTZService.configuration(p.source, as: QName(ONVIFNamespace.media2, "PTZ"))) }
         var children = [XMLElement(ONVIFNamespace.media2, "Name", text: p.name)]
         if !configurations.isEmpty { children.append(tr2("Configurations", configurations)) }
@@ -108,6 +130,15 @@ enum Media2Service {
                    ])
     }
 
+    /// The microphone's AAC encode in Media2's shape (tt:AudioEncoder2Configuration): its
+    /// encoding as RTP names it (RFC 3640), SampleRate in kHz, Bitrate in kbit/s.
+    static func audioEncoder(_ a: AudioProfile, as name: QName, useCount: Int) -> XMLElement {
+        XMLElement(name, attributes: [QName("", "token"): a.encoderToken], children: [
+            tt("Name", a.encoderToken), tt("UseCount", useCount), tt("Encoding", "MPEG4-GENERIC"),
+            tt("Bitrate", a.bitrate), tt("SampleRate", a.sampleRate / 1000),
+        ])
+    }
+
     /// An encoder's options in Media2's shape: one H.264 entry, its lists as attributes.
     static func options(_ o: EncoderOptions) -> XMLElement {
         let rates = Array(o.fps).filter { [1, 2, 5, 10, 15, 20, 25, 30, 50, 60, 120].contains($0) || $0 == o.fps.lowerBound || $0 == o.fps.upperBound }
@@ -123,7 +154,7 @@ enum Media2Service {
 
     static func capabilities() -> XMLElement {
         XMLElement(ONVIFNamespace.media2, "Capabilities", attributes: ["SnapshotUri": "true", "Rotation": "false", "VideoSourceMode": "false", "OSD": "false"], [
-            XMLElement(ONVIFNamespace.media2, "ProfileCapabilities", attributes: ["MaximumNumberOfProfiles": "16", "ConfigurationsSupported": "VideoSource VideoEncoder PTZ"]),
+            XMLElement(ONVIFNamespace.media2, "ProfileCapabilities", attributes: ["MaximumNumberOfProfiles": "16", "ConfigurationsSupported": "VideoSource VideoEncoder AudioSource AudioEncoder PTZ"]),
             XMLElement(ONVIFNamespace.media2, "StreamingCapabilities", attributes: ["RTSPStreaming": "true", "RTPMulticast": "false", "RTP_RTSP_TCP": "true"]),
         ])
     }

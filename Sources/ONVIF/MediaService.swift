@@ -6,7 +6,7 @@ import SOAP
 
 enum MediaService {
     static func operations(_ device: any ONVIFDevice) -> [String: Operation] {
-        return configurationOperations(device).merging([
+        return configurationOperations(device).merging(audioOperations(device)) { own, _ in own }.merging([
             "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in trt("GetServiceCapabilitiesResponse", [serviceCapabilities()]) },
             "GetProfiles": Operation(access: .read) { _, c in
                 let all = await device.profiles(c)
@@ -62,10 +62,28 @@ enum MediaService {
 
     /// A profile as GetProfiles writes it (`Profiles`) or GetProfile (`Profile`).
     static func describe(_ p: MediaProfile, as name: String, sharing: Int) -> XMLElement {
-        XMLElement(ONVIFNamespace.media, name, [tt("Name", p.name), sourceConfiguration(p, as: "VideoSourceConfiguration", useCount: sharing),
-                                                encoderConfiguration(p, as: QName(ONVIFNamespace.schema, "VideoEncoderConfiguration")),
-                                                PTZService.configuration(p.source, as: QName(ONVIFNamespace.schema, "PTZConfiguration"))])
-            .withAttribute("token", p.token).withAttribute("fixed", "true")
+        // tt:Profile's order: the sources, then the encoders, then PTZ.
+        var children = [tt("Name", p.name), sourceConfiguration(p, as: "VideoSourceConfiguration", useCount: sharing)]
+        if let a = p.audio { children.append(audioSourceConfiguration(a, as: QName(ONVIFNamespace.schema, "AudioSourceConfiguration"), useCount: sharing)) }
+        children.append(encoderConfiguration(p, as: QName(ONVIFNamespace.schema, "VideoEncoderConfiguration")))
+        if let a = p.audio { children.append(audioEncoderConfiguration(a, as: QName(ONVIFNamespace.schema, "AudioEncoderConfiguration"), useCount: sharing)) }
+        children.append(PTZService.configuration(p.source, as: QName(ONVIFNamespace.schema, "PTZConfiguration")))
+        return XMLElement(ONVIFNamespace.media, name, children).withAttribute("token", p.token).withAttribute("fixed", "true")
+    }
+
+    /// A microphone's source configuration: the whole of its sound.
+    static func audioSourceConfiguration(_ a: AudioProfile, as name: QName, useCount: Int) -> XMLElement {
+        XMLElement(name, attributes: [QName("", "token"): a.source], children: [tt("Name", a.source), tt("UseCount", useCount), tt("SourceToken", a.source)])
+    }
+
+    /// Its AAC encode as ver10 names it (SampleRate in kHz, Bitrate in kbit/s).
+    static func audioEncoderConfiguration(_ a: AudioProfile, as name: QName, useCount: Int) -> XMLElement {
+        XMLElement(name, attributes: [QName("", "token"): a.encoderToken], children: [
+            tt("Name", a.encoderToken), tt("UseCount", useCount), tt("Encoding", "AAC"), tt("Bitrate", a.bitrate),
+            tt("SampleRate", a.sampleRate / 1000),
+            tt("Multicast", [tt("Address", [tt("Type", "IPv4"), tt("IPv4Address", "0.0.0.0")]), tt("Port", 0), tt("TTL", 1), tt("AutoStart", false)]),
+            tt("SessionTimeout", "PT60S"),
+        ])
     }
 
     /// The profile's video source configuration: the whole picture of its camera (one per

@@ -46,13 +46,30 @@ public struct MediaProfile: Sendable, Equatable {
     public var h264Profile: String
     public var streamURI: String
     public var snapshotURI: String
+    /// The sound its stream carries (AAC), nil for none.
+    public var audio: AudioProfile?
 
     public init(token: String, name: String, source: String, width: Int, height: Int, fps: Int, bitrate: Int,
-                govLength: Int, h264Profile: String, streamURI: String, snapshotURI: String) {
+                govLength: Int, h264Profile: String, streamURI: String, snapshotURI: String, audio: AudioProfile? = nil) {
         self.token = token; self.name = name; self.source = source; self.width = width; self.height = height
         self.fps = fps; self.bitrate = bitrate; self.govLength = govLength; self.h264Profile = h264Profile
-        self.streamURI = streamURI; self.snapshotURI = snapshotURI
+        self.streamURI = streamURI; self.snapshotURI = snapshotURI; self.audio = audio
     }
+}
+
+/// A camera's microphone as its profiles carry it: one AAC encode, shared by its streams.
+public struct AudioProfile: Sendable, Equatable {
+    /// The audio source's token (and its configuration's).
+    public var source: String
+    public var sampleRate, channels: Int
+    /// kbit/s.
+    public var bitrate: Int
+    public init(source: String, sampleRate: Int, channels: Int, bitrate: Int) {
+        self.source = source; self.sampleRate = sampleRate; self.channels = channels; self.bitrate = bitrate
+    }
+
+    /// The encoder configuration's token (one AAC encode per microphone).
+    public var encoderToken: String { "\(source)_aac" }
 }
 
 /// What a profile's stream can be set to (GetVideoEncoderConfigurationOptions): a value

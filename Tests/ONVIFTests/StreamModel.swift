@@ -3,6 +3,8 @@
 // 640x480 at 30 — and a rate the format lacks becomes the nearest it has (as the session's
 // prepare resolves it); the sub stream is 640 wide at the main's aspect, at most 15 fps, and
 // neither its size nor its rate can be set. Each stream has its own cap (100…100 000 kbit/s).
+// The rear camera has a microphone (48 kHz mono, AAC at 64 kbit/s) whose sound both its
+// streams carry; the front one has none.
 
 import ONVIF
 import SOAP
@@ -17,13 +19,14 @@ final class StreamModel: Sendable {
         ["rear", "front"].flatMap { cam -> [MediaProfile] in
             let s = cameras.withLock { $0[cam]! }
             let sub = Self.sub(s)
+            let audio = cam == "rear" ? AudioProfile(source: "rear_mic", sampleRate: 48_000, channels: 1, bitrate: 64) : nil
             return [
                 MediaProfile(token: "\(cam)_main", name: "\(cam) main", source: cam, width: s.width, height: s.height, fps: s.fps,
                              bitrate: s.main, govLength: 2 * s.fps, h264Profile: "Main", streamURI: "rtsp://\(c.hostName):8554/\(cam)",
-                             snapshotURI: "\(c.base)/cameras/\(cam)/snapshot"),
+                             snapshotURI: "\(c.base)/cameras/\(cam)/snapshot", audio: audio),
                 MediaProfile(token: "\(cam)_sub", name: "\(cam) sub", source: cam, width: sub.width, height: sub.height, fps: sub.fps,
                              bitrate: s.sub, govLength: 2 * sub.fps, h264Profile: "Main", streamURI: "rtsp://\(c.hostName):8554/\(cam)/sub",
-                             snapshotURI: "\(c.base)/cameras/\(cam)/snapshot"),
+                             snapshotURI: "\(c.base)/cameras/\(cam)/snapshot", audio: audio),
             ]
         }
     }

@@ -60,6 +60,13 @@ def media2_checks(port, rtsp):
     check("Media2 GetStreamUri RtspUnicast: %s plays H.264 at the encoder's %dx%d" % (uri, sub.Resolution.Width, sub.Resolution.Height),
           uri == "rtsp://127.0.0.1:%d/rear/sub" % rtsp and streams and streams[0]["codec_name"] == "h264"
           and (streams[0]["width"], streams[0]["height"]) == (sub.Resolution.Width, sub.Resolution.Height), (uri, streams))
+    audio = profiles[1].Configurations.AudioEncoder
+    probe = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", "tcp", "-select_streams", "a:0", "-show_entries",
+                            "stream=codec_name,sample_rate", "-of", "json", signed], capture_output=True, text=True, timeout=60)
+    sound = json.loads(probe.stdout or "{}").get("streams", [])
+    check("Media2's AudioEncoder (%s at %s kHz) is the sound the stream carries: %s" % (audio and audio.Encoding, audio and audio.SampleRate, sound),
+          audio is not None and audio.Encoding == "MPEG4-GENERIC" and sound and sound[0]["codec_name"] == "aac"
+          and int(sound[0]["sample_rate"]) == audio.SampleRate * 1000, (audio, sound))
     snap = media2.GetSnapshotUri(ProfileToken="front_main")
     check("Media2 GetSnapshotUri: the camera's snapshot", snap.endswith("/cameras/front/snapshot"), snap)
     options = media2.GetVideoEncoderConfigurationOptions(ConfigurationToken="rear_main")
@@ -90,7 +97,8 @@ SCHEMA_CALLS = [
     "<tr2:GetServiceCapabilities/>", "<tr2:GetProfiles><tr2:Type>All</tr2:Type></tr2:GetProfiles>", "<tr2:GetProfiles/>",
     "<tr2:GetStreamUri><tr2:Protocol>RtspUnicast</tr2:Protocol><tr2:ProfileToken>rear_main</tr2:ProfileToken></tr2:GetStreamUri>",
     "<tr2:GetSnapshotUri><tr2:ProfileToken>rear_main</tr2:ProfileToken></tr2:GetSnapshotUri>",
-    "<tr2:GetVideoSourceConfigurations/>", "<tr2:GetVideoEncoderConfigurations/>",
+    "<tr2:GetVideoSourceConfigurations/>", "<tr2:GetVideoEncoderConfigurations/>", "<tr2:GetAudioSourceConfigurations/>",
+    "<tr2:GetAudioEncoderConfigurations/>",
     "<tr2:GetVideoEncoderConfigurationOptions><tr2:ProfileToken>rear_main</tr2:ProfileToken></tr2:GetVideoEncoderConfigurationOptions>",
 ]
 
@@ -120,7 +128,7 @@ def main():
         "server": {"host": "127.0.0.1", "port": 0, "publicDirectory": str(ROOT / "Public")},
         "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
                     {"id": "front", "source": "synthetic", "position": "front"}],
-        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False}, "rtsp": {"port": 0}},
+        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False, "microphone": True}, "rtsp": {"port": 0}},
         [("boss", "operator", True), ("web", "viewer", False)])
     try:
         media2_checks(port, rtsp)

@@ -40,7 +40,7 @@ def start(tmp):
         "server": {"host": "127.0.0.1", "port": 0, "publicDirectory": str(ROOT / "Public")},
         "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
                     {"id": "front", "source": "synthetic", "position": "front"}],
-        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False}, "rtsp": {"port": 0}},
+        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False, "microphone": True}, "rtsp": {"port": 0}},
         [("ha", "viewer", True), ("boss", "operator", True), ("web", "viewer", False)])
     mode = (tmp / "config.json").stat().st_mode & 0o777
     check("a file holding ONVIF passwords is readable by no one but its owner and group: %o" % mode, mode & 0o007 == 0, oct(mode))
@@ -102,6 +102,13 @@ async def as_home_assistant(port, rtsp):
         tokens = [p.token for p in profiles]
         check("GetProfiles: a main and a sub H.264 profile per camera", tokens == ["rear_main", "rear_sub", "front_main", "front_sub"]
               and all(p.VideoEncoderConfiguration.Encoding == "H264" for p in profiles), tokens)
+        a = profiles[0].AudioEncoderConfiguration
+        # The rear camera runs with its microphone; the front one is idle here: no sound runs.
+        check("the running camera's profiles carry its microphone (AAC at %s kHz), the idle one's none" % (a and a.SampleRate),
+              all(p.AudioEncoderConfiguration is not None and p.AudioEncoderConfiguration.Encoding == "AAC" for p in profiles[:2])
+              and profiles[0].AudioSourceConfiguration.SourceToken == "rear_mic"
+              and all(p.AudioEncoderConfiguration is None for p in profiles[2:]),
+              [(p.token, p.AudioEncoderConfiguration is not None, p.AudioSourceConfiguration and p.AudioSourceConfiguration.SourceToken) for p in profiles])
         main = profiles[0]
         r = main.VideoEncoderConfiguration.Resolution
         check("the main profile is the camera's size: %dx%d" % (r.Width, r.Height), (r.Width, r.Height) == (640, 480), r)
@@ -390,6 +397,9 @@ SCHEMA_CALLS = [
     "<trt:GetCompatibleVideoSourceConfigurations><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetCompatibleVideoSourceConfigurations>",
     "<trt:GetCompatibleVideoEncoderConfigurations><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetCompatibleVideoEncoderConfigurations>",
     "<trt:GetVideoEncoderConfigurationOptions><trt:ConfigurationToken>rear_main</trt:ConfigurationToken></trt:GetVideoEncoderConfigurationOptions>",
+    "<trt:GetAudioSources/>", "<trt:GetAudioSourceConfigurations/>", "<trt:GetAudioEncoderConfigurations/>",
+    "<trt:GetAudioEncoderConfiguration><trt:ConfigurationToken>rear_mic_aac</trt:ConfigurationToken></trt:GetAudioEncoderConfiguration>",
+    "<trt:GetCompatibleAudioSourceConfigurations><trt:ProfileToken>rear_sub</trt:ProfileToken></trt:GetCompatibleAudioSourceConfigurations>",
     "<trt:GetGuaranteedNumberOfVideoEncoderInstances><trt:ConfigurationToken>rear</trt:ConfigurationToken></trt:GetGuaranteedNumberOfVideoEncoderInstances>",
     "<trt:SetVideoEncoderConfiguration><trt:Configuration token=\"front_sub\"><tt:Name>front_sub</tt:Name><tt:UseCount>1</tt:UseCount>"
     "<tt:Encoding>H264</tt:Encoding><tt:Resolution><tt:Width>640</tt:Width><tt:Height>480</tt:Height></tt:Resolution>"

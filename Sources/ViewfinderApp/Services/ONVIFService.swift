@@ -49,6 +49,10 @@ struct ONVIFService: ONVIFDevice {
         for session in cameras.sessions {
             let id = session.id
             let state = await session.state()
+            // The sound the camera's RTSP streams carry while its microphone runs (RTSPService).
+            let audio = session.soundTrack(.aac).map {
+                AudioProfile(source: "\(id)_mic", sampleRate: $0.sampleRate, channels: $0.channels, bitrate: $0.bitrate / 1000)
+            }
             for stream in state.live where stream.name != LiveStreamName.vp8.rawValue {  // VP8: WebRTC's alone
                 let sub = stream.name == "sub"
                 out.append(MediaProfile(
@@ -57,7 +61,7 @@ struct ONVIFService: ONVIFDevice {
                     govLength: max(1, Int((Double(stream.fps) * configuration.live.keyframeInterval).rounded())),
                     h264Profile: stream.profile == .constrainedBaseline ? "Baseline" : "Main",
                     streamURI: port.map { "rtsp://\(context.hostName):\($0)/\(id)\(sub ? "/sub" : "")" } ?? "",
-                    snapshotURI: "\(context.base)/cameras/\(id)/snapshot"))
+                    snapshotURI: "\(context.base)/cameras/\(id)/snapshot", audio: audio))
             }
         }
         return out
