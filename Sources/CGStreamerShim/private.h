@@ -25,6 +25,8 @@ void vfg_feed_want_keyframe(vfg_feed *feed);
 void vfg_configure_appsrc(GstElement *appsrc);
 /// The same for VP8 frames (one a buffer).
 void vfg_configure_vp8_appsrc(GstElement *appsrc);
+/// The same for JPEG pictures (one a buffer).
+void vfg_configure_jpeg_appsrc(GstElement *appsrc);
 /// The same for an AAC appsrc (raw AAC frames, `aac`'s AudioSpecificConfig as codec_data).
 void vfg_configure_aac_appsrc(GstElement *appsrc, const vfg_aac *aac);
 /// The same for an Opus appsrc (one Opus packet a buffer, 48 kHz, `channels`).

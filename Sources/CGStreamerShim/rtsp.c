@@ -1,6 +1,6 @@
 // The RTSP server: gst-rtsp-server with one shared media per mount (every client of a
 // camera shares one appsrc → h264parse → rtph264pay pipeline, and so the camera's one
-// encode), RTP over UDP or interleaved in the TCP connection as the client asks. Who may
+// encode; a JPEG mount's appsrc → jpegparse → rtpjpegpay the preview's pictures), RTP over UDP or interleaved in the TCP connection as the client asks. Who may
 // play is decided by the application for every request (the one GstRTSPAuth subclass below
 // overrides `check`), with the same users, roles and Digest/Basic answers as HTTP.
 #include "private.h"
@@ -73,6 +73,7 @@ typedef struct {
     pthread_cond_t gone;
     GWeakRef media;
     vfg_aac aac;  // rate 0: no sound
+    gboolean jpeg;  // RTP/JPEG pictures, never sound
 } Mount;
 
 static Mount *mount_retain(Mount *m) {
@@ -102,6 +103,11 @@ static const char *const video_launch = "( appsrc name=src ! h264parse config-in
 static const char *const av_launch = "( appsrc name=src ! h264parse config-interval=-1 "
                                      "! rtph264pay name=pay0 pt=96 aggregate-mode=zero-latency "
                                      "appsrc name=asrc ! rtpmp4gpay name=pay1 pt=97 )";
+
+// RFC 2435's payload carries the JPEG's scan and quantization tables. The payloader takes the
+// picture's size from its caps, which jpegparse reads from each picture's own header (and
+// renews when a format change resizes it): a baseline JPEG of the preview, one a buffer.
+static const char *const jpeg_launch = "( appsrc name=src ! jpegparse ! rtpjpegpay name=pay0 pt=26 )";
 
 static void on_new_state(GstRTSPMedia *media, gint state, gpointer data) {
     (void)data;
@@ -236,7 +242,8 @@ static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media
         if (asrc) gst_object_unref(asrc);
         return;
     }
-    vfg_configure_appsrc(appsrc);
+    if (mount->jpeg) vfg_configure_jpeg_appsrc(appsrc);
+    else vfg_configure_appsrc(appsrc);
     vfg_feed *feed = vfg_feed_new(appsrc, 0);
     gst_object_unref(appsrc);
     vfg_feed *audio = NULL;
@@ -276,7 +283,9 @@ static GstRTSPStatusCode on_pre_describe(GstRTSPClient *client, GstRTSPContext *
     g_object_unref(mounts);
     if (!factory) return GST_RTSP_STS_OK;
     Mount *mount = g_object_get_data(G_OBJECT(factory), "vfg-mount");
-    if (mount) {
+    if (mount && mount->jpeg) {
+        hold_or_wait(mount);  // pictures alone: the launch never changes
+    } else if (mount) {
         hold_or_wait(mount);
         pthread_mutex_lock(&mount->lock);
         mount->aac = aac.rate > 0 && aac.config_length <= sizeof aac.config ? aac : (vfg_aac){0};
@@ -343,7 +352,13 @@ vfg_rtsp *vfg_rtsp_start(const char *address, const char *port, int max_threads,
 
 int vfg_rtsp_port(vfg_rtsp *r) { return gst_rtsp_server_get_bound_port(r->server); }
 
-int vfg_rtsp_mount(vfg_rtsp *r, const char *path) {
+static int mount_path(vfg_rtsp *r, const char *path, gboolean jpeg);
+
+int vfg_rtsp_mount(vfg_rtsp *r, const char *path) { return mount_path(r, path, FALSE); }
+
+int vfg_rtsp_mount_jpeg(vfg_rtsp *r, const char *path) { return mount_path(r, path, TRUE); }
+
+static int mount_path(vfg_rtsp *r, const char *path, gboolean jpeg) {
     GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(r->server);
     GstRTSPMediaFactory *existing = gst_rtsp_mount_points_match(mounts, path, NULL);
     if (existing) {
@@ -352,12 +367,13 @@ int vfg_rtsp_mount(vfg_rtsp *r, const char *path) {
         return -1;
     }
     GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
-    gst_rtsp_media_factory_set_launch(factory, video_launch);
+    gst_rtsp_media_factory_set_launch(factory, jpeg ? jpeg_launch : video_launch);
     gst_rtsp_media_factory_set_shared(factory, TRUE);
     gst_rtsp_media_factory_set_protocols(factory, GST_RTSP_LOWER_TRANS_UDP | GST_RTSP_LOWER_TRANS_TCP);
     Mount *m = g_new0(Mount, 1);
     m->owner = r;
     m->path = g_strdup(path);
+    m->jpeg = jpeg;
     m->references = 1;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->gone, NULL);

@@ -245,6 +245,13 @@ void vfg_configure_vp8_appsrc(GstElement *appsrc) {
     gst_caps_unref(caps);
 }
 
+void vfg_configure_jpeg_appsrc(GstElement *appsrc) {
+    vfg_configure_appsrc(appsrc);
+    GstCaps *caps = gst_caps_from_string("image/jpeg");
+    g_object_set(appsrc, "caps", caps, NULL);
+    gst_caps_unref(caps);
+}
+
 void vfg_configure_opus_appsrc(GstElement *appsrc, int channels) {
     GstCaps *caps = gst_caps_new_simple("audio/x-opus", "channel-mapping-family", G_TYPE_INT, 0, "rate", G_TYPE_INT, 48000,
                                         "channels", G_TYPE_INT, channels, NULL);

@@ -34,7 +34,7 @@ enum Media2Service {
                     guard !chosen.isEmpty else { throw invalidArgument("NoProfile", "No profile '\(token)' (GetProfiles lists them).") }
                 }
                 let types = Set(r.children("Type").map(\.trimmedText))
-                return tr2("GetProfilesResponse", chosen.map { p in profile(p, types: types, sharing: all.count { $0.source == p.source }) })
+                return tr2("GetProfilesResponse", chosen.map { profile($0, types: types, among: all) })
             },
             "GetStreamUri": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let p = try await MediaService.profile(device, r, c)
@@ -100,18 +100,19 @@ enum Media2Service {
 
     /// A profile as Media2 writes it: its configurations only for the Types asked ("All", or
     /// "VideoSource", "VideoEncoder", "PTZ").
-    static func profile(_ p: MediaProfile, types: Set<String>, sharing: Int) -> XMLElement {
+    static func profile(_ p: MediaProfile, types: Set<String>, among others: [MediaProfile]) -> XMLElement {
+        let (sharing, hearing) = MediaService.uses(p, among: others)
         let all = types.contains("All")
         var configurations: [XMLElement] = []
         if all || types.contains("VideoSource") {
             configurations.append(MediaService.sourceConfiguration(p, as: "VideoSource", ns: ONVIFNamespace.media2, useCount: sharing))
         }
         if let a = p.audio, all || types.contains("AudioSource") {
-            configurations.append(MediaService.audioSourceConfiguration(a, as: QName(ONVIFNamespace.media2, "AudioSource"), useCount: sharing))
+            configurations.append(MediaService.audioSourceConfiguration(a, as: QName(ONVIFNamespace.media2, "AudioSource"), useCount: hearing))
         }
         if all || types.contains("VideoEncoder") { configurations.append(encoder(p, as: QName(ONVIFNamespace.media2, "VideoEncoder"))) }
         if let a = p.audio, all || types.contains("AudioEncoder") {
-            configurations.append(audioEncoder(a, as: QName(ONVIFNamespace.media2, "AudioEncoder"), useCount: sharing))
+            configurations.append(audioEncoder(a, as: QName(ONVIFNamespace.media2, "AudioEncoder"), useCount: hearing))
         }
         if all || types.contains("PTZ") { configurations.append(PTZService.configuration(p.source, as: QName(ONVIFNamespace.media2, "PTZ"))) }
         var children = [XMLElement(ONVIFNamespace.media2, "Name", text: p.name)]
@@ -121,13 +122,14 @@ enum Media2Service {
 
     /// An encoder configuration in Media2's shape (tt:VideoEncoder2Configuration).
     static func encoder(_ p: MediaProfile, as name: QName) -> XMLElement {
-        XMLElement(name, attributes: [QName("", "token"): p.token, QName("", "GovLength"): String(p.govLength), QName("", "Profile"): p.h264Profile],
-                   children: [
-                       tt("Name", p.token), tt("UseCount", 1), tt("Encoding", "H264"),
-                       tt("Resolution", [tt("Width", p.width), tt("Height", p.height)]),
-                       tt("RateControl", [tt("FrameRateLimit", "\(p.fps).0"), tt("BitrateLimit", p.bitrate)]).withAttribute("ConstantBitRate", "false"),
-                       tt("Quality", "\(MediaService.fixedQuality).0"),
-                   ])
+        var attributes = [QName("", "token"): p.token]
+        if p.encoding == .h264 { attributes[QName("", "GovLength")] = String(p.govLength); attributes[QName("", "Profile")] = p.h264Profile }
+        return XMLElement(name, attributes: attributes, children: [
+            tt("Name", p.token), tt("UseCount", 1), tt("Encoding", p.encoding.rawValue),
+            tt("Resolution", [tt("Width", p.width), tt("Height", p.height)]),
+            tt("RateControl", [tt("FrameRateLimit", "\(p.fps).0"), tt("BitrateLimit", p.bitrate)]).withAttribute("ConstantBitRate", "false"),
+            tt("Quality", "\(p.quality).0"),
+        ])
     }
 
     /// The microphone's AAC encode in Media2's shape (tt:AudioEncoder2Configuration): its
@@ -139,15 +141,16 @@ enum Media2Service {
         ])
     }
 
-    /// An encoder's options in Media2's shape: one H.264 entry, its lists as attributes.
+    /// An encoder's options in Media2's shape: the profile's one encoding, its lists as attributes.
     static func options(_ o: EncoderOptions) -> XMLElement {
         let rates = Array(o.fps).filter { [1, 2, 5, 10, 15, 20, 25, 30, 50, 60, 120].contains($0) || $0 == o.fps.lowerBound || $0 == o.fps.upperBound }
-        return XMLElement(ONVIFNamespace.media2, "Options", attributes: [
-            "GovLengthRange": "\(o.govLength.lowerBound) \(o.govLength.upperBound)",
-            "FrameRatesSupported": rates.map { "\($0).0" }.joined(separator: " "),
-            "ProfilesSupported": o.h264Profiles.joined(separator: " "),
-            "ConstantBitRateSupported": "false",
-        ], [tt("Encoding", "H264"), tt("QualityRange", [tt("Min", "\(MediaService.fixedQuality).0"), tt("Max", "\(MediaService.fixedQuality).0")])]
+        var attributes = ["FrameRatesSupported": rates.map { "\($0).0" }.joined(separator: " "), "ConstantBitRateSupported": "false"]
+        if o.encoding == .h264 {
+            attributes["GovLengthRange"] = "\(o.govLength.lowerBound) \(o.govLength.upperBound)"
+            attributes["ProfilesSupported"] = o.h264Profiles.joined(separator: " ")
+        }
+        return XMLElement(ONVIFNamespace.media2, "Options", attributes: attributes,
+                          [tt("Encoding", o.encoding.rawValue), tt("QualityRange", [tt("Min", "\(o.quality.lowerBound).0"), tt("Max", "\(o.quality.upperBound).0")])]
             + o.resolutions.map { tt("ResolutionsAvailable", [tt("Width", $0.width), tt("Height", $0.height)]) }
             + [tt("BitrateRange", [tt("Min", o.bitrate.lowerBound), tt("Max", o.bitrate.upperBound)])])
     }

@@ -52,8 +52,11 @@ extension MediaService {
                 trt("GetCompatibleVideoEncoderConfigurationsResponse", [encoderConfiguration(try await profile(device, r, c), as: encoderName)])
             },
             "GetGuaranteedNumberOfVideoEncoderInstances": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
-                let (_, uses) = try await source(r, c)
-                return trt("GetGuaranteedNumberOfVideoEncoderInstancesResponse", [trt("TotalNumber", uses), trt("H264", uses)])
+                let (p, uses) = try await source(r, c)
+                let own = await device.profiles(c).filter { $0.source == p.source }
+                let jpeg = own.count { $0.encoding == .jpeg }
+                return trt("GetGuaranteedNumberOfVideoEncoderInstancesResponse",
+                           [trt("TotalNumber", uses)] + (jpeg > 0 ? [trt("JPEG", jpeg)] : []) + [trt("H264", uses - jpeg)])
             },
             "GetVideoEncoderConfigurationOptions": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 // Either token narrows it; neither: the first profile's (every stream is H.264).
@@ -93,11 +96,12 @@ extension MediaService {
             }
             return Int(v)
         }
-        if let encoding = config.child("Encoding")?.trimmedText, encoding != "H264" {
-            throw refused("Encoding \(encoding): this profile's stream is H264.")
+        if let encoding = config.child("Encoding")?.trimmedText, encoding != p.encoding.rawValue {
+            throw refused("Encoding \(encoding): this profile's stream is \(p.encoding.rawValue).")
         }
-        if let quality = try int("Quality"), quality != fixedQuality {
-            throw refused("Quality \(quality): a stream's quality follows its BitrateLimit here; Quality stays \(fixedQuality).")
+        if let quality = try int("Quality"), !o.quality.contains(quality) {
+            throw refused(p.encoding == .h264 ? "Quality \(quality): a stream's quality follows its BitrateLimit here; Quality stays \(fixedQuality)."
+                                              : "Quality \(quality) is outside \(o.quality.lowerBound)…\(o.quality.upperBound).")
         }
         let size = PictureSize(width: try int("Resolution", "Width") ?? p.width, height: try int("Resolution", "Height") ?? p.height)
         guard o.resolutions.contains(size) else {
@@ -112,6 +116,7 @@ extension MediaService {
         guard o.bitrate.contains(bitrate) else {
             throw refused("BitrateLimit \(bitrate) is outside \(o.bitrate.lowerBound)…\(o.bitrate.upperBound) kbit/s.")
         }
+        guard p.encoding == .h264 else { return EncoderSetting(size: size, fps: fps, bitrate: bitrate) }
         // ver10 has them in an H264 element, Media2 as the configuration's attributes.
         var gov = try int("H264", "GovLength")
         if gov == nil, let text = config.attribute("GovLength") {
@@ -129,16 +134,20 @@ extension MediaService {
 
     static func refused(_ reason: String) -> SOAPFault { invalidArgument("ConfigModify", reason) }
 
-    /// GetVideoEncoderConfigurationOptions' answer: H.264 only, its bitrates in the extension.
+    /// GetVideoEncoderConfigurationOptions' answer: the profile's one encoding (H264 or JPEG),
+    /// its bitrates in the extension.
     static func options(_ o: EncoderOptions) -> XMLElement {
         func range(_ name: String, _ r: ClosedRange<Int>) -> XMLElement { tt(name, [tt("Min", r.lowerBound), tt("Max", r.upperBound)]) }
-        let h264 = o.resolutions.map { tt("ResolutionsAvailable", [tt("Width", $0.width), tt("Height", $0.height)]) }
-            + [range("GovLengthRange", o.govLength), range("FrameRateRange", o.fps), range("EncodingIntervalRange", 1...1)]
-            + o.h264Profiles.map { tt("H264ProfilesSupported", $0) }
+        let sizes = o.resolutions.map { tt("ResolutionsAvailable", [tt("Width", $0.width), tt("Height", $0.height)]) }
+        let name = o.encoding.rawValue
+        let own = o.encoding == .h264
+            ? sizes + [range("GovLengthRange", o.govLength), range("FrameRateRange", o.fps), range("EncodingIntervalRange", 1...1)]
+                + o.h264Profiles.map { tt("H264ProfilesSupported", $0) }
+            : sizes + [range("FrameRateRange", o.fps), range("EncodingIntervalRange", 1...1)]
         return trt("Options", [
-            range("QualityRange", fixedQuality...fixedQuality),
-            tt("H264", h264),
-            tt("Extension", [tt("H264", h264 + [range("BitrateRange", o.bitrate)])]),
+            range("QualityRange", o.quality),
+            tt(name, own),
+            tt("Extension", [tt(name, own + [range("BitrateRange", o.bitrate)])]),
         ])
     }
 }

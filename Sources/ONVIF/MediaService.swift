@@ -10,12 +10,11 @@ enum MediaService {
             "GetServiceCapabilities": Operation(access: .preAuth) { _, _ in trt("GetServiceCapabilitiesResponse", [serviceCapabilities()]) },
             "GetProfiles": Operation(access: .read) { _, c in
                 let all = await device.profiles(c)
-                return trt("GetProfilesResponse", all.map { p in describe(p, as: "Profiles", sharing: all.count { $0.source == p.source }) })
+                return trt("GetProfilesResponse", all.map { describe($0, as: "Profiles", among: all) })
             },
             "GetProfile": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let p = try await profile(device, r, c)
-                let uses = await device.profiles(c).count { $0.source == p.source }
-                return trt("GetProfileResponse", [describe(p, as: "Profile", sharing: uses)])
+                return trt("GetProfileResponse", [describe(p, as: "Profile", among: await device.profiles(c))])
             },
             "GetStreamUri": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let p = try await profile(device, r, c)
@@ -61,14 +60,20 @@ enum MediaService {
     }
 
     /// A profile as GetProfiles writes it (`Profiles`) or GetProfile (`Profile`).
-    static func describe(_ p: MediaProfile, as name: String, sharing: Int) -> XMLElement {
+    static func describe(_ p: MediaProfile, as name: String, among all: [MediaProfile]) -> XMLElement {
+        let (video, audio) = uses(p, among: all)
         // tt:Profile's order: the sources, then the encoders, then PTZ.
-        var children = [tt("Name", p.name), sourceConfiguration(p, as: "VideoSourceConfiguration", useCount: sharing)]
-        if let a = p.audio { children.append(audioSourceConfiguration(a, as: QName(ONVIFNamespace.schema, "AudioSourceConfiguration"), useCount: sharing)) }
+        var children = [tt("Name", p.name), sourceConfiguration(p, as: "VideoSourceConfiguration", useCount: video)]
+        if let a = p.audio { children.append(audioSourceConfiguration(a, as: QName(ONVIFNamespace.schema, "AudioSourceConfiguration"), useCount: audio)) }
         children.append(encoderConfiguration(p, as: QName(ONVIFNamespace.schema, "VideoEncoderConfiguration")))
-        if let a = p.audio { children.append(audioEncoderConfiguration(a, as: QName(ONVIFNamespace.schema, "AudioEncoderConfiguration"), useCount: sharing)) }
+        if let a = p.audio { children.append(audioEncoderConfiguration(a, as: QName(ONVIFNamespace.schema, "AudioEncoderConfiguration"), useCount: audio)) }
         children.append(PTZService.configuration(p.source, as: QName(ONVIFNamespace.schema, "PTZConfiguration")))
         return XMLElement(ONVIFNamespace.media, name, children).withAttribute("token", p.token).withAttribute("fixed", "true")
+    }
+
+    /// How many profiles use the profile's video source, and its microphone.
+    static func uses(_ p: MediaProfile, among all: [MediaProfile]) -> (video: Int, audio: Int) {
+        (all.count { $0.source == p.source }, p.audio.map { a in all.count { $0.audio?.source == a.source } } ?? 0)
     }
 
     /// A microphone's source configuration: the whole of its sound.
@@ -98,18 +103,18 @@ enum MediaService {
     /// The profile's encoder configuration (its token the profile's: one stream, one profile).
     static func encoderConfiguration(_ p: MediaProfile, as name: QName) -> XMLElement {
         XMLElement(name, children: [
-            tt("Name", p.token), tt("UseCount", 1), tt("Encoding", "H264"),
+            tt("Name", p.token), tt("UseCount", 1), tt("Encoding", p.encoding.rawValue),
             tt("Resolution", [tt("Width", p.width), tt("Height", p.height)]),
-            tt("Quality", fixedQuality),
+            tt("Quality", p.quality),
             tt("RateControl", [tt("FrameRateLimit", p.fps), tt("EncodingInterval", 1), tt("BitrateLimit", p.bitrate)]),
-            tt("H264", [tt("GovLength", p.govLength), tt("H264Profile", p.h264Profile)]),
+        ] + (p.encoding == .h264 ? [tt("H264", [tt("GovLength", p.govLength), tt("H264Profile", p.h264Profile)])] : []) + [
             tt("Multicast", [tt("Address", [tt("Type", "IPv4"), tt("IPv4Address", "0.0.0.0")]), tt("Port", 0), tt("TTL", 1), tt("AutoStart", false)]),
             tt("SessionTimeout", "PT60S"),
         ]).withAttribute("token", p.token)
     }
 
     /// ONVIF's relative Quality has no meaning for a stream whose bitrate cap sets its quality:
-    /// it is reported as the middle of 0…10 and only that is taken.
+    /// an H.264 stream reports the middle of 0…10 and takes only that.
     static let fixedQuality = 5
 
     static func serviceCapabilities() -> XMLElement {

@@ -31,6 +31,13 @@ public struct NetworkInterface: Sendable, Equatable {
     }
 }
 
+/// How a profile's pictures are encoded, as ONVIF names it.
+public enum VideoEncoding: String, Sendable, Equatable {
+    case h264 = "H264"
+    /// RTP/JPEG (RFC 2435): ONVIF Profile S's mandatory stream.
+    case jpeg = "JPEG"
+}
+
 /// One stream of one camera, as an ONVIF media profile.
 public struct MediaProfile: Sendable, Equatable {
     public var token: String
@@ -48,6 +55,10 @@ public struct MediaProfile: Sendable, Equatable {
     public var snapshotURI: String
     /// The sound its stream carries (AAC), nil for none.
     public var audio: AudioProfile?
+    public var encoding: VideoEncoding = .h264
+    /// ONVIF's relative Quality (0…10): a JPEG stream's, from its encoder's quality; an H.264
+    /// stream's quality follows its bitrate cap, and it reports the middle.
+    public var quality = 5
 
     public init(token: String, name: String, source: String, width: Int, height: Int, fps: Int, bitrate: Int,
                 govLength: Int, h264Profile: String, streamURI: String, snapshotURI: String, audio: AudioProfile? = nil) {
@@ -83,8 +94,12 @@ public struct EncoderOptions: Sendable, Equatable {
     public var govLength: ClosedRange<Int>
     /// ONVIF's names ("Main", "Baseline").
     public var h264Profiles: [String]
-    public init(resolutions: [PictureSize], fps: ClosedRange<Int>, bitrate: ClosedRange<Int>, govLength: ClosedRange<Int>, h264Profiles: [String]) {
+    public var encoding: VideoEncoding
+    public var quality: ClosedRange<Int>
+    public init(resolutions: [PictureSize], fps: ClosedRange<Int>, bitrate: ClosedRange<Int>, govLength: ClosedRange<Int>, h264Profiles: [String],
+                encoding: VideoEncoding = .h264, quality: ClosedRange<Int> = 5...5) {
         self.resolutions = resolutions; self.fps = fps; self.bitrate = bitrate; self.govLength = govLength; self.h264Profiles = h264Profiles
+        self.encoding = encoding; self.quality = quality
     }
 }
 

@@ -41,6 +41,9 @@ final class CaptureGraph: Sendable {
     let listed: [any MediaOutput]
     /// Whether frames flow, for callers off the session's queue (the session writes it).
     let capturing = Locked(false)
+    /// The preview's picture size as it is sent (turned with the orientation), for callers off
+    /// the session's queue (RTSP's DESCRIBE of RTP/JPEG); written with every announced state.
+    let pictureSize = Locked<(width: Int, height: Int)?>(nil)
     /// The session's frame counter: monotonic across runs and switches, shared by every output
     /// that takes a frame (and the placeholder), so the preview hub only ever moves forward.
     private let sequence = Locked(UInt64(1))

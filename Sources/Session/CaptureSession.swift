@@ -295,9 +295,14 @@ public actor CaptureSession {
     @discardableResult
     func announce() -> SessionState {
         let s = state()
+        graph.pictureSize.withLock { $0 = s.format.map { FrameTransform(rotation: s.orientation.rotation).outputSize(width: $0.width, height: $0.height) } }
         events.publish(.state(s))
         return s
     }
+
+    /// The preview's picture size as the last announced state has it (nil before any format),
+    /// readable off the session's queue.
+    public nonisolated var pictureSize: (width: Int, height: Int)? { graph.pictureSize.withLock { $0 } }
 
     /// Viewers keep receiving a frame while nothing is captured; it goes through the real
     /// encoder at the session's size.

@@ -32,8 +32,16 @@ public final class SessionFeed: Sendable {
     private var tag: ObjectIdentifier? { follows ? ObjectIdentifier(self) : nil }
 
     /// An MJPEG viewer: the preview's parts, at most `maxFps` a second (0: every frame).
-    public func preview(maxFps: Double) -> PreviewSubscription {
-        PreviewSubscription { [self] in joinPreview(maxFps: maxFps) }
+    public func preview(maxFps: Double) -> PreviewSubscription<[UInt8]> {
+        PreviewSubscription(pick: { $0.bytes }) { [self] in joinPreview(maxFps: maxFps) }
+    }
+
+    /// The preview's pictures themselves (RTSP's RTP/JPEG media): each frame's JPEG and capture
+    /// time, as a unit every one of which is whole alone.
+    public func previewPictures() -> PreviewSubscription<EncodedUnit> {
+        PreviewSubscription(pick: { f in
+            EncodedUnit(bytes: Array(f.bytes[f.jpegRange]), pts: Int64((f.timestamp * 90_000).rounded()), time: f.timestamp, keyframe: true)
+        }) { [self] in joinPreview(maxFps: 0) }
     }
 
     /// A live.mp4 client: a live stream as fMP4 bytes, until it restarts or the feed moves;

@@ -69,17 +69,29 @@ public struct AACFormat: Sendable, Equatable {
 }
 
 /// Pumps `units` into `feed` until the feed closes or `stop`; `onStop` runs once, then.
+/// The units are a live stream's (whose encoder a pipeline may ask for a keyframe) or any
+/// stream of pictures each whole alone (RTP/JPEG's: every one a keyframe).
 public final class FeedPump: Sendable {
     private let feed: H264Feed
-    private let units: any UnitSubscription
+    private let units: any Subscription<EncodedUnit>
+    private let requestKeyframe: @Sendable () -> Void
     private let onStop: @Sendable () -> Void
     /// Held while draining, so units go out in order whoever wakes the pump.
     private let stopped = Locked(false)
     private let alarm = Locked<Alarm?>(nil)
 
-    public init(feed: H264Feed, units: any UnitSubscription, onStop: @escaping @Sendable () -> Void = {}) {
+    public init<Units: UnitSubscription>(feed: H264Feed, units: Units, onStop: @escaping @Sendable () -> Void = {}) {
         self.feed = feed
         self.units = units
+        requestKeyframe = { [units] in units.requestKeyframe() }
+        self.onStop = onStop
+    }
+
+    /// Pictures each whole alone: nothing to ask of an encoder.
+    public init(feed: H264Feed, pictures: any Subscription<EncodedUnit>, onStop: @escaping @Sendable () -> Void = {}) {
+        self.feed = feed
+        units = pictures
+        requestKeyframe = {}
         self.onStop = onStop
     }
 
@@ -104,7 +116,7 @@ public final class FeedPump: Sendable {
             while case .item(let unit) = units.next() {
                 switch feed.push(unit.bytes, time: unit.time, keyframe: unit.keyframe) {
                 case .sent: continue
-                case .keyframeWanted: units.requestKeyframe()
+                case .keyframeWanted: requestKeyframe()
                 case .closed: return true
                 }
             }

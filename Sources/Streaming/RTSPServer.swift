@@ -1,5 +1,5 @@
 // An RTSP server (gst-rtsp-server) serving mounts as shared H.264 media (with AAC sound when
-// the delegate gives one): DESCRIBE, SETUP
+// the delegate gives one) or JPEG pictures: DESCRIBE, SETUP
 // (RTP over UDP, or interleaved in the TCP connection), PLAY, TEARDOWN. It knows no camera:
 // its delegate decides who may make each request and feeds each media it starts.
 
@@ -87,9 +87,10 @@ public final class RTSPServer: @unchecked Sendable {  // `raw` is set once; gst-
     /// The port it listens on (the one chosen when asked for 0).
     public var port: Int { Int(vfg_rtsp_port(raw)) }
 
-    /// Serves `path` ("/rear"); false when it is served already.
+    /// Serves `path` ("/rear"): H.264 (and AAC), or `jpeg` pictures (RFC 2435's RTP/JPEG:
+    /// baseline, 4:2:0 or 4:2:2, at most 2040 px a side); false when it is served already.
     @discardableResult
-    public func mount(_ path: String) -> Bool { vfg_rtsp_mount(raw, path) == 0 }
+    public func mount(_ path: String, jpeg: Bool = false) -> Bool { (jpeg ? vfg_rtsp_mount_jpeg(raw, path) : vfg_rtsp_mount(raw, path)) == 0 }
 
     /// Clients connected now.
     public var clientCount: Int { Int(vfg_rtsp_clients(raw)) }

@@ -205,6 +205,7 @@ public final class Application: Sendable {
             return
         }
         for path in service.paths { server.mount(path) }
+        for path in service.jpegPaths { server.mount(path, jpeg: true) }
         rtsp.withLock { $0 = (server, service) }
         logger.info("RTSP on rtsp://\(host):\(server.port)/main and /<camera-id>")
     }

@@ -16,7 +16,7 @@ import Testing
 
     @Test func profilesCarryTheirConfigurationsWhenAsked() async throws {
         let (_, bare) = try await call("<m:GetProfiles/>")
-        #expect(bare.children("Profiles").compactMap { $0.attribute("token") } == ["rear_main", "rear_sub", "front_main", "front_sub"])
+        #expect(bare.children("Profiles").compactMap { $0.attribute("token") } == ["rear_main", "rear_sub", "rear_jpeg", "front_main", "front_sub", "front_jpeg"])
         #expect(bare.children("Profiles").allSatisfy { $0.child("Configurations") == nil }, "no Type: no configurations")
         let (_, all) = try await call("<m:GetProfiles><m:Token>front_sub</m:Token><m:Type>All</m:Type></m:GetProfiles>")
         let p = try #require(all.children("Profiles").first)

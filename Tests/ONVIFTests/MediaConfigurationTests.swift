@@ -35,20 +35,22 @@ import Testing
     @Test func everyConfigurationByToken() async throws {
         let (_, encoders) = try await call("<m:GetVideoEncoderConfigurations/>")
         let list = encoders.children("Configurations")
-        #expect(list.compactMap { $0.attribute("token") } == ["rear_main", "rear_sub", "front_main", "front_sub"])
+        #expect(list.compactMap { $0.attribute("token") } == ["rear_main", "rear_sub", "rear_jpeg", "front_main", "front_sub", "front_jpeg"])
         #expect(list[1]["Resolution", "Width"]?.trimmedText == "640" && list[1]["RateControl", "FrameRateLimit"]?.trimmedText == "15")
-        #expect(list.allSatisfy { $0["RateControl", "BitrateLimit"] != nil && $0.child("Encoding")?.trimmedText == "H264" })
+        #expect(list.allSatisfy { $0["RateControl", "BitrateLimit"] != nil })
+        #expect(list.map { $0.child("Encoding")?.trimmedText } == ["H264", "H264", "JPEG", "H264", "H264", "JPEG"])
 
         let (_, sources) = try await call("<m:GetVideoSourceConfigurations/>")
         let cams = sources.children("Configurations")
         #expect(cams.compactMap { $0.attribute("token") } == ["rear", "front"])
-        #expect(cams.allSatisfy { $0.child("UseCount")?.trimmedText == "2" && $0["Bounds"]?.attribute("width") == "1280" })
+        #expect(cams.allSatisfy { $0.child("UseCount")?.trimmedText == "3" && $0["Bounds"]?.attribute("width") == "1280" })
         let (_, one) = try await call("<m:GetVideoSourceConfiguration><m:ConfigurationToken>front</m:ConfigurationToken></m:GetVideoSourceConfiguration>")
         #expect(one["Configuration", "SourceToken"]?.trimmedText == "front")
         let (_, compatible) = try await call("<m:GetCompatibleVideoEncoderConfigurations><m:ProfileToken>front_sub</m:ProfileToken></m:GetCompatibleVideoEncoderConfigurations>")
         #expect(compatible.children("Configurations").compactMap { $0.attribute("token") } == ["front_sub"])
         let (_, instances) = try await call("<m:GetGuaranteedNumberOfVideoEncoderInstances><m:ConfigurationToken>rear</m:ConfigurationToken></m:GetGuaranteedNumberOfVideoEncoderInstances>")
-        #expect(instances.child("TotalNumber")?.trimmedText == "2" && instances.child("H264")?.trimmedText == "2")
+        #expect(instances.child("TotalNumber")?.trimmedText == "3" && instances.child("H264")?.trimmedText == "2"
+                && instances.child("JPEG")?.trimmedText == "1")
 
         let (status, none) = try await call("<m:GetVideoEncoderConfiguration><m:ConfigurationToken>side_main</m:ConfigurationToken></m:GetVideoEncoderConfiguration>")
         #expect(status == 400 && SignedCaller.subcode(none) == "NoConfig")
@@ -79,6 +81,23 @@ import Testing
         #expect(try await set("rear_sub", width: 640, height: 360, fps: 15, bitrate: 300, gov: 30).0 == 200)
         #expect(try await encoder("rear_sub")["RateControl", "BitrateLimit"]?.trimmedText == "300")
         #expect(device.streams.cameras.withLock { $0["front"] } == StreamModel.Streams(), "the other camera untouched")
+    }
+
+    @Test func theJPEGProfileIsOfferedAsItIs() async throws {
+        let jpeg = try await encoder("rear_jpeg")
+        #expect(jpeg.child("Encoding")?.trimmedText == "JPEG" && jpeg.child("Quality")?.trimmedText == "8" && jpeg.child("H264") == nil)
+        let (_, options) = try await call("<m:GetVideoEncoderConfigurationOptions><m:ConfigurationToken>rear_jpeg</m:ConfigurationToken></m:GetVideoEncoderConfigurationOptions>")
+        #expect(options["Options", "JPEG", "ResolutionsAvailable", "Width"]?.trimmedText == "1280" && options["Options", "H264"] == nil)
+        #expect(options["Options", "QualityRange", "Min"]?.trimmedText == "8" && options["Options", "Extension", "JPEG", "BitrateRange"] != nil)
+        let before = device.streams.cameras.withLock { $0 }
+        let (status, fault) = try await set("rear_jpeg", width: 640, height: 480, fps: 30, bitrate: 9000, quality: "8", encoding: "JPEG")
+        #expect(status == 400 && fault["Reason", "Text"]?.text.contains("640x480") == true)
+        let (q, qualityFault) = try await set("rear_jpeg", fps: 30, bitrate: 9000, quality: "3", encoding: "JPEG")
+        #expect(q == 400 && qualityFault["Reason", "Text"]?.text.contains("Quality 3 is outside 8…8") == true)
+        let (h, h264) = try await set("rear_jpeg", fps: 30, bitrate: 9000, quality: "8")
+        #expect(h == 400 && h264["Reason", "Text"]?.text.contains("this profile's stream is JPEG") == true)
+        #expect(try await set("rear_jpeg", fps: 30, bitrate: 9000, quality: "8", encoding: "JPEG").0 == 200, "as it is: taken")
+        #expect(device.streams.cameras.withLock { $0 } == before)
     }
 
     @Test func eachRefusalNamesWhatAndChangesNothing() async throws {

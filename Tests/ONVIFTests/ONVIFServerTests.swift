@@ -178,7 +178,7 @@ struct TwoCameras: ONVIFDevice {
     @Test func aProfilePerStreamWithItsURIs() async throws {
         let (_, profiles) = try await call(ONVIFNamespace.media, "<o:GetProfiles/>")
         let list = profiles.children("Profiles")
-        #expect(list.compactMap { $0.attribute("token") } == ["rear_main", "rear_sub", "front_main", "front_sub"])
+        #expect(list.compactMap { $0.attribute("token") } == ["rear_main", "rear_sub", "rear_jpeg", "front_main", "front_sub", "front_jpeg"])
         let main = try #require(list.first)
         #expect(main["VideoEncoderConfiguration", "Encoding"]?.text == "H264")
         #expect(main["VideoEncoderConfiguration", "Resolution", "Width"]?.text == "1280")

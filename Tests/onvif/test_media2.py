@@ -49,8 +49,8 @@ def media2_checks(port, rtsp):
     profiles = media2.GetProfiles(Type=["All"])
     tokens = [p.token for p in profiles]
     check("Media2 GetProfiles(All): a main and a sub profile per camera, each with its encoder",
-          tokens == ["rear_main", "rear_sub", "front_main", "front_sub"]
-          and all(p.Configurations.VideoEncoder.Encoding == "H264" for p in profiles), tokens)
+          tokens == ["rear_main", "rear_sub", "rear_jpeg", "front_main", "front_sub", "front_jpeg"]
+          and [p.Configurations.VideoEncoder.Encoding for p in profiles] == ["H264", "H264", "JPEG"] * 2, tokens)
     sub = profiles[1].Configurations.VideoEncoder
     uri = media2.GetStreamUri(Protocol="RtspUnicast", ProfileToken="rear_sub")
     signed = uri.replace("rtsp://", "rtsp://web:%s@" % PASSWORD.replace(" ", "%20"))
@@ -92,6 +92,19 @@ def media2_checks(port, rtsp):
     check("a GovLength the device does not set is refused, nothing changed: %s" % refused,
           refused is not None and "GovLength 7" in refused and (s.get("format") or {}).get("width") == 1280, refused)
 
+    # 4K: more than RTP/JPEG's 2040 px a side: no JPEG profile, and its path says why.
+    config.GovLength = 30
+    config.Resolution.Width, config.Resolution.Height = 3840, 2160
+    boss.SetVideoEncoderConfiguration(Configuration=config)
+    tokens = [p.token for p in media2.GetProfiles()]
+    jpeg = "rtsp://web:%s@127.0.0.1:%d/rear/jpeg" % (PASSWORD.replace(" ", "%20"), rtsp)
+    probe = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", "tcp", jpeg], capture_output=True, text=True, timeout=60)
+    check("at 3840x2160 the camera has no JPEG profile (%s) and its RTSP path answers 415" % tokens,
+          "rear_jpeg" not in tokens and "rear_main" in tokens and "415" in probe.stderr, probe.stderr[-300:])
+    config.Resolution.Width, config.Resolution.Height = 640, 480
+    boss.SetVideoEncoderConfiguration(Configuration=config)
+    check("back at 640x480: the JPEG profile again", "rear_jpeg" in [p.token for p in media2.GetProfiles()])
+
 
 SCHEMA_CALLS = [
     "<tr2:GetServiceCapabilities/>", "<tr2:GetProfiles><tr2:Type>All</tr2:Type></tr2:GetProfiles>", "<tr2:GetProfiles/>",
@@ -100,6 +113,8 @@ SCHEMA_CALLS = [
     "<tr2:GetVideoSourceConfigurations/>", "<tr2:GetVideoEncoderConfigurations/>", "<tr2:GetAudioSourceConfigurations/>",
     "<tr2:GetAudioEncoderConfigurations/>",
     "<tr2:GetVideoEncoderConfigurationOptions><tr2:ProfileToken>rear_main</tr2:ProfileToken></tr2:GetVideoEncoderConfigurationOptions>",
+    "<tr2:GetVideoEncoderConfigurationOptions><tr2:ProfileToken>rear_jpeg</tr2:ProfileToken></tr2:GetVideoEncoderConfigurationOptions>",
+    "<tr2:GetStreamUri><tr2:Protocol>RtspUnicast</tr2:Protocol><tr2:ProfileToken>front_jpeg</tr2:ProfileToken></tr2:GetStreamUri>",
 ]
 
 

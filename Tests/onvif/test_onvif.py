@@ -100,30 +100,32 @@ async def as_home_assistant(port, rtsp):
         media = await cam.create_media_service()
         profiles = await media.GetProfiles()
         tokens = [p.token for p in profiles]
-        check("GetProfiles: a main and a sub H.264 profile per camera", tokens == ["rear_main", "rear_sub", "front_main", "front_sub"]
-              and all(p.VideoEncoderConfiguration.Encoding == "H264" for p in profiles), tokens)
+        check("GetProfiles: a main and a sub H.264 profile and a JPEG one per camera",
+              tokens == ["rear_main", "rear_sub", "rear_jpeg", "front_main", "front_sub", "front_jpeg"]
+              and [p.VideoEncoderConfiguration.Encoding for p in profiles] == ["H264", "H264", "JPEG"] * 2, tokens)
         a = profiles[0].AudioEncoderConfiguration
         # The rear camera runs with its microphone; the front one is idle here: no sound runs.
         check("the running camera's profiles carry its microphone (AAC at %s kHz), the idle one's none" % (a and a.SampleRate),
               all(p.AudioEncoderConfiguration is not None and p.AudioEncoderConfiguration.Encoding == "AAC" for p in profiles[:2])
               and profiles[0].AudioSourceConfiguration.SourceToken == "rear_mic"
-              and all(p.AudioEncoderConfiguration is None for p in profiles[2:]),
+              and all(p.AudioEncoderConfiguration is None for p in profiles[2:]),  # the JPEG stream has no sound
               [(p.token, p.AudioEncoderConfiguration is not None, p.AudioSourceConfiguration and p.AudioSourceConfiguration.SourceToken) for p in profiles])
         main = profiles[0]
         r = main.VideoEncoderConfiguration.Resolution
         check("the main profile is the camera's size: %dx%d" % (r.Width, r.Height), (r.Width, r.Height) == (640, 480), r)
-        for p in (profiles[0], profiles[1]):
+        for p in profiles[:3]:
             setup = {"Stream": "RTP-Unicast", "Transport": {"Protocol": "RTSP"}}
             uri = (await media.GetStreamUri({"StreamSetup": setup, "ProfileToken": p.token})).Uri
-            expected = "rtsp://127.0.0.1:%d/rear%s" % (rtsp, "/sub" if p.token.endswith("sub") else "")
+            expected = "rtsp://127.0.0.1:%d/rear%s" % (rtsp, {"rear_sub": "/sub", "rear_jpeg": "/jpeg"}.get(p.token, ""))
+            codec = "mjpeg" if p.token.endswith("jpeg") else "h264"
             # HA puts its user into the URI, as here.
             signed = uri.replace("rtsp://", "rtsp://ha:%s@" % PASSWORD.replace(" ", "%20"))
             probe = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", "tcp", "-select_streams", "v:0", "-show_entries",
                                     "stream=codec_name,width,height", "-of", "json", signed], capture_output=True, text=True, timeout=60)
             streams = json.loads(probe.stdout or "{}").get("streams", [])
             res = p.VideoEncoderConfiguration.Resolution
-            check("GetStreamUri %s: %s plays H.264 at %dx%d" % (p.token, uri, res.Width, res.Height),
-                  uri == expected and streams and streams[0]["codec_name"] == "h264"
+            check("GetStreamUri %s: %s plays %s at %dx%d" % (p.token, uri, codec, res.Width, res.Height),
+                  uri == expected and streams and streams[0]["codec_name"] == codec
                   and (streams[0]["width"], streams[0]["height"]) == (res.Width, res.Height), (uri, streams, probe.stderr[-300:]))
         snap = (await media.GetSnapshotUri({"ProfileToken": "front_main"})).Uri
         # HA fetches it with Digest first (httpx's DigestAuth); curl's Digest here.
@@ -348,7 +350,7 @@ async def encoders_as_an_nvr(port):
         media = await cam.create_media_service()
         configs = await media.GetVideoEncoderConfigurations()
         check("GetVideoEncoderConfigurations: one per profile, each with its RateControl",
-              [c.token for c in configs] == ["rear_main", "rear_sub", "front_main", "front_sub"]
+              [c.token for c in configs] == ["rear_main", "rear_sub", "rear_jpeg", "front_main", "front_sub", "front_jpeg"]
               and all(c.RateControl.BitrateLimit > 0 for c in configs), [c.token for c in configs])
         options = await media.GetVideoEncoderConfigurationOptions({"ConfigurationToken": "rear_main"})
         sizes = [(r.Width, r.Height) for r in options.H264.ResolutionsAvailable]
@@ -397,6 +399,8 @@ SCHEMA_CALLS = [
     "<trt:GetCompatibleVideoSourceConfigurations><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetCompatibleVideoSourceConfigurations>",
     "<trt:GetCompatibleVideoEncoderConfigurations><trt:ProfileToken>rear_main</trt:ProfileToken></trt:GetCompatibleVideoEncoderConfigurations>",
     "<trt:GetVideoEncoderConfigurationOptions><trt:ConfigurationToken>rear_main</trt:ConfigurationToken></trt:GetVideoEncoderConfigurationOptions>",
+    "<trt:GetVideoEncoderConfigurationOptions><trt:ConfigurationToken>rear_jpeg</trt:ConfigurationToken></trt:GetVideoEncoderConfigurationOptions>",
+    "<trt:GetProfile><trt:ProfileToken>rear_jpeg</trt:ProfileToken></trt:GetProfile>",
     "<trt:GetAudioSources/>", "<trt:GetAudioSourceConfigurations/>", "<trt:GetAudioEncoderConfigurations/>",
     "<trt:GetAudioEncoderConfiguration><trt:ConfigurationToken>rear_mic_aac</trt:ConfigurationToken></trt:GetAudioEncoderConfiguration>",
     "<trt:GetCompatibleAudioSourceConfigurations><trt:ProfileToken>rear_sub</trt:ProfileToken></trt:GetCompatibleAudioSourceConfigurations>",

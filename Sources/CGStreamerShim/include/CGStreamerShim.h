@@ -62,6 +62,9 @@ int vfg_rtsp_port(vfg_rtsp *server);
 /// Serves `path` ("/rear") as one shared media: H.264, and AAC when `describe` gives it. 0,
 /// or -1 when it is mounted already.
 int vfg_rtsp_mount(vfg_rtsp *server, const char *path);
+/// Serves `path` as one shared media of JPEG pictures (RFC 2435's RTP/JPEG, ONVIF Profile S's
+/// mandatory stream): each push one whole baseline JPEG, 4:2:0 or 4:2:2, at most 2040 px a side.
+int vfg_rtsp_mount_jpeg(vfg_rtsp *server, const char *path);
 /// Clients connected now (for /metrics and the leak test).
 unsigned vfg_rtsp_clients(vfg_rtsp *server);
 /// Closes the socket, ends every client's session and frees the server.

@@ -292,18 +292,21 @@ public final class FrameHub: Sendable {
 /// one (a slow viewer skips frames, never queues them), the once-a-second resend and its fps
 /// cap (`FrameHub.next`). Told `.moved` when the feed it follows switches cameras, it joins
 /// the new camera's hub through `rejoin` before its next part, and counts as a viewer there
-/// (each camera encodes only while watched). Each part is the preview output's finished
-/// multipart part, handed on as it is.
-public final class PreviewSubscription: Subscription, @unchecked Sendable {
+/// (each camera encodes only while watched). Each item is what `pick` takes of the frame: an
+/// MJPEG viewer the preview output's finished multipart part, handed on as it is; RTSP's JPEG
+/// media the picture and its capture time.
+public final class PreviewSubscription<Item>: Subscription, @unchecked Sendable {
     // @unchecked: `hub`, `slot` and `wake` are touched only by the connection that pumps it
     // (attach, next, cancel: one thread at a time, in order).
+    private let pick: @Sendable (EncodedFrame) -> Item
     private let rejoin: @Sendable () -> (hub: FrameHub, slot: Int)
     private var hub: FrameHub?
     private var slot: Int
     private var wake: (@Sendable () -> Void)?
 
     /// Joins at once (a viewer counts, and creates demand, from its request on).
-    init(rejoin: @escaping @Sendable () -> (hub: FrameHub, slot: Int)) {
+    init(pick: @escaping @Sendable (EncodedFrame) -> Item, rejoin: @escaping @Sendable () -> (hub: FrameHub, slot: Int)) {
+        self.pick = pick
         self.rejoin = rejoin
         (hub, slot) = rejoin()
     }
@@ -313,10 +316,10 @@ public final class PreviewSubscription: Subscription, @unchecked Sendable {
         hub?.setWaker(slot, wake)
     }
 
-    public func next() -> Pull<[UInt8]> {
+    public func next() -> Pull<Item> {
         while let hub {
             switch hub.next(slot) {
-            case .send(let frame): return .item(frame.bytes)
+            case .send(let frame): return .item(pick(frame))
             case .wait: return .wait
             case .end: return .end
             case .moved:

@@ -2,7 +2,8 @@
 // main or sub live stream. The main stream is the camera's picture, so its size and rate are
 // the camera's format (the session's prepare, as `POST /api/session/prepare` does: viewers
 // stay connected); each stream's BitrateLimit is its live cap (`POST …/session/live`). The sub
-// stream's size and rate are config.json's `live.sub`: offered as they are, not changed here.
+// stream's size and rate are config.json's `live.sub`: offered as they are, not changed here;
+// the JPEG profile's pictures are the preview's, offered as they are too.
 
 import CameraCore
 import ONVIF
@@ -18,7 +19,19 @@ extension ONVIFService {
         return nil
     }
 
+    /// The camera whose JPEG profile (`<camera>_jpeg`) a token names.
+    private func jpeg(_ token: String) -> CaptureSession? { cameras.sessions.first { token == "\($0.id)_jpeg" } }
+
     func encoderOptions(_ profile: String) async -> EncoderOptions? {
+        if jpeg(profile) != nil {
+            // The preview's pictures: offered as they are (its size and rate are the camera's,
+            // set through the main profile; its quality config.json's stream.quality). The
+            // profile's figures do not depend on the address asked at.
+            let anywhere = ONVIFContext(host: "", secure: false, remoteAddress: "", now: 0)
+            guard let p = await profiles(anywhere).first(where: { $0.token == profile }) else { return nil }
+            return EncoderOptions(resolutions: [PictureSize(width: p.width, height: p.height)], fps: p.fps...p.fps, bitrate: p.bitrate...p.bitrate,
+                                  govLength: 1...1, h264Profiles: [], encoding: .jpeg, quality: p.quality...p.quality)
+        }
         guard let (session, name) = stream(profile) else { return nil }
         let state = await session.state()
         guard let now = state.live.first(where: { $0.name == name.rawValue }) else { return nil }
@@ -46,6 +59,7 @@ extension ONVIFService {
     static let bitrates = 100...100_000
 
     func setEncoder(_ profile: String, _ setting: EncoderSetting) async throws(SOAPFault) {
+        if jpeg(profile) != nil { return }  // its options are what it is: nothing to change
         guard let (session, name) = stream(profile) else { throw Self.noSource(profile) }
         let state = await session.state()
         guard let now = state.live.first(where: { $0.name == name.rawValue }) else { throw Self.noSource(profile) }

@@ -63,8 +63,28 @@ struct ONVIFService: ONVIFDevice {
                     streamURI: port.map { "rtsp://\(context.hostName):\($0)/\(id)\(sub ? "/sub" : "")" } ?? "",
                     snapshotURI: "\(context.base)/cameras/\(id)/snapshot", audio: audio))
             }
+            if let jpeg = jpegProfile(session, state, port: port, context), jpeg.width <= RTSPService.largestJPEG, jpeg.height <= RTSPService.largestJPEG {
+                out.append(jpeg)
+            }
         }
         return out
+    }
+
+    /// The camera's RTP/JPEG stream (`/<id>/jpeg`): the preview's pictures at the camera's size
+    /// and rate, their quality the preview's (0…100 as ONVIF's 0…10); no cap, so its
+    /// BitrateLimit is what the newest picture makes at that rate (0 before any).
+    private func jpegProfile(_ session: CaptureSession, _ state: SessionState, port: Int?, _ context: ONVIFContext) -> MediaProfile? {
+        // The picture is the main stream's: the camera's size as sent (turned) and its rate.
+        guard let main = state.live.first(where: { $0.name == LiveStreamName.main.rawValue }) else { return nil }
+        let id = session.id
+        let newest = session.hub.latestFrame.map { $0.jpegRange.count } ?? 0
+        var p = MediaProfile(token: "\(id)_jpeg", name: "\(id) jpeg", source: id, width: main.width, height: main.height, fps: main.fps,
+                             bitrate: newest * 8 * main.fps / 1000, govLength: 1, h264Profile: "",
+                             streamURI: port.map { "rtsp://\(context.hostName):\($0)/\(id)/jpeg" } ?? "",
+                             snapshotURI: "\(context.base)/cameras/\(id)/snapshot")
+        p.encoding = .jpeg
+        p.quality = min(10, max(0, (state.stream.quality + 5) / 10))
+        return p
     }
 
     func users() -> [(name: String, level: String)] {

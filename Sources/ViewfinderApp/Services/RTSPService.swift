@@ -1,6 +1,8 @@
 // The RTSP side of the application: `rtsp://host:8554/<camera-id>` for each camera and
 // `/main` following the main session, each one shared media fed from the camera's LiveHub;
-// `/<camera-id>/sub` and `/main/sub` the same for the sub stream.
+// `/<camera-id>/sub` and `/main/sub` the same for the sub stream; `/<camera-id>/jpeg` and
+// `/main/jpeg` the preview's own JPEG pictures as RTP/JPEG (RFC 2435: ONVIF Profile S's
+// mandatory stream), from the camera's preview hub — the pictures MJPEG viewers get.
 // The server (Streaming's RTSPServer) knows no camera; this delegate answers its questions.
 
 import Auth
@@ -28,11 +30,17 @@ final class RTSPService: RTSPServerDelegate {
         self.logger = logger
     }
 
-    /// The paths served: each camera's id, and "main", each also with "/sub".
+    /// The paths served: each camera's id, and "main", each also with "/sub"; and the JPEG ones.
     var paths: [String] {
         let main = ["/main"] + cameras.sessions.map { "/" + $0.id }
         return main + main.map { $0 + "/sub" }
     }
+
+    /// The RTP/JPEG paths: each camera's id, and "main", with "/jpeg".
+    var jpegPaths: [String] { (["/main"] + cameras.sessions.map { "/" + $0.id }).map { $0 + "/jpeg" } }
+
+    /// RFC 2435 gives a picture's width and height in units of 8 pixels, in one byte each.
+    static let largestJPEG = 2040
 
     func authorize(method: String, uri: String, authorization: String?, address: String) -> RTSPDecision {
         access.rtspDecision(method: method, uri: uri, authorization: authorization, address: address, nonces: nonces)
@@ -42,6 +50,12 @@ final class RTSPService: RTSPServerDelegate {
         guard let session = session(path) else { return .refuse(status: 404) }
         guard session.isCapturing else { return .refuse(status: 503) }  // not started: DESCRIBE would wait for a first frame
         guard !isFull() else { return .refuse(status: 503) }
+        if Self.isJPEG(path) {
+            // What RTP/JPEG cannot carry: a picture over 2040 px a side (415, as for a format).
+            guard let size = session.pictureSize else { return .refuse(status: 503) }
+            guard size.width <= Self.largestJPEG, size.height <= Self.largestJPEG else { return .refuse(status: 415) }
+            return .serve(sound: nil)
+        }
         // Sound on a camera's own paths: /main follows a switch, which a media's SDP cannot.
         guard !path.hasPrefix("/main"), let track = session.soundTrack(.aac) else { return .serve(sound: nil) }
         described.withLock { $0[path] = track }
@@ -61,16 +75,18 @@ final class RTSPService: RTSPServerDelegate {
         }
         // The sound, from the microphone's thread straight into its appsrc (a push only
         // queues), until the picture's pump stops: the media is gone.
-        let listening = sound.flatMap { sound in
+        let listening = Self.isJPEG(path) ? nil : sound.flatMap { sound in
             described.withLock { $0[path] }.flatMap { track in
                 session(path)?.subscribeSound(track) { packet in sound.push(packet.bytes, time: packet.time) }
             }
         }
         let box = Locked<ObjectIdentifier?>(nil)
-        let feeder = FeedPump(feed: feed, units: source.liveUnits(stream, kind: "rtsp")) { [feeders] in
+        let stopped = { @Sendable [feeders] in
             listening?.cancel()
             if let id = box.withLock({ $0 }) { feeders.withLock { _ = $0.removeValue(forKey: id) } }
         }
+        let feeder = Self.isJPEG(path) ? FeedPump(feed: feed, pictures: source.previewPictures(), onStop: stopped)
+                                       : FeedPump(feed: feed, units: source.liveUnits(stream, kind: "rtsp"), onStop: stopped)
         box.withLock { $0 = ObjectIdentifier(feeder) }
         feeders.withLock { $0[ObjectIdentifier(feeder)] = feeder }
         feeder.start()
@@ -87,7 +103,9 @@ final class RTSPService: RTSPServerDelegate {
         return try? cameras.session(id)
     }
 
-    /// "/rear/sub" → ("rear", .sub); "/rear" → ("rear", .main).
+    static func isJPEG(_ path: String) -> Bool { path.hasSuffix("/jpeg") }
+
+    /// "/rear/sub" → ("rear", .sub); "/rear" → ("rear", .main) ("/rear/jpeg": the preview's).
     static func split(_ path: String) -> (camera: String, stream: LiveStreamName) {
         let parts = path.split(separator: "/")
         let stream: LiveStreamName = parts.count == 2 && parts[1] == "sub" ? .sub : .main
