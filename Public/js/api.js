@@ -3,7 +3,7 @@
 // back is handed to state.js; nothing here renders.
 
 import { toast } from "./page.js";
-import { store, applyState, setCameras, setRole } from "./state.js";
+import { store, applyState, setCameras, setRole, setServices } from "./state.js";
 
 /** POSTs a session call; the SessionState it answers goes to the store; shows any error. */
 export async function call(path, body) {
@@ -34,7 +34,7 @@ export function loadCameras() {
   if (!loadingCameras) {
     loadingCameras = fetch("/api/cameras")
       .then((r) => { if (!r.ok) throw new Error(); return r.json(); })
-      .then((body) => setCameras(body.cameras))
+      .then((body) => { setCameras(body.cameras); setServices(body.services); })
       .catch(() => toast("Cameras could not be listed."))
       .finally(() => { loadingCameras = null; });
   }

@@ -17,6 +17,7 @@ import { renderCodeControls, renderCodes, renderRecentCodes, showCodes } from ".
 import { renderMotion, renderMotionControls, renderMotionEvents, showMotion } from "./motion.js";
 import { renderSound, showLevel } from "./sound.js";
 import { renderTalk } from "./talk.js";
+import { renderConnect } from "./connect.js";
 
 // Opened as http://user:password@host/ the page would carry the credentials into every
 // relative URL, which fetch refuses; the browser has signed in by now, so drop them. The
@@ -56,6 +57,8 @@ subscribe("motion-busy", renderMotionControls);
 subscribe("motion-events", renderMotionEvents);
 subscribe("mask-draft", showMotion);
 subscribe("tiles", renderTiles);
+subscribe("services", renderConnect);
+subscribe("main", renderConnect);
 
 // MARK: - Events
 

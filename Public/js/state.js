@@ -11,6 +11,7 @@ const RECENT_MOTION = 10; // motion events listed under the page, newest first
 const data = {
   state: null,             // the latest SessionState of the main session
   cameras: [],             // GET /api/cameras, each camera's state, recording and main kept current by events
+  services: null,          // GET /api/cameras' services: the RTSP port, the ONVIF device's address and discovery
   caps: null,              // capabilities of the camera the controls were built for
   builtFor: null,          // camera id the controls were built for
   viewOnly: false,         // signed in as a viewer: the controls are shown but cannot be used
@@ -56,6 +57,7 @@ const topics = {
   "motion-events": [],  // motionEvents
   "mask-draft": [],     // maskDraft
   tiles: [],            // tileStreamLimit
+  services: [],         // services (GET /api/cameras: RTSP's port, the ONVIF device)
 };
 
 /** Calls `fn` whenever `topic` changes. */
@@ -128,6 +130,12 @@ export function setCameras(cameras) {
   data.cameras = cameras;
   emit("cameras");
   if (data.state && cameras.some((c) => c.id === data.state.camera.id)) setMainState(data.state);
+}
+
+/** Where other programs reach the cameras (GET /api/cameras' services). */
+export function setServices(services) {
+  data.services = services || null;
+  emit("services");
 }
 
 /** The controls were built from `cam`'s capabilities. */

@@ -49,6 +49,8 @@ public final class Application: Sendable {
     public var rtspPort: Int? { rtsp.withLock { $0?.server.port } }
     /// WS-Discovery, while it runs (`onvif.discovery`, HTTP beyond loopback).
     let discovery = Locked<DiscoveryService?>(nil)
+    /// Whether discovery runs, and where or why not, as `GET /api/cameras` says it.
+    let discoveryStatus = Locked("off (not started)")
 
     /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
     var liveClientCount: Int { whep.count + liveMP4Count + rtspClientCount }

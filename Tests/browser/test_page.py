@@ -144,6 +144,15 @@ class PageTest(ServedPage):
         modes = [o.get_attribute("value") for o in d.find_elements(By.CSS_SELECTOR, "#focus-mode option")]
         self.assertEqual(modes, ["locked", "auto", "continuous"])
         d.save_screenshot(str(OUT / "page.png"))
+        # Where other programs reach it (GET /api/cameras' services): the ONVIF device's
+        # address at the host the page asked, discovery off on loopback, RTSP for this camera.
+        text = lambda id: self.js("return document.getElementById(arguments[0]).textContent", id)
+        self.wait(lambda: text("onvif-url") == server.url.rstrip("/") + "/onvif/device_service",
+                  "the Connect panel shows the ONVIF device's address")
+        self.assertFalse(self.js("return document.getElementById('connect-group').hidden"))
+        self.assertIn("127.0.0.1 only", text("onvif-discovery"))
+        if not self.js("return document.getElementById('rtsp-row').hidden"):
+            self.assertRegex(text("rtsp-url"), r"^rtsp://127\.0\.0\.1:\d+/rear$")
 
         # A second tab follows the first one's changes through /api/events.
         first = d.current_window_handle

@@ -129,4 +129,31 @@ struct FleetStarted: Encodable {
 struct CameraList: Encodable {
     var cameras: [CameraInfo]
     var encoders: [LiveEncoderChain.Entry]
+    var services: Services
+}
+
+/// Where other programs reach the cameras, as the request's host sees them: the RTSP server's
+/// port (null when it does not run), and the ONVIF device's service address and discovery.
+struct Services: Encodable {
+    struct ONVIF: Encodable {
+        var enabled: Bool
+        /// `http(s)://<the host asked>/onvif/device_service`, what an NVR is given; null when off.
+        var deviceService: String?
+        /// "on (eth0 192.168.1.20)", or off and why.
+        var discovery: String
+        enum CodingKeys: String, CodingKey { case enabled, deviceService, discovery }
+
+        func encode(to encoder: Encoder) throws {  // null, not left out, when off
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(enabled, forKey: .enabled); try c.encode(deviceService, forKey: .deviceService); try c.encode(discovery, forKey: .discovery)
+        }
+    }
+    var rtsp: Int?
+    var onvif: ONVIF
+    enum CodingKeys: String, CodingKey { case rtsp, onvif }
+
+    func encode(to encoder: Encoder) throws {  // null, not left out, when RTSP does not run
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(rtsp, forKey: .rtsp); try c.encode(onvif, forKey: .onvif)
+    }
 }

@@ -26,7 +26,7 @@ extension Application {
                     role: request.principal?.role ?? "operator", authentication: access.settings.mode == .accounts))
         }
         r.get("/metrics") { [self] _ in await metrics() }
-        r.get("/api/cameras") { [self] _ in json(CameraList(cameras: await cameraList(), encoders: encoders.entries)) }
+        r.get("/api/cameras") { [self] request in json(CameraList(cameras: await cameraList(), encoders: encoders.entries, services: services(request))) }
         r.get("/api/events") { [self] request in try await events(request) }
 
         addSessionRoutes(&r, "/api/session", main, isMain: true)
@@ -136,6 +136,14 @@ extension Application {
             let session = try lookup(request)
             return json(cameras.marked(try await call(session, try B(reading: reader))))
         }
+    }
+
+    private func services(_ request: Request) -> Services {
+        let host = request.headers["host"] ?? "\(configuration.server.host):\(server?.port ?? configuration.server.port)"
+        let onvif = configuration.onvif.enabled
+        return Services(rtsp: rtspPort, onvif: Services.ONVIF(
+            enabled: onvif, deviceService: onvif ? "\(configuration.server.tls != nil ? "https" : "http")://\(host)/onvif/device_service" : nil,
+            discovery: onvif ? discoveryStatus.withLock { $0 } : "off (onvif.enabled is false)"))
     }
 
     private func cameraList() async -> [CameraInfo] {

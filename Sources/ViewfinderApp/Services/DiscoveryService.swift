@@ -111,10 +111,12 @@ extension Application {
     /// WS-Discovery where HTTP listens beyond loopback. A port it cannot take is logged, not
     /// fatal: the device is still added by address.
     func startDiscovery(port: Int) async {
-        guard configuration.onvif.enabled, configuration.onvif.discovery else { return }
+        guard configuration.onvif.enabled else { return discoveryStatus.withLock { $0 = "off (onvif.enabled is false)" } }
+        guard configuration.onvif.discovery else { return discoveryStatus.withLock { $0 = "off (onvif.discovery is false)" } }
         let interfaces = DiscoveryService.interfaces(for: configuration.server.host)
         guard !interfaces.isEmpty else {
             logger.info("onvif discovery: off while HTTP listens on \(configuration.server.host) only (add the device by address)")
+            discoveryStatus.withLock { $0 = "off while HTTP listens on \(configuration.server.host) only" }
             return
         }
         let scopes = ONVIFScopes.fixed + (await ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { nil }).scopes())
@@ -122,8 +124,10 @@ extension Application {
             let d = try DiscoveryService(interfaces: interfaces, httpPort: port, scopes: scopes, logger: logger)
             d.start()
             discovery.withLock { $0 = d }
+            discoveryStatus.withLock { $0 = "on (\(interfaces.map { "\($0.name) \($0.address)" }.joined(separator: ", ")))" }
         } catch {
             logger.warning("onvif discovery: \(error) — the device is still added by its address")
+            discoveryStatus.withLock { $0 = "off: \(error)" }
         }
     }
 }
