@@ -1,8 +1,9 @@
 // The imaging service (ONVIF Imaging, ver20, /onvif/imaging_service): a video source's
 // focus, exposure and white balance, each AUTO or MANUAL, mapped by the application onto the
 // session's own calls (the same validation and read-back as HTTP's). What the camera lacks is
-// left out of the settings and options, as the standard allows; brightness and the like are
-// the camera's raw controls (/controls), not offered here.
+// left out of the settings and options, as the standard allows. Brightness, colour saturation,
+// contrast, sharpness and backlight compensation are the camera's own controls where it has
+// them (V4L2's), in the control's own range, which the options give.
 
 import SOAP
 
@@ -28,9 +29,10 @@ enum ImagingService {
             "SetImagingSettings": Operation(access: .operate) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let (token, state) = try await source(r, c)
                 guard let s = r.child("ImagingSettings") else { throw invalidArgument("SettingsInvalid", "ImagingSettings is required.") }
-                let unsupported = s.children.map(\.name.local).filter { !["Focus", "Exposure", "WhiteBalance", "Extension"].contains($0) }
+                let known = ["Focus", "Exposure", "WhiteBalance", "Extension"] + ImagingAdjustment.allCases.map(\.rawValue)
+                let unsupported = s.children.map(\.name.local).filter { !known.contains($0) }
                 guard unsupported.isEmpty else {
-                    throw invalidArgument("SettingsInvalid", "This device sets focus, exposure and white balance, not \(unsupported.joined(separator: ", ")).")
+                    throw invalidArgument("SettingsInvalid", "This device sets focus, exposure, white balance and its camera's own adjustments, not \(unsupported.joined(separator: ", ")).")
                 }
                 try await device.setImaging(token, try change(s, state))
                 return timg("SetImagingSettingsResponse", [])
@@ -81,7 +83,9 @@ enum ImagingService {
     static func mode(_ auto: Bool) -> String { auto ? "AUTO" : "MANUAL" }
 
     static func settings(_ s: ImagingState) -> XMLElement {
-        var children: [XMLElement] = []
+        // ImagingSettings20's order: the adjustments before Exposure are BacklightCompensation,
+        // Brightness, ColorSaturation and Contrast; Sharpness comes after Focus.
+        var children = adjustmentSettings(s, .backlightCompensation, .brightness, .colorSaturation, .contrast)
         if let e = s.exposure {
             children.append(tt("Exposure", [tt("Mode", mode(e.auto))]
                 + (e.timeRange.map { [tt("MinExposureTime", PTZService.format($0.lowerBound)), tt("MaxExposureTime", PTZService.format($0.upperBound))] } ?? [])
@@ -91,22 +95,43 @@ enum ImagingService {
         if let f = s.focus {
             children.append(tt("Focus", [tt("AutoFocusMode", mode(f.auto))]))
         }
+        children += adjustmentSettings(s, .sharpness)
         if let w = s.whiteBalance {
             children.append(tt("WhiteBalance", [tt("Mode", mode(w.auto))]))
         }
         return timg("ImagingSettings", children)
     }
 
+    static func adjustmentSettings(_ s: ImagingState, _ names: ImagingAdjustment...) -> [XMLElement] {
+        names.compactMap { name in
+            s.adjustments[name].map { a in
+                name == .backlightCompensation
+                    ? tt(name.rawValue, [tt("Mode", a.value > 0 ? "ON" : "OFF"), tt("Level", PTZService.format(a.value))])
+                    : tt(name.rawValue, PTZService.format(a.value))
+            }
+        }
+    }
+
     static func options(_ s: ImagingState) -> XMLElement {
         func range(_ name: String, _ r: ClosedRange<Double>) -> XMLElement {
             tt(name, [tt("Min", PTZService.format(r.lowerBound)), tt("Max", PTZService.format(r.upperBound))])
         }
-        var children: [XMLElement] = []
+        func adjustments(_ names: ImagingAdjustment...) -> [XMLElement] {
+            names.compactMap { name in
+                s.adjustments[name].map { a in
+                    name == .backlightCompensation
+                        ? tt(name.rawValue, (a.range.lowerBound <= 0 ? [tt("Mode", "OFF")] : []) + [tt("Mode", "ON"), range("Level", a.range)])
+                        : range(name.rawValue, a.range)
+                }
+            }
+        }
+        var children = adjustments(.backlightCompensation, .brightness, .colorSaturation, .contrast)
         if let e = s.exposure {
             children.append(tt("Exposure", e.modes.map { tt("Mode", mode($0)) }
                 + (e.timeRange.map { [range("ExposureTime", $0)] } ?? []) + (e.gainRange.map { [range("Gain", $0)] } ?? [])))
         }
         if let f = s.focus { children.append(tt("Focus", f.modes.map { tt("AutoFocusModes", mode($0)) })) }
+        children += adjustments(.sharpness)
         if let w = s.whiteBalance { children.append(tt("WhiteBalance", w.modes.map { tt("Mode", mode($0)) })) }
         return timg("ImagingOptions", children)
     }
@@ -133,6 +158,28 @@ enum ImagingService {
             }
         }
         var c = ImagingChange()
+        for name in ImagingAdjustment.allCases {
+            guard let e = s.child(name.rawValue) else { continue }
+            guard let a = state.adjustments[name] else {
+                throw invalidArgument("SettingsInvalid", "\(name.rawValue) is not a control of this camera (GetOptions lists what is).")
+            }
+            var value: Double
+            if name == .backlightCompensation {
+                switch e.child("Mode")?.trimmedText {
+                case "OFF"?: value = 0
+                case "ON"?: value = try number(e.child("Level"), "BacklightCompensation Level") ?? max(a.value, min(1, a.range.upperBound))
+                case let other?: throw invalidArgument("SettingsInvalid", "BacklightCompensation Mode '\(other)' is neither ON nor OFF.")
+                case nil: throw invalidArgument("SettingsInvalid", "BacklightCompensation needs a Mode (ON or OFF).")
+                }
+            } else {
+                guard let v = try number(e, name.rawValue) else { throw invalidArgument("SettingsInvalid", "\(name.rawValue) is empty.") }
+                value = v
+            }
+            guard a.range.contains(value) else {
+                throw invalidArgument("SettingsInvalid", "\(name.rawValue) \(PTZService.format(value)) is outside \(PTZService.format(a.range.lowerBound))…\(PTZService.format(a.range.upperBound)).")
+            }
+            c.adjustments[name] = value
+        }
         if let f = s.child("Focus") {
             c.focusAuto = try auto(f.child("AutoFocusMode"), "AutoFocusMode")
             try offered(c.focusAuto, state.focus?.modes, "Focus")

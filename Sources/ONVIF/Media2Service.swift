@@ -39,9 +39,10 @@ enum Media2Service {
             "GetStreamUri": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let p = try await MediaService.profile(device, r, c)
                 let proto = r.child("Protocol")?.trimmedText ?? ""
-                // RtspUnicast: RTP over UDP or interleaved in RTSP's TCP, as the client chooses at SETUP.
-                guard ["RtspUnicast", "RTSP"].contains(proto) else {
-                    throw invalidArgument("InvalidStreamSetup", "Streams are RtspUnicast (RTP over UDP or RTSP's TCP), not '\(proto)'.")
+                // RtspUnicast: RTP over UDP or interleaved in RTSP's TCP, as the client chooses at
+                // SETUP; RtspOverHttp: the same URI, tunnelled in HTTP on the RTSP port.
+                guard ["RtspUnicast", "RTSP", "RtspOverHttp"].contains(proto) else {
+                    throw invalidArgument("InvalidStreamSetup", "Streams are RtspUnicast (RTP over UDP or RTSP's TCP) or RtspOverHttp, not '\(proto)'.")
                 }
                 return tr2("GetStreamUriResponse", [XMLElement(ONVIFNamespace.media2, "Uri", text: p.streamURI)])
             },

@@ -23,8 +23,10 @@ enum MediaService {
                 guard stream == "RTP-Unicast" else {
                     throw invalidArgument("InvalidStreamSetup", "Only RTP-Unicast is offered, not \(stream).")
                 }
-                guard ["RTSP", "TCP", "UDP"].contains(transport) else {
-                    throw invalidArgument("InvalidStreamSetup", "Streams are RTSP (over UDP or TCP), not \(transport).")
+                // HTTP: RTSP tunnelled in HTTP (gst-rtsp-server takes the tunnel on the RTSP port, so
+                // the same URI serves; ffmpeg's -rtsp_transport http, VLC's --rtsp-http).
+                guard ["RTSP", "TCP", "UDP", "HTTP"].contains(transport) else {
+                    throw invalidArgument("InvalidStreamSetup", "Streams are RTSP (over UDP, TCP or tunnelled in HTTP), not \(transport).")
                 }
                 return trt("GetStreamUriResponse", [uri(p.streamURI)])
             },

@@ -215,9 +215,31 @@ public struct ImagingState: Sendable, Equatable {
     public var focus: Focus?
     public var exposure: Exposure?
     public var whiteBalance: WhiteBalance?
-    public init(focus: Focus?, exposure: Exposure?, whiteBalance: WhiteBalance?) {
-        self.focus = focus; self.exposure = exposure; self.whiteBalance = whiteBalance
+    /// The picture adjustments the camera has as controls of its own, in their own units.
+    public var adjustments: [ImagingAdjustment: Adjustment]
+    public init(focus: Focus?, exposure: Exposure?, whiteBalance: WhiteBalance?, adjustments: [ImagingAdjustment: Adjustment] = [:]) {
+        self.focus = focus; self.exposure = exposure; self.whiteBalance = whiteBalance; self.adjustments = adjustments
     }
+}
+
+/// ONVIF's picture adjustments that cameras have as controls (V4L2's brightness, saturation,
+/// contrast, sharpness and backlight compensation), by their ImagingSettings20 names, in the
+/// order the schema has them.
+public enum ImagingAdjustment: String, Sendable, CaseIterable, Comparable {
+    case backlightCompensation = "BacklightCompensation"
+    case brightness = "Brightness"
+    case colorSaturation = "ColorSaturation"
+    case contrast = "Contrast"
+    case sharpness = "Sharpness"
+
+    public static func < (a: Self, b: Self) -> Bool { allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)! }
+}
+
+/// An adjustment's value and the range the camera takes (ONVIF lets a device use its own).
+public struct Adjustment: Sendable, Equatable {
+    public var value: Double
+    public var range: ClosedRange<Double>
+    public init(value: Double, range: ClosedRange<Double>) { self.value = value; self.range = range }
 }
 
 /// What SetImagingSettings or Move asks for; nil parts stay as they are.
@@ -229,10 +251,12 @@ public struct ImagingChange: Sendable, Equatable {
     public var exposureTime: Double?
     public var gain: Double?
     public var whiteBalanceAuto: Bool?
+    /// Adjustments to set, each within its range (backlight compensation: 0 is OFF).
+    public var adjustments: [ImagingAdjustment: Double]
     public init(focusAuto: Bool? = nil, focusPosition: Double? = nil, exposureAuto: Bool? = nil, exposureTime: Double? = nil,
-                gain: Double? = nil, whiteBalanceAuto: Bool? = nil) {
+                gain: Double? = nil, whiteBalanceAuto: Bool? = nil, adjustments: [ImagingAdjustment: Double] = [:]) {
         self.focusAuto = focusAuto; self.focusPosition = focusPosition; self.exposureAuto = exposureAuto
-        self.exposureTime = exposureTime; self.gain = gain; self.whiteBalanceAuto = whiteBalanceAuto
+        self.exposureTime = exposureTime; self.gain = gain; self.whiteBalanceAuto = whiteBalanceAuto; self.adjustments = adjustments
     }
 }
 

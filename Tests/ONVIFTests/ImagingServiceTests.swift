@@ -55,6 +55,24 @@ import Testing
         #expect(try await settings()["Focus", "AutoFocusMode"]?.trimmedText == "AUTO")
     }
 
+    @Test func theCamerasOwnAdjustmentsInTheirOwnRanges() async throws {
+        let s = try await settings()
+        #expect(s.children.map(\.name.local) == ["BacklightCompensation", "Brightness", "Contrast", "Exposure", "Focus", "WhiteBalance"],
+                "ImagingSettings20's order")
+        #expect(s["Brightness"]?.trimmedText == "128.0" && s["BacklightCompensation", "Mode"]?.trimmedText == "OFF")
+        let (_, options) = try await call("<i:GetOptions><i:VideoSourceToken>rear</i:VideoSourceToken></i:GetOptions>")
+        #expect(options["ImagingOptions", "Brightness", "Max"]?.trimmedText == "255.0")
+        #expect(options["ImagingOptions", "BacklightCompensation"]?.children("Mode").map(\.trimmedText) == ["OFF", "ON"])
+        let (_, fixed) = try await call("<i:GetOptions><i:VideoSourceToken>front</i:VideoSourceToken></i:GetOptions>")
+        #expect(fixed["ImagingOptions", "Brightness"] == nil, "a camera without the control has none")
+
+        #expect(try await set("<t:BacklightCompensation><t:Mode>ON</t:Mode></t:BacklightCompensation><t:Brightness>200.4</t:Brightness>").0 == 200)
+        let after = try await settings()
+        #expect(after["Brightness"]?.trimmedText == "200.0" && after["BacklightCompensation", "Mode"]?.trimmedText == "ON"
+                && after["BacklightCompensation", "Level"]?.trimmedText == "1.0", "the device's integer steps, read back")
+        #expect(after["Contrast"]?.trimmedText == "32.0", "what was not named stays")
+    }
+
     @Test func refusalsChangeNothing() async throws {
         let before = try await settings()
         for (inner, source) in [
@@ -64,7 +82,10 @@ import Testing
             ("<t:Exposure><t:Mode>SHUTTER</t:Mode></t:Exposure>", "rear"),
             ("<t:Exposure><t:Mode>MANUAL</t:Mode></t:Exposure>", "front"),
             ("<t:WhiteBalance><t:Mode>MANUAL</t:Mode><t:CrGain>10</t:CrGain></t:WhiteBalance>", "rear"),
-            ("<t:Brightness>60</t:Brightness>", "rear"),
+            ("<t:Brightness>60</t:Brightness>", "front"),
+            ("<t:Brightness>300</t:Brightness>", "rear"),
+            ("<t:BacklightCompensation><t:Mode>HALF</t:Mode></t:BacklightCompensation>", "rear"),
+            ("<t:IrCutFilter>ON</t:IrCutFilter>", "rear"),
         ] {
             let (status, fault) = try await set(inner, source: source)
             #expect(status == 400 && Self.subcode(fault) == "SettingsInvalid", "\(inner): \(status) \(Self.subcode(fault))")

@@ -38,13 +38,16 @@ final class CropModel: Sendable {
 
 /// Each camera's imaging as devices have it: the rear one a C920-like webcam (focus auto or
 /// a lens position, exposure auto or 100…200 000 µs at gain 50…3200, white balance auto or
-/// locked), the front one fixed (everything automatic, no lens). Values the session would
+/// locked; brightness and contrast 0…255, backlight compensation 0…1 as its controls), the
+/// front one fixed (everything automatic, no lens, no controls). Values the session would
 /// clamp arrive here already checked by the service; this model refuses what the camera would.
 final class ImagingModel: Sendable {
     let state = Locked([
         "rear": ImagingState(focus: .init(auto: true, position: 0.5, modes: [true, false]),
                              exposure: .init(auto: true, time: 16_667, gain: 100, timeRange: 100...200_000, gainRange: 50...3200, modes: [true, false]),
-                             whiteBalance: .init(auto: true, modes: [true, false])),
+                             whiteBalance: .init(auto: true, modes: [true, false]),
+                             adjustments: [.brightness: Adjustment(value: 128, range: 0...255), .contrast: Adjustment(value: 32, range: 0...255),
+                                           .backlightCompensation: Adjustment(value: 0, range: 0...1)]),
         "front": ImagingState(focus: .init(auto: false, position: nil, modes: [false]),
                               exposure: .init(auto: true, time: 33_333, gain: 100, timeRange: nil, gainRange: nil, modes: [true]),
                               whiteBalance: .init(auto: true, modes: [true])),
@@ -59,6 +62,7 @@ final class ImagingModel: Sendable {
             if let t = c.exposureTime { s.exposure?.time = t }
             if let g = c.gain { s.exposure?.gain = g }
             if let a = c.whiteBalanceAuto { s.whiteBalance?.auto = a }
+            for (name, v) in c.adjustments { s.adjustments[name]?.value = v.rounded() }  // integer controls
             all[source] = s
         }
     }

@@ -67,6 +67,13 @@ def media2_checks(port, rtsp):
     check("Media2's AudioEncoder (%s at %s kHz) is the sound the stream carries: %s" % (audio and audio.Encoding, audio and audio.SampleRate, sound),
           audio is not None and audio.Encoding == "MPEG4-GENERIC" and sound and sound[0]["codec_name"] == "aac"
           and int(sound[0]["sample_rate"]) == audio.SampleRate * 1000, (audio, sound))
+    tunnelled = media2.GetStreamUri(Protocol="RtspOverHttp", ProfileToken="rear_main")
+    probe = subprocess.run(["ffprobe", "-v", "error", "-rtsp_transport", "http", "-select_streams", "v:0", "-show_entries",
+                            "stream=codec_name", "-of", "json", tunnelled.replace("rtsp://", "rtsp://web:%s@" % PASSWORD.replace(" ", "%20"))],
+                           capture_output=True, text=True, timeout=60)
+    tunnel = json.loads(probe.stdout or "{}").get("streams", [])
+    check("Media2 GetStreamUri RtspOverHttp: %s plays tunnelled in HTTP (ffprobe -rtsp_transport http)" % tunnelled,
+          tunnel and tunnel[0]["codec_name"] == "h264", (tunnel, probe.stderr[-300:]))
     snap = media2.GetSnapshotUri(ProfileToken="front_main")
     check("Media2 GetSnapshotUri: the camera's snapshot", snap.endswith("/cameras/front/snapshot"), snap)
     options = media2.GetVideoEncoderConfigurationOptions(ConfigurationToken="rear_main")

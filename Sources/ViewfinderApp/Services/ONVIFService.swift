@@ -250,7 +250,25 @@ extension ONVIFService {
                             gain: s.exposure.iso, timeRange: caps.exposureDuration.map { ($0.min * 1e6)...($0.max * 1e6) },
                             gainRange: caps.iso.map { $0.min...$0.max }, modes: modes(auto: exposureAuto, manual: caps.exposureModes.contains(.custom))),
             whiteBalance: .init(auto: s.whiteBalance.mode != .locked,
-                                modes: modes(auto: wbAuto, manual: caps.whiteBalanceModes.contains(.locked))))
+                                modes: modes(auto: wbAuto, manual: caps.whiteBalanceModes.contains(.locked))),
+            adjustments: await adjustments(session))
+    }
+
+    /// The V4L2 control each ONVIF adjustment is (by its key, as `/api/session/controls` has it).
+    static let adjustmentControls: [ImagingAdjustment: String] = [
+        .brightness: "brightness", .colorSaturation: "saturation", .contrast: "contrast", .sharpness: "sharpness",
+        .backlightCompensation: "backlight_compensation",
+    ]
+
+    /// The adjustments the camera has as integer controls it lets be set, read from it now.
+    private func adjustments(_ session: CaptureSession) async -> [ImagingAdjustment: Adjustment] {
+        guard let controls = try? await session.controls() else { return [:] }
+        var out: [ImagingAdjustment: Adjustment] = [:]
+        for (name, key) in Self.adjustmentControls {
+            guard let c = controls.first(where: { $0.key == key }), c.kind == .integer, !c.readOnly, !c.disabled, let v = c.value else { continue }
+            out[name] = Adjustment(value: Double(v), range: Double(c.minimum)...Double(c.maximum))
+        }
+        return out
     }
 
     func setImaging(_ source: String, _ change: ImagingChange) async throws(SOAPFault) {
@@ -277,6 +295,11 @@ extension ONVIFService {
                 try await session.whiteBalance(WhiteBalanceRequest(
                     mode: auto ? autoMode(caps.whiteBalanceModes, WhiteBalanceMode.continuous, .auto) : WhiteBalanceMode.locked.rawValue))
             }
+            // The camera's own controls, as POST /api/session/controls sets them (stepped by the device).
+            let controls = Dictionary(uniqueKeysWithValues: change.adjustments.compactMap { name, value in
+                Self.adjustmentControls[name].map { ($0, Int(value.rounded())) }
+            })
+            if !controls.isEmpty { _ = try await session.setControls(controls) }
         } catch {
             throw Self.refused(error)
         }
