@@ -31,32 +31,29 @@ extension MediaService {
         @Sendable func encoder(_ a: AudioProfile, _ uses: Int, _ name: String) -> XMLElement {
             audioEncoderConfiguration(a, as: QName(ONVIFNamespace.media, name), useCount: uses)
         }
-        return [
+        var ops: [String: Operation] = [
             "GetAudioSources": Operation(access: .read) { _, c in
                 trt("GetAudioSourcesResponse", await microphones(c).map { a, _ in
                     trt("AudioSources", [tt("Channels", a.channels)]).withAttribute("token", a.source)
                 })
             },
-            "GetAudioSourceConfigurations": Operation(access: .read) { _, c in
-                trt("GetAudioSourceConfigurationsResponse", await microphones(c).map { source($0.0, $0.1, "Configurations") })
-            },
-            "GetAudioSourceConfiguration": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
-                let (a, uses) = try await named(r, c) { $0.source }
-                return trt("GetAudioSourceConfigurationResponse", [source(a, uses, "Configuration")])
-            },
-            "GetCompatibleAudioSourceConfigurations": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
-                trt("GetCompatibleAudioSourceConfigurationsResponse", try await ofProfile(r, c).map { source($0.0, $0.1, "Configurations") })
-            },
-            "GetAudioEncoderConfigurations": Operation(access: .read) { _, c in
-                trt("GetAudioEncoderConfigurationsResponse", await microphones(c).map { encoder($0.0, $0.1, "Configurations") })
-            },
-            "GetAudioEncoderConfiguration": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
-                let (a, uses) = try await named(r, c) { $0.encoderToken }
-                return trt("GetAudioEncoderConfigurationResponse", [encoder(a, uses, "Configuration")])
-            },
-            "GetCompatibleAudioEncoderConfigurations": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
-                trt("GetCompatibleAudioEncoderConfigurationsResponse", try await ofProfile(r, c).map { encoder($0.0, $0.1, "Configurations") })
-            },
         ]
+        // The source's and the encoder's configurations: all, one by its token, a profile's.
+        let kinds: [(String, @Sendable (AudioProfile) -> String, @Sendable (AudioProfile, Int, String) -> XMLElement)] = [
+            ("Source", { $0.source }, source), ("Encoder", { $0.encoderToken }, encoder),
+        ]
+        for (kind, token, build) in kinds {
+            ops["GetAudio\(kind)Configurations"] = Operation(access: .read) { _, c in
+                trt("GetAudio\(kind)ConfigurationsResponse", await microphones(c).map { build($0.0, $0.1, "Configurations") })
+            }
+            ops["GetAudio\(kind)Configuration"] = Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                let (a, uses) = try await named(r, c, by: token)
+                return trt("GetAudio\(kind)ConfigurationResponse", [build(a, uses, "Configuration")])
+            }
+            ops["GetCompatibleAudio\(kind)Configurations"] = Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                trt("GetCompatibleAudio\(kind)ConfigurationsResponse", try await ofProfile(r, c).map { build($0.0, $0.1, "Configurations") })
+            }
+        }
+        return ops
     }
 }

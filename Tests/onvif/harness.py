@@ -1,11 +1,13 @@
 """What Tests/onvif's scripts share: where things are, the venv's pinned clients, the
 PASS/FAIL tally, and a server started on a config with ONVIF users, its ports read from its
 output."""
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -50,6 +52,23 @@ def reexec_in(venv, packages, script):
     if os.environ.get("ONVIF_CLIENT_VENV") != str(venv):
         os.environ["ONVIF_CLIENT_VENV"] = str(venv)
         os.execv(str(venv / "bin/python3"), [str(venv / "bin/python3"), script] + sys.argv[1:])
+
+
+@contextlib.contextmanager
+def served(name, config, users):
+    """A server (as `start` makes it) in a fresh temporary directory for the `with` block:
+    yields (tmp, process, HTTP port, RTSP port); stopped and its directory removed after."""
+    tmp = Path(tempfile.mkdtemp(prefix="vf-%s-" % name))
+    p, http, rtsp = start(tmp, config, users)
+    try:
+        yield tmp, p, http, rtsp
+    finally:
+        p.terminate()
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        subprocess.run(["rm", "-rf", str(tmp)])
 
 
 def start(tmp, config, users, prefix=()):

@@ -5,15 +5,13 @@ service in GetServices, signs in with HTTP Digest (requests' HTTPDigestAuth) or 
 UsernameToken, and reads Media2's answers with ONVIF's own ver20 WSDL — each answer also
 validated against that schema. Run by `make test`."""
 import json
-import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from harness import PASSWORD, ROOT, VENV2, PACKAGES2, check, reexec_in, summary  # noqa: E402
-from harness import start as start_server  # noqa: E402
+from harness import served  # noqa: E402
 
 
 def api_get(port, path):
@@ -145,23 +143,14 @@ def schema_checks(port):
 
 def main():
     reexec_in(VENV2, PACKAGES2, __file__)
-    tmp = Path(tempfile.mkdtemp(prefix="vf-media2-"))
-    p, port, rtsp = start_server(tmp, {
+    config = {
         "server": {"host": "127.0.0.1", "port": 0, "publicDirectory": str(ROOT / "Public")},
         "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
                     {"id": "front", "source": "synthetic", "position": "front"}],
-        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False, "microphone": True}, "rtsp": {"port": 0}},
-        [("boss", "operator", True), ("web", "viewer", False)])
-    try:
+        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False, "microphone": True}, "rtsp": {"port": 0}}
+    with served("media2", config, [("boss", "operator", True), ("web", "viewer", False)]) as (_, _, port, rtsp):
         media2_checks(port, rtsp)
         schema_checks(port)
-    finally:
-        p.terminate()
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-        subprocess.run(["rm", "-rf", str(tmp)])
     return summary()
 
 

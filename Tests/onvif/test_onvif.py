@@ -26,25 +26,20 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 from harness import PASSWORD, ROOT, VENV, check, make_venv, summary
-from harness import start as start_server
+from harness import served
 
 
-def start(tmp):
-    p, http, rtsp = start_server(tmp, {
-        "server": {"host": "127.0.0.1", "port": 0, "publicDirectory": str(ROOT / "Public")},
-        "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
-                    {"id": "front", "source": "synthetic", "position": "front"}],
-        "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False, "microphone": True}, "rtsp": {"port": 0}},
-        [("ha", "viewer", True), ("boss", "operator", True), ("web", "viewer", False)])
-    mode = (tmp / "config.json").stat().st_mode & 0o777
-    check("a file holding ONVIF passwords is readable by no one but its owner and group: %o" % mode, mode & 0o007 == 0, oct(mode))
-    return p, http, rtsp
+CONFIG = {
+    "server": {"host": "127.0.0.1", "port": 0, "publicDirectory": str(ROOT / "Public")},
+    "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"},
+                {"id": "front", "source": "synthetic", "position": "front"}],
+    "session": {"preset": "640x480", "fps": 15}, "synthetic": {"noise": False, "microphone": True}, "rtsp": {"port": 0}}
+USERS = [("ha", "viewer", True), ("boss", "operator", True), ("web", "viewer", False)]
 
 
 def soap(port, body, header=""):
@@ -539,22 +534,15 @@ def main():
     if os.environ.get("ONVIF_CLIENT_VENV") != "1":
         os.environ["ONVIF_CLIENT_VENV"] = "1"
         os.execv(str(VENV / "bin/python3"), [str(VENV / "bin/python3"), __file__] + sys.argv[1:])
-    tmp = Path(tempfile.mkdtemp(prefix="vf-onvif-"))
-    p, port, rtsp = start(tmp)
-    try:
+    with served("onvif", CONFIG, USERS) as (tmp, _, port, rtsp):
+        mode = (tmp / "config.json").stat().st_mode & 0o777
+        check("a file holding ONVIF passwords is readable by no one but its owner and group: %o" % mode, mode & 0o007 == 0, oct(mode))
         asyncio.run(asyncio.wait_for(as_home_assistant(port, rtsp), 300))
         asyncio.run(asyncio.wait_for(events_as_home_assistant(port), 300))
         asyncio.run(asyncio.wait_for(ptz_as_home_assistant(port), 300))
         asyncio.run(asyncio.wait_for(encoders_as_an_nvr(port), 300))
         schema_checks(port)
         raw_checks(port)
-    finally:
-        p.terminate()
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-        subprocess.run(["rm", "-rf", str(tmp)])
     return summary()
 
 
