@@ -11,6 +11,8 @@ soak-live` runs 1,000):
 - with sound (the synthetic microphone, issue 37): WHEP with an offer that also receives
   Opus (the camera's Opus encode subscribed and left), RTSP of the camera's own path with its
   AAC stream set up beside the picture, and a 50 ms `audio.wav` clip;
+- RTP/JPEG: the same RTSP cycle on the main camera's `/main/jpeg` (the preview's pictures);
+- ONVIF: GetProfiles through Media and Media2 (SOAP read by libxml2, a profile per stream);
 - talk-back: POST a WHIP offer that sends Opus to the camera's (synthetic) speaker, DELETE it:
   a receiving webrtcbin pipeline built and torn down, the speaker opened and closed.
 
@@ -206,6 +208,21 @@ def rtsp_sound_cycle(server):
     rtsp_cycle(server, server.camera, "MPEG4-GENERIC/48000")
 
 
+def jpeg_cycle(server):
+    rtsp_cycle(server, "main/jpeg", "JPEG/90000")
+
+
+SOAP = ('<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:m="http://www.onvif.org/ver%s/media/wsdl">'
+        '<s:Body><m:GetProfiles/></s:Body></s:Envelope>')
+
+
+def onvif_cycle(server):
+    for service, version in (("media_service", "10"), ("media2_service", "20")):
+        status, _, body = http(server, "POST", "/onvif/" + service, (SOAP % version).encode(),
+                               {"Content-Type": "application/soap+xml; charset=utf-8"})
+        assert status == 200 and b"main" in body, (service, status, body[-200:])
+
+
 def wav_cycle(server):
     status, headers, body = http(server, "GET", "/audio.wav?seconds=0.05")
     assert status == 200 and body[:4] == b"RIFF" and len(body) == 44 + 4800, (status, len(body))
@@ -266,7 +283,8 @@ def main():
         server.camera = http_json(server, "/api/session")["camera"]["id"]
         for kind, cycle in (("WHEP", whep_cycle), ("RTSP", rtsp_cycle), ("live.mp4", mp4_cycle),
                             ("WHEP with sound", whep_sound_cycle), ("RTSP with sound", rtsp_sound_cycle),
-                            ("audio.wav", wav_cycle), ("talk", talk_cycle)):
+                            ("audio.wav", wav_cycle), ("talk", talk_cycle), ("RTP/JPEG", jpeg_cycle),
+                            ("ONVIF", onvif_cycle)):
             for _ in range(20):  # warm-up: thread pools and caches at their working size
                 cycle(server)
             baseline = settled(server, server.usage(), timeout=3)
