@@ -67,7 +67,7 @@ extension Application {
         let onvif = ONVIFServer(device: ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { [weak self] in self?.rtspPort }),
                                 events: feed.broker, gate: onvifGate(nonces: NonceMemory()))
         let answer = { @Sendable [self] (request: Request, subscription: Int?) async -> Response in
-            let context = ONVIFContext(host: request.headers["host"] ?? "\(configuration.server.host):\(server?.port ?? configuration.server.port)",
+            let context = ONVIFContext(host: reachedAt(request),
                                        secure: configuration.server.tls != nil, remoteAddress: request.remoteAddress,
                                        now: SystemSupport.Clock.now(), subscription: subscription,
                                        signedIn: request.principal.map { $0.role == Role.operator.rawValue ? .operate : .read })
@@ -138,12 +138,17 @@ extension Application {
         }
     }
 
+    /// The host and port the client reached us at: its Host header, else where HTTP listens.
+    private func reachedAt(_ request: Request) -> String {
+        request.headers["host"] ?? "\(configuration.server.host):\(server?.port ?? configuration.server.port)"
+    }
+
     private func services(_ request: Request) -> Services {
-        let host = request.headers["host"] ?? "\(configuration.server.host):\(server?.port ?? configuration.server.port)"
+        let host = reachedAt(request)
         let onvif = configuration.onvif.enabled
         return Services(rtsp: rtspPort, onvif: Services.ONVIF(
             enabled: onvif, deviceService: onvif ? "\(configuration.server.tls != nil ? "https" : "http")://\(host)/onvif/device_service" : nil,
-            discovery: onvif ? discoveryStatus.withLock { $0 } : "off (onvif.enabled is false)"))
+            discovery: discoveryStatus.withLock { $0 }))
     }
 
     private func cameraList() async -> [CameraInfo] {

@@ -23,26 +23,26 @@ extension ONVIFService {
     private func jpeg(_ token: String) -> CaptureSession? { cameras.sessions.first { token == "\($0.id)_jpeg" } }
 
     func encoderOptions(_ profile: String) async -> EncoderOptions? {
-        if jpeg(profile) != nil {
+        if let session = jpeg(profile) {
             // The preview's pictures: offered as they are (its size and rate are the camera's,
-            // set through the main profile; its quality config.json's stream.quality). The
-            // profile's figures do not depend on the address asked at.
+            // set through the main profile; its quality config.json's stream.quality). Its
+            // figures do not depend on the address asked at.
             let anywhere = ONVIFContext(host: "", secure: false, remoteAddress: "", now: 0)
-            guard let p = await profiles(anywhere).first(where: { $0.token == profile }) else { return nil }
+            guard let p = jpegProfile(session, await session.state(), port: nil, anywhere) else { return nil }
             return EncoderOptions(resolutions: [PictureSize(width: p.width, height: p.height)], fps: p.fps...p.fps, bitrate: p.bitrate...p.bitrate,
                                   govLength: 1...1, h264Profiles: [], encoding: .jpeg, quality: p.quality...p.quality)
         }
         guard let (session, name) = stream(profile) else { return nil }
         let state = await session.state()
         guard let now = state.live.first(where: { $0.name == name.rawValue }) else { return nil }
-        let gov = max(1, Int((Double(now.fps) * configuration.live.keyframeInterval).rounded()))
+        let gov = govLength(fps: now.fps)
         let h264 = now.profile == .constrainedBaseline ? "Baseline" : "Main"
         guard name == .main else {
             return EncoderOptions(resolutions: [PictureSize(width: now.width, height: now.height)], fps: now.fps...now.fps,
                                   bitrate: Self.bitrates, govLength: gov...gov, h264Profiles: [h264])
         }
         // Every size the camera has (as the stream sends it: even, and turned with the picture).
-        let turned = state.orientation.rotation == 90 || state.orientation.rotation == 270
+        let turned = Self.turned(state)
         let formats = session.cameras[0].formats
         var sizes: [PictureSize] = []
         for f in formats.sorted(by: { $0.width * $0.height > $1.width * $1.height }) {
@@ -55,6 +55,9 @@ extension ONVIFService {
                               bitrate: Self.bitrates, govLength: gov...gov, h264Profiles: [h264])
     }
 
+    /// The picture is sent turned a quarter (its width and height swapped).
+    static func turned(_ state: SessionState) -> Bool { state.orientation.rotation == 90 || state.orientation.rotation == 270 }
+
     /// What `live.bitrate` and `POST …/session/live` accept, kbit/s.
     static let bitrates = 100...100_000
 
@@ -65,8 +68,7 @@ extension ONVIFService {
         guard let now = state.live.first(where: { $0.name == name.rawValue }) else { throw Self.noSource(profile) }
         if name == .main, setting.size != PictureSize(width: now.width, height: now.height) || setting.fps != now.fps {
             // The camera's format: unturned, in the pixel format it has now where that has the size.
-            let turned = state.orientation.rotation == 90 || state.orientation.rotation == 270
-            let (w, h) = turned ? (setting.size.height, setting.size.width) : (setting.size.width, setting.size.height)
+            let (w, h) = Self.turned(state) ? (setting.size.height, setting.size.width) : (setting.size.width, setting.size.height)
             let even = { (f: FormatOption) in f.width & ~1 == w && f.height & ~1 == h }
             guard let sized = session.cameras[0].formats.filter(even).first else {
                 throw SOAPFault(.sender, [QName(ONVIFNamespace.error, "InvalidArgVal"), QName(ONVIFNamespace.error, "ConfigModify")],

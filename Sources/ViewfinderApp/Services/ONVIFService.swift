@@ -58,7 +58,7 @@ struct ONVIFService: ONVIFDevice {
                 out.append(MediaProfile(
                     token: "\(id)_\(stream.name)", name: "\(id) \(stream.name)", source: id,
                     width: stream.width, height: stream.height, fps: stream.fps, bitrate: stream.bitrate,
-                    govLength: max(1, Int((Double(stream.fps) * configuration.live.keyframeInterval).rounded())),
+                    govLength: govLength(fps: stream.fps),
                     h264Profile: stream.profile == .constrainedBaseline ? "Baseline" : "Main",
                     streamURI: port.map { "rtsp://\(context.hostName):\($0)/\(id)\(sub ? "/sub" : "")" } ?? "",
                     snapshotURI: "\(context.base)/cameras/\(id)/snapshot", audio: audio))
@@ -73,7 +73,7 @@ struct ONVIFService: ONVIFDevice {
     /// The camera's RTP/JPEG stream (`/<id>/jpeg`): the preview's pictures at the camera's size
     /// and rate, their quality the preview's (0…100 as ONVIF's 0…10); no cap, so its
     /// BitrateLimit is what the newest picture makes at that rate (0 before any).
-    private func jpegProfile(_ session: CaptureSession, _ state: SessionState, port: Int?, _ context: ONVIFContext) -> MediaProfile? {
+    func jpegProfile(_ session: CaptureSession, _ state: SessionState, port: Int?, _ context: ONVIFContext) -> MediaProfile? {
         // The picture is the main stream's: the camera's size as sent (turned) and its rate.
         guard let main = state.live.first(where: { $0.name == LiveStreamName.main.rawValue }) else { return nil }
         let id = session.id
@@ -86,6 +86,9 @@ struct ONVIFService: ONVIFDevice {
         p.quality = min(10, max(0, (state.stream.quality + 5) / 10))
         return p
     }
+
+    /// Frames between unasked keyframes at `fps` (`live.keyframeInterval` seconds).
+    func govLength(fps: Int) -> Int { max(1, Int((Double(fps) * configuration.live.keyframeInterval).rounded())) }
 
     func users() -> [(name: String, level: String)] {
         configuration.auth.users.map { ($0.name, $0.role == .operator ? "Administrator" : "User") }
