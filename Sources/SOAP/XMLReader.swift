@@ -54,6 +54,13 @@ public enum XMLReader {
             }
             throw .malformed("no root element")
         }
+        // Well-formed but not namespace-well-formed (a prefix never declared): libxml2 goes on
+        // and keeps the prefix as part of the name, which no client meant. SOAP is XML with
+        // namespaces: refused, as libxml2 reported it.
+        guard ctxt.pointee.nsWellFormed != 0 else {
+            let why = xmlCtxtGetLastError(ctxt).flatMap { $0.pointee.message.map { String(cString: $0).trimmingSuffix() } } ?? "a namespace error"
+            throw .malformed("\(why) (line \(xmlCtxtGetLastError(ctxt)?.pointee.line ?? 0))")
+        }
         return element(root)
     }
 
