@@ -50,6 +50,10 @@ let package = Package(
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         // libxml2: SOAP envelopes read and written (the SOAP module alone).
         .systemLibrary(name: "CXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        // libcurl (GnuTLS's build, libcurl4-gnutls-dev): the one request Viewfinder makes of another
+        // HTTP server, an ONVIF push subscription's Notify. A C shim, as curl_easy_setopt is
+        // variadic (the ONVIF module alone).
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("curl")]),
         // libmosquitto, the MQTT 5 client (the MQTT module alone).
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // FFmpeg: libavcodec (libx264), libavformat (MP4), libswscale, libswresample, libavutil.
@@ -114,7 +118,7 @@ let package = Package(
         .target(name: "SOAP", dependencies: ["CXML2"]),
         // ONVIF's device and media services over SOAP, answered from what the application
         // says of its cameras (the ONVIFDevice protocol); sign-in decided by the application.
-        .target(name: "ONVIF", dependencies: ["SOAP", "SystemSupport"]),
+        .target(name: "ONVIF", dependencies: ["SOAP", "SystemSupport", "CCurl"]),
         // The strict JSON value and reader: request bodies (HTTPServer's error envelope too) and config.json.
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: [
@@ -152,7 +156,7 @@ let package = Package(
         .target(name: "MQTTTestSupport", dependencies: ["MQTT", "SystemSupport", .product(name: "Logging", package: "swift-log")], path: "Tests/MQTTTestSupport"),
         .testTarget(name: "MQTTTests", dependencies: ["MQTT", "MQTTTestSupport", "SystemSupport", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
-        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "SOAP", "SystemSupport"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "SOAP", "SystemSupport", "HTTPServer", "TimeTestSupport"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
             "ViewfinderApp", "HTTPServer", "JSON", "Session", "Streaming", "Movie", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport",
             .product(name: "Logging", package: "swift-log"),

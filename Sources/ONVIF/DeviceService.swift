@@ -6,7 +6,7 @@ import Foundation
 import SOAP
 
 enum DeviceService {
-    static func operations(_ device: any ONVIFDevice, events: EventBroker) -> [String: Operation] {
+    static func operations(_ device: any ONVIFDevice, events: EventBroker, push: Bool) -> [String: Operation] {
         return [
             "GetSystemDateAndTime": Operation(access: .preAuth) { _, c in
                 tds("GetSystemDateAndTimeResponse", [XMLElement(ONVIFNamespace.device, "SystemDateAndTime", [
@@ -48,7 +48,7 @@ enum DeviceService {
                     service(ONVIFNamespace.device, "device_service", 60, deviceServiceCapabilities()),
                     service(ONVIFNamespace.media, "media_service", 60, MediaService.serviceCapabilities()),
                     service(ONVIFNamespace.media2, "media2_service", 60, Media2Service.capabilities()),
-                    service(ONVIFNamespace.events, "events_service", 60, EventsService.capabilities(events)),
+                    service(ONVIFNamespace.events, "events_service", 60, EventsService.capabilities(events, push: push)),
                     service(ONVIFNamespace.ptz, "ptz_service", 60, PTZService.capabilities()),
                     service(ONVIFNamespace.imaging, "imaging_service", 60, ImagingService.capabilities()),
                 ])

@@ -1,8 +1,10 @@
 // The motion detector's state as ONVIF events: each video source's motion is a property
 // (ONVIF Core's "initialized / changed" semantics), announced on two topics, and held for
-// each pull point until its client pulls it. A pull point that is neither pulled nor renewed
-// before its term ends is dropped, and there are at most `maxPullPoints` of them, so a
-// client that forgets its subscriptions cannot make the device keep queues without end.
+// each subscription until it is taken: by its client's PullMessages (a pull point), or by the
+// device's own delivery to the consumer's address (a push subscription, WS-BaseNotification's
+// Subscribe — PushDelivery.swift). A subscription that is not renewed before its term ends is
+// dropped, and there are at most `maxPullPoints` of them, pull and push together, so a client
+// that forgets its subscriptions cannot make the device keep queues (or POSTs) without end.
 
 import SystemSupport
 
@@ -43,6 +45,9 @@ public final class EventBroker: Sendable {
     private struct PullPoint {
         var topics: Set<MotionTopic>
         var termination: Double
+        /// A push subscription's consumer (where its Notify messages are POSTed); nil for a
+        /// pull point.
+        var consumer: String?
         var queue: [EventMessage] = []
         /// A PullMessages waiting for a message: its token and how to wake it.
         var waiter: (token: Int, wake: CheckedContinuation<Void, Never>)?
@@ -97,15 +102,16 @@ public final class EventBroker: Sendable {
 
     // MARK: - The events service's operations
 
-    /// A new pull point taking `topics`, its first messages each source's current value
-    /// (Initialized). Nil when `maxPullPoints` are alive.
-    func create(topics: Set<MotionTopic>, termination: Double, now: Double) -> Int? {
+    /// A new subscription taking `topics`, its first messages each source's current value
+    /// (Initialized): a pull point, or a push subscription when a consumer is given. Nil when
+    /// `maxPullPoints` are alive.
+    func create(topics: Set<MotionTopic>, termination: Double, now: Double, consumer: String? = nil) -> Int? {
         sweep(now: now)
         return state.withLock { s -> Int? in
             guard s.points.count < maxPullPoints else { return nil }
             let id = s.nextID
             s.nextID += 1
-            s.points[id] = PullPoint(topics: topics, termination: termination, queue: Self.initialized(s, topics))
+            s.points[id] = PullPoint(topics: topics, termination: termination, consumer: consumer, queue: Self.initialized(s, topics))
             return id
         }
     }
@@ -143,6 +149,19 @@ public final class EventBroker: Sendable {
     }
 
     func termination(_ id: Int) -> Double? { state.withLock { $0.points[id]?.termination } }
+
+    /// A push subscription's consumer; nil for a pull point or an unknown id.
+    func consumer(_ id: Int) -> String? { state.withLock { $0.points[id]?.consumer } }
+
+    /// Ends every subscription (the server stops): waiting pulls answer with nothing and every
+    /// push subscription's delivery ends after the POST it is in.
+    public func close() {
+        let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            defer { s.points.removeAll() }
+            return s.points.values.compactMap { $0.waiter?.wake }
+        }
+        for w in waiting { w.resume() }
+    }
 
     /// Up to `limit` messages, waiting up to `timeout` seconds for the first. Nil when the
     /// pull point is unknown (or ended while waiting).

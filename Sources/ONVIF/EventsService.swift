@@ -1,8 +1,10 @@
 // The events service (ONVIF Events, ver10, /onvif/events_service): the motion detector's
 // state on pull points (CreatePullPointSubscription, then PullMessages, Renew, Unsubscribe and
-// SetSynchronizationPoint at the subscription's own address, /onvif/subscriptions/<id>).
-// What Home Assistant's ONVIF integration subscribes to; push subscriptions (Subscribe) are
-// not offered, and a client falls back to pulling.
+// SetSynchronizationPoint at the subscription's own address, /onvif/subscriptions/<id>), and
+// pushed to a consumer's address (WS-BaseNotification's Subscribe: Notify messages POSTed by
+// PushDelivery; Renew, Unsubscribe and SetSynchronizationPoint at the same kind of address).
+// Home Assistant's ONVIF integration subscribes both ways: a webhook when it has an address
+// the camera can reach, a pull point otherwise.
 
 import SOAP
 
@@ -13,18 +15,21 @@ enum EventsService {
     /// A term given by the device when the request names none, and the longest it grants.
     static let defaultTerm = 600.0, maxTerm = 3_600.0
 
-    static func operations(_ broker: EventBroker) -> [QName: Operation] {
+    /// The longest consumer address taken.
+    static let maxConsumerAddress = 2_048
+
+    static func operations(_ broker: EventBroker, push: PushDelivery?) -> [QName: Operation] {
         func tevOp(_ name: String) -> QName { QName(ONVIFNamespace.events, name) }
         func wsntOp(_ name: String) -> QName { QName(ONVIFNamespace.notification, name) }
-        return [
-            tevOp("GetServiceCapabilities"): Operation(access: .preAuth) { _, _ in tev("GetServiceCapabilitiesResponse", [capabilities(broker)]) },
+        var ops: [QName: Operation] = [
+            tevOp("GetServiceCapabilities"): Operation(access: .preAuth) { _, _ in tev("GetServiceCapabilitiesResponse", [capabilities(broker, push: push != nil)]) },
             tevOp("GetEventProperties"): Operation(access: .read) { _, _ in eventProperties() },
             tevOp("CreatePullPointSubscription"): Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let topics = try filter(r.child("Filter"))
                 let term = try termination(r.child("InitialTerminationTime")?.trimmedText, now: c.now)
                 guard let id = broker.create(topics: topics, termination: term, now: c.now) else {
                     throw SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action"), QName(ONVIFNamespace.error, "MaxPullPoints")],
-                                    "All \(broker.maxPullPoints) pull points are in use; unsubscribe one or let its term end.")
+                                    "All \(broker.maxPullPoints) subscriptions (pull points and push subscriptions) are in use; unsubscribe one or let its term end.")
                 }
                 return tev("CreatePullPointSubscriptionResponse", [
                     tev("SubscriptionReference", [XMLElement(ONVIFNamespace.addressing, "Address", text: "\(c.base)/onvif/subscriptions/\(id)")]),
@@ -34,6 +39,10 @@ enum EventsService {
             },
             tevOp("PullMessages"): Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let id = try subscription(c)
+                if let consumer = broker.consumer(id) {
+                    throw SOAPFault(.sender, [QName(ONVIFNamespace.error, "ActionNotSupported")],
+                                    "Subscription \(id) pushes its messages to \(consumer); PullMessages is for pull points.")
+                }
                 guard let text = r.child("Timeout")?.trimmedText, let timeout = XSDTime.duration(text) else {
                     throw invalidArgument("InvalidTimeout", "PullMessages needs a Timeout, an xs:duration such as PT60S.")
                 }
@@ -43,7 +52,7 @@ enum EventsService {
                 guard let messages = await broker.pull(id, limit: limit, timeout: min(timeout, maxPullSeconds), now: c.now),
                       let term = broker.termination(id) else { throw unknown(id) }
                 return tev("PullMessagesResponse", [tev("CurrentTime", XSDTime.format(c.now)),
-                                                   tev("TerminationTime", XSDTime.format(term))] + messages.map(notification))
+                                                   tev("TerminationTime", XSDTime.format(term))] + messages.map { notification($0) })
             },
             tevOp("SetSynchronizationPoint"): Operation(access: .read) { (_: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let id = try subscription(c)
@@ -62,6 +71,56 @@ enum EventsService {
                 return wsnt("UnsubscribeResponse", [])
             },
         ]
+        if let push {
+            ops[wsntOp("Subscribe")] = Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
+                let consumer = try consumerAddress(r.child("ConsumerReference"))
+                let topics = try filter(r.child("Filter"))
+                let term = try termination(r.child("InitialTerminationTime")?.trimmedText, now: c.now)
+                guard let id = broker.create(topics: topics, termination: term, now: c.now, consumer: consumer) else {
+                    throw creationFailed("All \(broker.maxPullPoints) subscriptions are in use; unsubscribe one or let its term end.")
+                }
+                let address = "\(c.base)/onvif/subscriptions/\(id)"
+                Task { await push.deliver(broker, id: id, consumer: consumer, subscription: address) }
+                return wsnt("SubscribeResponse", [
+                    wsnt("SubscriptionReference", [XMLElement(ONVIFNamespace.addressing, "Address", text: address)]),
+                    wsnt("CurrentTime", XSDTime.format(c.now)),
+                    wsnt("TerminationTime", XSDTime.format(term)),
+                ])
+            }
+        }
+        return ops
+    }
+
+    static func creationFailed(_ reason: String) -> SOAPFault {
+        SOAPFault(.receiver, [QName(ONVIFNamespace.notification, "SubscribeCreationFailedFault")], reason)
+    }
+
+    /// Where a push subscription's Notify messages go: an http or https URL with a host. Any
+    /// other scheme (file:, gopher:, …) is refused, so a subscriber cannot make the device read
+    /// or send anything but a POST of its own events.
+    static func consumerAddress(_ reference: XMLElement?) throws(SOAPFault) -> String {
+        guard let address = reference?.child("Address")?.trimmedText, !address.isEmpty else {
+            throw SOAPFault(.sender, [QName(ONVIFNamespace.notification, "SubscribeCreationFailedFault")],
+                            "Subscribe needs a ConsumerReference with an Address: where to POST the notifications.")
+        }
+        let lower = address.lowercased()
+        let rest = lower.hasPrefix("http://") ? lower.dropFirst(7) : lower.hasPrefix("https://") ? lower.dropFirst(8) : nil
+        let printable = address.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
+        guard let rest, let host = rest.split(separator: "/", omittingEmptySubsequences: false).first, !host.isEmpty,
+              !host.contains("@"), printable, address.utf8.count <= maxConsumerAddress else {
+            throw SOAPFault(.sender, [QName(ONVIFNamespace.notification, "SubscribeCreationFailedFault")],
+                            "The consumer address '\(address.prefix(200))' is not an http:// or https:// URL with a host "
+                                + "(no credentials in it, at most \(maxConsumerAddress) characters).")
+        }
+        return address
+    }
+
+    /// A push subscription's messages as one Notify envelope, each naming its subscription.
+    static func notify(_ messages: [EventMessage], subscription: String) -> [UInt8] {
+        Envelope.write(body: [wsnt("Notify", messages.map { notification($0, subscription: subscription) })],
+                       header: [XMLElement(ONVIFNamespace.addressing, "Action",
+                                           text: "http://docs.oasis-open.org/wsn/bw-2/NotificationConsumer/Notify")],
+                       prefixes: ONVIFNamespace.prefixes)
     }
 
     static func tev(_ name: String, _ children: [XMLElement]) -> XMLElement { XMLElement(ONVIFNamespace.events, name, children) }
@@ -69,10 +128,11 @@ enum EventsService {
     static func wsnt(_ name: String, _ children: [XMLElement]) -> XMLElement { XMLElement(ONVIFNamespace.notification, name, children) }
     static func wsnt(_ name: String, _ text: String) -> XMLElement { XMLElement(ONVIFNamespace.notification, name, text: text) }
 
-    static func capabilities(_ broker: EventBroker) -> XMLElement {
+    static func capabilities(_ broker: EventBroker, push: Bool) -> XMLElement {
         XMLElement(ONVIFNamespace.events, "Capabilities", attributes: [
             "WSSubscriptionPolicySupport": "false", "WSPausableSubscriptionManagerInterfaceSupport": "false",
-            "MaxNotificationProducers": "0", "MaxPullPoints": String(broker.maxPullPoints), "PersistentNotificationStorage": "false",
+            "MaxNotificationProducers": push ? String(broker.maxPullPoints) : "0", "MaxPullPoints": String(broker.maxPullPoints),
+            "PersistentNotificationStorage": "false",
         ])
     }
 
@@ -141,7 +201,9 @@ enum EventsService {
         return topics
     }
 
-    static func notification(_ m: EventMessage) -> XMLElement {
+    /// One message; a push subscription's names its subscription (WS-BaseNotification's
+    /// SubscriptionReference), as a consumer of several may tell them apart by it.
+    static func notification(_ m: EventMessage, subscription: String? = nil) -> XMLElement {
         let source: [(String, String)], data: (String, String)
         switch m.topic {
         case .cellMotion:
@@ -153,7 +215,8 @@ enum EventsService {
             data = ("State", m.moving ? "true" : "false")
         }
         let item = { (n: String, v: String) in tt("SimpleItem", attributes: ["Name": n, "Value": v]) }
-        return wsnt("NotificationMessage", [
+        let reference = subscription.map { [wsnt("SubscriptionReference", [XMLElement(ONVIFNamespace.addressing, "Address", text: $0)])] } ?? []
+        return wsnt("NotificationMessage", reference + [
             XMLElement(ONVIFNamespace.notification, "Topic", text: m.topic.text, attributes: ["Dialect": concreteSet]),
             wsnt("Message", [tt("Message", [tt("Source", source.map(item)), tt("Data", [item(data.0, data.1)])],
                                 attributes: ["UtcTime": XSDTime.format(m.time, milliseconds: true), "PropertyOperation": m.operation.rawValue])]),

@@ -56,11 +56,12 @@ public final class ONVIFServer: Sendable {
     let gate: ONVIFGate
     private let operations: [QName: Operation]
 
-    public init(device: any ONVIFDevice, events: EventBroker = EventBroker(), gate: @escaping ONVIFGate) {
+    /// `push`: how push subscriptions (Subscribe) deliver; without it Subscribe is not offered.
+    public init(device: any ONVIFDevice, events: EventBroker = EventBroker(), push: PushDelivery? = nil, gate: @escaping ONVIFGate) {
         self.device = device
         self.gate = gate
-        var ops = EventsService.operations(events)
-        for (name, op) in DeviceService.operations(device, events: events) { ops[QName(ONVIFNamespace.device, name)] = op }
+        var ops = EventsService.operations(events, push: push)
+        for (name, op) in DeviceService.operations(device, events: events, push: push != nil) { ops[QName(ONVIFNamespace.device, name)] = op }
         for (name, op) in MediaService.operations(device) { ops[QName(ONVIFNamespace.media, name)] = op }
         for (name, op) in Media2Service.operations(device) { ops[QName(ONVIFNamespace.media2, name)] = op }
         for (name, op) in PTZService.operations(device, PTZMotions()) { ops[QName(ONVIFNamespace.ptz, name)] = op }

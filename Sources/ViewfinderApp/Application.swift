@@ -51,6 +51,8 @@ public final class Application: Sendable {
     let discovery = Locked<DiscoveryService?>(nil)
     /// Whether discovery runs, and where or why not, as `GET /api/cameras` says it.
     let discoveryStatus = Locked("off (not started)")
+    /// ONVIF's event subscriptions (pull points and push subscriptions), ended at stop.
+    let onvifEvents = EventBroker()
 
     /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
     var liveClientCount: Int { whep.count + liveMP4Count + rtspClientCount }
@@ -317,6 +319,7 @@ public final class Application: Sendable {
         let servers = running.withLock { s in defer { s.removeAll() }; return s }
         await onOwnThread("server-stop") { for server in servers { server.stop() } }
         retention?.stop()
+        onvifEvents.close()  // push deliveries end after the POST each is in
         let quiet = await whep.closeAll()
         await talk.closeAll()
         if let r = rtsp.withLock({ r in defer { r = nil }; return r }) {

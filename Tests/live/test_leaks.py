@@ -13,6 +13,8 @@ soak-live` runs 1,000):
   AAC stream set up beside the picture, and a 50 ms `audio.wav` clip;
 - RTP/JPEG: the same RTSP cycle on the main camera's `/main/jpeg` (the preview's pictures);
 - ONVIF: GetProfiles through Media and Media2 (SOAP read by libxml2, a profile per stream);
+- ONVIF push: Subscribe with a webhook's address (a Python HTTP server here), its first Notify
+  POSTed by libcurl on a thread of its own and taken, then Unsubscribe: the delivery ends;
 - talk-back: POST a WHIP offer that sends Opus to the camera's (synthetic) speaker, DELETE it:
   a receiving webrtcbin pipeline built and torn down, the speaker opened and closed.
 
@@ -22,7 +24,8 @@ Also: a live.mp4 client that stops reading does not stall another one. Prints th
 
 Usage: test_leaks.py [BINARY]   (CYCLES=N in the environment)
 """
-import os, re, select, shutil, socket, subprocess, sys, tempfile, time, urllib.request
+import os, re, select, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # `http` is this file's request helper
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -223,6 +226,55 @@ def onvif_cycle(server):
         assert status == 200 and b"main" in body, (service, status, body[-200:])
 
 
+class Webhook:
+    """A consumer for ONVIF's push subscriptions: counts the POSTs it is sent."""
+
+    def __init__(self):
+        self.posts = 0
+        self.arrived = threading.Condition()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                with hook.arrived:
+                    hook.posts += 1
+                    hook.arrived.notify_all()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/hook" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait(self, n, timeout=10):
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: self.posts >= n, timeout), f"{n} POSTs within {timeout} s (got {self.posts})"
+
+
+SUBSCRIBE = ('<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:wsnt="http://docs.oasis-open.org/wsn/b-2" '
+             'xmlns:wsa="http://www.w3.org/2005/08/addressing"><s:Body>%s</s:Body></s:Envelope>')
+
+
+def push_cycle(server):
+    if not hasattr(server, "webhook"):
+        server.webhook = Webhook()
+    hook, soap = server.webhook, {"Content-Type": "application/soap+xml; charset=utf-8"}
+    before = hook.posts
+    status, _, body = http(server, "POST", "/onvif/events_service", (SUBSCRIBE % (
+        "<wsnt:Subscribe><wsnt:ConsumerReference><wsa:Address>%s</wsa:Address></wsnt:ConsumerReference>"
+        "<wsnt:InitialTerminationTime>PT60S</wsnt:InitialTerminationTime></wsnt:Subscribe>" % hook.url)).encode(), soap)
+    assert status == 200, (status, body[-200:])
+    address = re.search(rb"<wsa:Address>[^<]*(/onvif/subscriptions/\d+)</wsa:Address>", body).group(1).decode()
+    hook.wait(before + 1)  # the properties, pushed
+    status, _, body = http(server, "POST", address, (SUBSCRIBE % "<wsnt:Unsubscribe/>").encode(), soap)
+    assert status == 200, (status, body[-200:])
+
+
 def wav_cycle(server):
     status, headers, body = http(server, "GET", "/audio.wav?seconds=0.05")
     assert status == 200 and body[:4] == b"RIFF" and len(body) == 44 + 4800, (status, len(body))
@@ -284,7 +336,7 @@ def main():
         for kind, cycle in (("WHEP", whep_cycle), ("RTSP", rtsp_cycle), ("live.mp4", mp4_cycle),
                             ("WHEP with sound", whep_sound_cycle), ("RTSP with sound", rtsp_sound_cycle),
                             ("audio.wav", wav_cycle), ("talk", talk_cycle), ("RTP/JPEG", jpeg_cycle),
-                            ("ONVIF", onvif_cycle)):
+                            ("ONVIF", onvif_cycle), ("ONVIF push", push_cycle)):
             for _ in range(20):  # warm-up: thread pools and caches at their working size
                 cycle(server)
             baseline = settled(server, server.usage(), timeout=3)

@@ -8,8 +8,10 @@ profile per camera), GetStreamUri (ffprobe plays it: H.264 at the profile's size
 GetSnapshotUri (a JPEG, over HTTP Digest as HA fetches it). Sign-in: a viewer given ONVIF sign-in
 reads; the same user with a wrong password, a user without ONVIF sign-in, no token at all and a
 replayed token are each refused with ter:NotAuthorized; GetUsers needs an operator; the clock
-needs no one. Events as HA takes them: a pull point, SetSynchronizationPoint, PullMessages
-seeing a staged walker's motion start and end, Unsubscribe. PTZ as HA and Frigate drive it:
+needs no one. Events as HA takes them, both ways at once: a pull point (SetSynchronizationPoint,
+PullMessages) and a webhook (Subscribe with the webhook's address, the device POSTing Notify
+messages that HA's own NotificationManager.process parses), each seeing a staged walker's
+motion start and end, then Unsubscribe. PTZ as HA and Frigate drive it:
 an absolute zoom, a field-of-view step, a continuous zoom HA's Stop leaves running (ended by
 the default timeout), presets; a viewer may not move. Imaging: a manual exposure and a focus
 move reach the session. Every answer of every operation validated against ONVIF's own schemas
@@ -22,11 +24,14 @@ import asyncio
 import base64
 import datetime
 import hashlib
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -262,6 +267,12 @@ async def events_as_home_assistant(port):
         check("GetCapabilities: the events service's address",
               cam.xaddrs.get("http://www.onvif.org/ver10/events/wsdl", "").endswith("/onvif/events_service"), cam.xaddrs)
         lost = []
+        hook = Webhook()
+        notifications = await cam.create_notification_manager(hook.url, datetime.timedelta(minutes=10), lambda: lost.append(True))
+        check("Subscribe (HA's webhook): a subscription of its own (%s)" % cam.xaddrs.get(
+              "http://www.onvif.org/ver10/events/wsdl/NotificationConsumer"),
+              "/onvif/subscriptions/" in cam.xaddrs.get("http://www.onvif.org/ver10/events/wsdl/NotificationConsumer", ""))
+        await notifications.set_synchronization_point()  # as HA does, to see the webhook work
         manager = await cam.create_pullpoint_manager(datetime.timedelta(minutes=10), lambda: lost.append(True))
         service = manager.get_service()
         address = cam.xaddrs["http://www.onvif.org/ver10/events/wsdl/PullPointSubscription"]
@@ -304,6 +315,25 @@ async def events_as_home_assistant(port):
         changes = [(s, name, v) for _, s, name, v, op, _ in seen if op == "Changed"]
         check("the walker: IsMotion true, then false, for the rear camera (from the event to the client: %s s)"
               % ", ".join("%.3f" % d for d in delays), changes == [("rear", "IsMotion", "true"), ("rear", "IsMotion", "false")], seen)
+        # The webhook's Notify messages, parsed as HA's webhook handler does.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(v == "false" and op == "Changed" for _, _, _, v, op, _ in hook.read(notifications)):
+            await asyncio.sleep(0.05)
+        pushed = hook.read(notifications)
+        check("the webhook: each camera's motion as it is first (Initialized), from %d POSTs" % len(hook.posts),
+              {(s, v, op) for t, s, _, v, op, _ in pushed[:4]} == {("rear", "false", "Initialized"), ("front", "false", "Initialized")}, pushed[:4])
+        pushed_changes = [(s, name, v) for t, s, name, v, op, _ in pushed
+                          if op == "Changed" and t == "tns1:RuleEngine/CellMotionDetector/Motion"]
+        push_delays = [arrived - m[5].timestamp() for arrived, m in hook.arrivals(notifications) if m[4] == "Changed"]
+        check("the webhook: IsMotion true, then false, for the rear camera (from the event to the webhook: %s s)"
+              % ", ".join("%.3f" % d for d in push_delays),
+              pushed_changes == [("rear", "IsMotion", "true"), ("rear", "IsMotion", "false")], pushed)
+        await notifications.shutdown()  # Unsubscribe
+        status, text = post(port, (SUBSCRIPTION_CALL % token("ha", PASSWORD)).encode(),
+                            urllib.parse.urlparse(cam.xaddrs["http://www.onvif.org/ver10/events/wsdl/NotificationConsumer"]).path)
+        check("after Unsubscribe the webhook's subscription is gone", status == 400 and "ResourceUnknown" in text, (status, text[-200:]))
+        NOTIFY_BODIES.extend(body for _, body in hook.posts)
+        hook.close()
         await manager.shutdown()  # Unsubscribe
         try:
             await service.PullMessages({"MessageLimit": 1, "Timeout": datetime.timedelta(seconds=1)})
@@ -313,6 +343,52 @@ async def events_as_home_assistant(port):
         check("the subscription was never lost", not lost)
     finally:
         await cam.close()
+
+
+SUBSCRIPTION_CALL = ('<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:tev="http://www.onvif.org/ver10/events/wsdl">'
+                     '<s:Header>%s</s:Header><s:Body><tev:SetSynchronizationPoint/></s:Body></s:Envelope>')
+
+
+class Webhook:
+    """Home Assistant's webhook: an HTTP server on loopback taking the device's POSTs (each kept
+    with when it arrived), answering 200 as HA's does."""
+
+    def __init__(self):
+        posts = self.posts = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                posts.append((time.time(), body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/api/webhook/onvif_test" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def arrivals(self, manager):
+        """(arrival time, message) for every message of every POST, through the manager's parser."""
+        out = []
+        for arrived, body in list(self.posts):
+            result = manager.process(body)
+            for msg in (result.NotificationMessage if result is not None else None) or []:
+                m = msg.Message._value_1
+                out.append((arrived, (msg.Topic._value_1, m.Source.SimpleItem[0].Value, m.Data.SimpleItem[0].Name,
+                                      m.Data.SimpleItem[0].Value, m.PropertyOperation, m.UtcTime)))
+        return out
+
+    def read(self, manager):
+        return [m for _, m in self.arrivals(manager)]
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def bitrate_max(options):
@@ -420,8 +496,12 @@ SCHEMA_CALLS = [
     "<timg:GetStatus><timg:VideoSourceToken>rear</timg:VideoSourceToken></timg:GetStatus>", "<timg:GetServiceCapabilities/>"]
 ] + [("events_service", x) for x in [
     "<tev:GetEventProperties/>", "<tev:GetServiceCapabilities/>",
-    "<tev:CreatePullPointSubscription><tev:InitialTerminationTime>PT60S</tev:InitialTerminationTime></tev:CreatePullPointSubscription>"]
+    "<tev:CreatePullPointSubscription><tev:InitialTerminationTime>PT60S</tev:InitialTerminationTime></tev:CreatePullPointSubscription>",
+    "<wsnt:Subscribe><wsnt:ConsumerReference><wsa:Address>http://127.0.0.1:9/nothing-listens</wsa:Address></wsnt:ConsumerReference>"
+    "<wsnt:InitialTerminationTime>PT60S</wsnt:InitialTerminationTime></wsnt:Subscribe>"]
 ]
+# The Notify messages the webhook took (events_as_home_assistant), validated with the answers.
+NOTIFY_BODIES = []
 
 
 def schema_checks(port):
@@ -430,7 +510,8 @@ def schema_checks(port):
     valid = validator(Path(__import__("onvif").__file__).parent / "wsdl")
     ns = {"tds": "http://www.onvif.org/ver10/device/wsdl", "trt": "http://www.onvif.org/ver10/media/wsdl",
           "tptz": "http://www.onvif.org/ver20/ptz/wsdl", "timg": "http://www.onvif.org/ver20/imaging/wsdl",
-          "tev": "http://www.onvif.org/ver10/events/wsdl", "tt": "http://www.onvif.org/ver10/schema"}
+          "tev": "http://www.onvif.org/ver10/events/wsdl", "tt": "http://www.onvif.org/ver10/schema",
+          "wsnt": "http://docs.oasis-open.org/wsn/b-2", "wsa": "http://www.w3.org/2005/08/addressing"}
     declared = " ".join('xmlns:%s="%s"' % kv for kv in ns.items())
     complaints, checked = [], 0
     for service, body in SCHEMA_CALLS:
@@ -441,7 +522,13 @@ def schema_checks(port):
         checked += 1
         if problem:
             complaints.append((body[:60], problem))
-    check("every answer of %d operations valid against ONVIF's own schemas (lxml)" % checked, not complaints, complaints)
+    for body in NOTIFY_BODIES:
+        problem = valid(body)
+        checked += 1
+        if problem:
+            complaints.append(("Notify", problem))
+    check("every answer of %d operations and %d Notify messages valid against ONVIF's own schemas (lxml)"
+          % (len(SCHEMA_CALLS), len(NOTIFY_BODIES)), not complaints and NOTIFY_BODIES, complaints)
 
 
 SOAP_ENVELOPE = ('<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:tds="http://www.onvif.org/ver10/device/wsdl"'
@@ -518,9 +605,10 @@ def raw_checks(port):
               '<s:Header>%s</s:Header><s:Body><tev:CreatePullPointSubscription/></s:Body></s:Envelope>')
     answers = [post(port, (create % token("ha", PASSWORD)).encode(), "/onvif/events_service") for _ in range(17)]
     made = [a[0] for a in answers].index(500) if 500 in [a[0] for a in answers] else len(answers)
-    # The schema checks left one pull point of their own: the limit counts every pull point.
-    check("16 pull points at most: made %d more before a fault naming the limit" % made,
-          made == 15 and all(a[0] == 500 and "MaxPullPoints" in a[1] for a in answers[made:]), [a[0] for a in answers])
+    # The schema checks left a pull point and a push subscription of their own: the limit
+    # counts every subscription, pulled or pushed.
+    check("16 subscriptions at most: made %d more pull points before a fault naming the limit" % made,
+          made == 14 and all(a[0] == 500 and "MaxPullPoints" in a[1] for a in answers[made:]), [a[0] for a in answers])
     pull = (create % token("ha", PASSWORD)).replace("<tev:CreatePullPointSubscription/>",
                                                     "<tev:PullMessages><tev:Timeout>PT1S</tev:Timeout><tev:MessageLimit>1</tev:MessageLimit></tev:PullMessages>")
     status, text = post(port, pull.encode(), "/onvif/subscriptions/999")

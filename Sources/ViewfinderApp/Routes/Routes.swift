@@ -60,12 +60,16 @@ extension Application {
     }
 
     /// ONVIF's SOAP services (issue 39): `POST /onvif/device_service`, `/onvif/media_service`,
-    /// `/onvif/events_service`, and each pull point's `/onvif/subscriptions/<id>`. Open at the
+    /// `/onvif/events_service`, and each subscription's `/onvif/subscriptions/<id>`. Open at the
     /// HTTP gate: the sign-in is in the SOAP header (ONVIFService.swift).
     private func addONVIFRoutes(_ r: inout Router) {
-        let feed = ONVIFMotionFeed(events: cameras.events, cameras: cameras.sessions.map(\.id), broker: EventBroker())
+        let feed = ONVIFMotionFeed(events: cameras.events, cameras: cameras.sessions.map(\.id), broker: onvifEvents)
+        let push = PushDelivery(post: CurlPost.post(), clock: { SystemSupport.Clock.now() }) { [logger] consumer, failure in
+            if let failure { logger.warning("ONVIF push subscription: \(failure); its notifications are dropped until it answers") }
+            else { logger.info("ONVIF push subscription: \(consumer) takes notifications again") }
+        }
         let onvif = ONVIFServer(device: ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { [weak self] in self?.rtspPort }),
-                                events: feed.broker, gate: onvifGate(nonces: NonceMemory()))
+                                events: feed.broker, push: push, gate: onvifGate(nonces: NonceMemory()))
         let answer = { @Sendable [self] (request: Request, subscription: Int?) async -> Response in
             let context = ONVIFContext(host: reachedAt(request),
                                        secure: configuration.server.tls != nil, remoteAddress: request.remoteAddress,
