@@ -3,7 +3,13 @@
 venv under .build/) with its MQTT integration on a test broker sees a Viewfinder host's cameras
 by discovery (issue 29, item 6): the entities are there and available, a button press takes a
 photo, the zoom number moves the zoom, the camera entity serves the snapshot, and when the host
-is killed its entities go unavailable. Prints what it saw.
+is killed its entities go unavailable. And the same Home Assistant adopts the host by ONVIF
+(issue 39), as a user does in Settings → Add integration → ONVIF (its config flow, over HA's
+REST API): its own setup sequence makes a camera per H.264 profile and motion sensors, its
+events come by webhook (the host's push subscription POSTs each Notify to HA's internal URL),
+and a walker staged in the rear camera turns a motion sensor on, then off. The ONVIF
+integration's packages (and netifaces', built from source: gcc and python3-dev) are pinned in
+requirements.txt. Prints what it saw.
 
 Usage: test_ha.py   (make test-homeassistant; VIEWFINDER_BINARY to pick the binary)
 """
@@ -69,6 +75,53 @@ def http(method, url, body=None, token=None, form=False, timeout=10):
 import urllib.parse  # noqa: E402
 
 
+def onvif_as_home_assistant(hbase, base, token, vport, work):
+    """Settings → Add integration → ONVIF, as a user does it (the config flow over HA's REST API):
+    the device by address and port, no account (the host has none). HA's own setup sequence then
+    runs against the host — capabilities, device information, the interface's MAC, the profiles —
+    and makes a camera per H.264 profile; its events come by webhook (HA subscribes with its
+    internal URL: the host POSTs each Notify) and a staged walker turns its motion sensor on, then off."""
+    def flow(path, body):
+        try:
+            return json.loads(http("POST", f"{hbase}/api/config/config_entries/flow{path}", body, token=token, timeout=60)[2])
+        except urllib.error.HTTPError as e:
+            return {"errors": f"HTTP {e.code}: {e.read()[:300]!r}"}
+
+    step = flow("", {"handler": "onvif", "show_advanced_options": False})
+    if "flow_id" in step:
+        step = flow(f"/{step['flow_id']}", {"auto": False})
+    check(step.get("step_id") == "configure", f"ONVIF: the configure form ({step.get('step_id')}, {step.get('errors')})")
+    done = flow(f"/{step.get('flow_id')}", {"name": "Viewfinder rear", "host": "127.0.0.1", "port": vport, "username": "", "password": ""})
+    check(done.get("type") == "create_entry", f"ONVIF: the entry made ({done.get('type')}: {done.get('title') or done.get('errors')})")
+
+    def states(prefix):
+        return [st for st in json.loads(http("GET", f"{hbase}/api/states", token=token)[2]) if st["entity_id"].startswith(prefix)]
+
+    cameras = eventually(lambda: states("camera.viewfinder_rear_"), 60, 0.5) or []
+    names = sorted(st["entity_id"] for st in cameras)
+    check(any(n.endswith("rear_main") for n in names) and any(n.endswith("front_sub") for n in names),
+          f"ONVIF: a camera per H.264 profile ({', '.join(names)})")
+    motion = eventually(lambda: [st for st in states("binary_sensor.viewfinder_rear_") if "motion" in st["entity_id"]], 60, 0.5) or []
+    check(len(motion) >= 1 and all(st["state"] == "off" for st in motion),
+          f"ONVIF: motion sensors from the events, off ({', '.join(st['entity_id'] + ' ' + st['state'] for st in motion)})")
+    log = lambda: (work / "hass.log").read_text()
+    check(eventually(lambda: "Switching to webhook for events" in log(), 60, 0.5) is not None,
+          "ONVIF: HA takes the events by webhook (the host's push subscription reached it)")
+
+    # A walker in the rear camera's still scene, the detector on. The sensors' ids do not say
+    # whose camera they are (HA numbers the second source's "_2"): one Cell Motion sensor must
+    # go on, then every one off.
+    for path, body in (("/api/cameras/rear/scene", {"moving": False}), ("/api/cameras/rear/session/motion", {"enabled": True}),
+                       ("/api/cameras/rear/scene", {"walker": {"after": 3, "duration": 2}})):
+        http("POST", f"{base}{path}", body)
+    sensors = [st["entity_id"] for st in motion if "cell_motion" in st["entity_id"]]
+    sensor_states = lambda: [json.loads(http("GET", f"{hbase}/api/states/{e}", token=token)[2])["state"] for e in sensors]
+    seen_on = eventually(lambda: "on" in sensor_states(), 30, 0.05)
+    check(seen_on is not None, f"ONVIF: a Cell Motion sensor on while the walker crosses ({', '.join(sensors)})")
+    seen_off = seen_on and eventually(lambda: all(v == "off" for v in sensor_states()), 30, 0.1)
+    check(bool(seen_off), f"ONVIF: every Cell Motion sensor off once the walker is gone ({', '.join(sensor_states())})")
+
+
 def main():
     venv()
     work = Path(tempfile.mkdtemp(prefix="vf-ha-"))
@@ -85,9 +138,9 @@ def main():
         (work / "vf/config.json").write_text(json.dumps({
             "cameras": "synthetic", "session": {"preset": "352x288"},
             "capture": {"directory": str(work / "vf/photos")}, "recording": {"directory": str(work / "vf/movies")},
-            "rtsp": {"enabled": False}, "mqtt": {"url": f"mqtt://127.0.0.1:{mport}", "node": NODE}}))
+            "rtsp": {"port": 0}, "mqtt": {"url": f"mqtt://127.0.0.1:{mport}", "node": NODE}}))
         vf = subprocess.Popen([str(BINARY), "--config", str(work / "vf/config.json"), "--port", "0", "--log-level", "warning"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.PIPE, stderr=open(work / "vf.log", "w"))
         procs.append(vf)
         ready, _, _ = select.select([vf.stdout], [], [], 60)
         vport = int(re.search(rb"127\.0\.0\.1:(\d+)", vf.stdout.readline()).group(1)) if ready else 0
@@ -99,9 +152,10 @@ def main():
         ha = work / "ha"
         (ha / ".storage").mkdir(parents=True)
         (ha / "configuration.yaml").write_text(
-            "homeassistant: {name: vf-test, latitude: 0, longitude: 0, elevation: 0, unit_system: metric, time_zone: UTC, country: US}\n"
-            f"http: {{server_host: 127.0.0.1, server_port: {hport}}}\napi:\nconfig:\nonboarding:\n"
-            "logger: {default: warning}\n")
+            "homeassistant:\n  name: vf-test\n  latitude: 0\n  longitude: 0\n  elevation: 0\n  unit_system: metric\n  time_zone: UTC\n  country: US\n"
+            f"  internal_url: http://127.0.0.1:{hport}\n"  # the webhook's address ONVIF's push subscription is given
+            f"http: {{server_host: 127.0.0.1, server_port: {hport}}}\napi:\nconfig:\nonboarding:\nwebhook:\n"
+            "logger: {default: warning, logs: {homeassistant.components.onvif: debug}}\n")
         (ha / ".storage/core.config_entries").write_text(json.dumps({
             "version": 1, "minor_version": 1, "key": "core.config_entries", "data": {"entries": [{
                 "entry_id": "0123456789abcdef0123456789abcdef", "version": 1, "minor_version": 1, "domain": "mqtt",
@@ -162,6 +216,8 @@ def main():
             http("GET", f"{hbase}/api/camera_proxy/camera.{prefix}_camera", token=token)), 15)
         check(proxy is not None, f"the camera entity serves a JPEG ({len(proxy[2]) if proxy else 0} bytes)")
 
+        onvif_as_home_assistant(hbase, base, token, vport, work)
+
         # The host dies: its entities go unavailable.
         t0 = time.time()
         vf.send_signal(signal.SIGKILL)
@@ -179,7 +235,10 @@ def main():
                     p.wait()
         if failures and (work / "hass.log").exists():
             print("---- hass.log (tail)")
-            print("\n".join((work / "hass.log").read_text().splitlines()[-40:]))
+            print("\n".join([l for l in (work / "hass.log").read_text().splitlines() if "webhook" in l.lower() or "event" in l.lower()][-40:]))
+        if failures and (work / "vf.log").exists():
+            print("---- the host's log (tail)")
+            print("\n".join((work / "vf.log").read_text().splitlines()[-20:]))
         shutil.rmtree(work, ignore_errors=True)
     if failures:
         print(f"{len(failures)} failure(s)")
