@@ -3,7 +3,7 @@
 ONVIF integration uses — onvif-zeep-async (pinned as Home Assistant pins it; zeep reads the
 answers against ONVIF's own WSDLs), in a venv under .build/ (scripts/py-venv). In the order the
 integration calls: GetCapabilities, GetSystemDateAndTime, GetDeviceInformation,
-GetNetworkInterfaces (the MAC of the interface reached), GetProfiles (a main and a sub H.264
+GetNetworkInterfaces (the device's own MAC first), GetProfiles (a main and a sub H.264
 profile per camera), GetStreamUri (ffprobe plays it: H.264 at the profile's size) and
 GetSnapshotUri (a JPEG, over HTTP Digest as HA fetches it). Sign-in: a viewer given ONVIF sign-in
 reads; the same user with a wrong password, a user without ONVIF sign-in, no token at all and a
@@ -94,9 +94,16 @@ async def as_home_assistant(port, rtsp):
         check("GetDeviceInformation: Viewfinder, the camera's model, a serial", info.Manufacturer == "Viewfinder"
               and info.Model and info.SerialNumber and info.FirmwareVersion, info)
         nics = await device.GetNetworkInterfaces()
-        lo_mac = Path("/sys/class/net/lo/address").read_text().strip()
-        check("GetNetworkInterfaces: enabled, the MAC of the interface reached (lo here)",
-              nics and nics[0].Enabled and nics[0].Info.HwAddress == lo_mac and nics[0].Info.Name == "lo", nics)
+        # Reached over loopback, which has no MAC of its own (all zeros on every host): the first
+        # interface with one comes first — HA's unique id — and loopback is listed too; lo alone
+        # only where there is no other interface (an empty network namespace).
+        first = nics[0].Info if nics else None
+        own = first is not None and first.Name != "lo" and first.HwAddress.strip("0:") != "" \
+            and first.HwAddress == Path("/sys/class/net/%s/address" % first.Name).read_text().strip()
+        check("GetNetworkInterfaces: enabled, the device's own MAC first (%s %s), loopback after"
+              % (first.Name if first else None, first.HwAddress if first else None),
+              nics and nics[0].Enabled and (own and any(n.Info.Name == "lo" for n in nics)
+                                            or [n.Info.Name for n in nics] == ["lo"]), nics)
         media = await cam.create_media_service()
         profiles = await media.GetProfiles()
         tokens = [p.token for p in profiles]

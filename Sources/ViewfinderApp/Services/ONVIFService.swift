@@ -36,12 +36,21 @@ struct ONVIFService: ONVIFDevice {
         if let reached = addresses.first(where: { $0.address == context.hostName }) { names.append(reached.interface) }
         for a in addresses where !names.contains(a.interface) && a.interface != "lo" { names.append(a.interface) }
         if names.isEmpty { names = ["lo"] }
-        return names.compactMap { name in
+        var listed = names.compactMap { name -> NetworkInterface? in
             guard let link = try? Sys.link(name) else { return nil }
             return NetworkInterface(name: name, mac: link.mac, mtu: link.mtu,
                                     ipv4: addresses.filter { $0.interface == name }.map { ($0.address, $0.prefixLength) })
         }
+        // The first interface's MAC is the device's identity to a client (Home Assistant's
+        // unique id). Loopback has none — 00:00:00:00:00:00, the same on every host — so a client
+        // on this machine is given the first interface with a MAC of its own first.
+        if let first = listed.first, Self.noMAC(first.mac), let real = listed.firstIndex(where: { !Self.noMAC($0.mac) }) {
+            listed.insert(listed.remove(at: real), at: 0)
+        }
+        return listed
     }
+
+    static func noMAC(_ mac: String) -> Bool { mac.allSatisfy { $0 == "0" || $0 == ":" } }
 
     func profiles(_ context: ONVIFContext) async -> [MediaProfile] {
         var out: [MediaProfile] = []
