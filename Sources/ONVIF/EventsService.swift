@@ -32,7 +32,7 @@ enum EventsService {
                                     "All \(broker.maxPullPoints) subscriptions (pull points and push subscriptions) are in use; unsubscribe one or let its term end.")
                 }
                 return tev("CreatePullPointSubscriptionResponse", [
-                    tev("SubscriptionReference", [XMLElement(ONVIFNamespace.addressing, "Address", text: "\(c.base)/onvif/subscriptions/\(id)")]),
+                    tev("SubscriptionReference", [endpoint("\(c.base)/onvif/subscriptions/\(id)")]),
                     wsnt("CurrentTime", XSDTime.format(c.now)),
                     wsnt("TerminationTime", XSDTime.format(term)),
                 ])
@@ -77,12 +77,12 @@ enum EventsService {
                 let topics = try filter(r.child("Filter"))
                 let term = try termination(r.child("InitialTerminationTime")?.trimmedText, now: c.now)
                 guard let id = broker.create(topics: topics, termination: term, now: c.now, consumer: consumer) else {
-                    throw creationFailed("All \(broker.maxPullPoints) subscriptions are in use; unsubscribe one or let its term end.")
+                    throw creationFailed(.receiver, "All \(broker.maxPullPoints) subscriptions are in use; unsubscribe one or let its term end.")
                 }
                 let address = "\(c.base)/onvif/subscriptions/\(id)"
                 Task { await push.deliver(broker, id: id, consumer: consumer, subscription: address) }
                 return wsnt("SubscribeResponse", [
-                    wsnt("SubscriptionReference", [XMLElement(ONVIFNamespace.addressing, "Address", text: address)]),
+                    wsnt("SubscriptionReference", [endpoint(address)]),
                     wsnt("CurrentTime", XSDTime.format(c.now)),
                     wsnt("TerminationTime", XSDTime.format(term)),
                 ])
@@ -91,8 +91,9 @@ enum EventsService {
         return ops
     }
 
-    static func creationFailed(_ reason: String) -> SOAPFault {
-        SOAPFault(.receiver, [QName(ONVIFNamespace.notification, "SubscribeCreationFailedFault")], reason)
+    /// WS-BaseNotification's refusal of a Subscribe: the device's (all in use) or the sender's (its address).
+    static func creationFailed(_ code: SOAPFault.Code, _ reason: String) -> SOAPFault {
+        SOAPFault(code, [QName(ONVIFNamespace.notification, "SubscribeCreationFailedFault")], reason)
     }
 
     /// Where a push subscription's Notify messages go: an http or https URL with a host. Any
@@ -100,17 +101,15 @@ enum EventsService {
     /// or send anything but a POST of its own events.
     static func consumerAddress(_ reference: XMLElement?) throws(SOAPFault) -> String {
         guard let address = reference?.child("Address")?.trimmedText, !address.isEmpty else {
-            throw SOAPFault(.sender, [QName(ONVIFNamespace.notification, "SubscribeCreationFailedFault")],
-                            "Subscribe needs a ConsumerReference with an Address: where to POST the notifications.")
+            throw creationFailed(.sender, "Subscribe needs a ConsumerReference with an Address: where to POST the notifications.")
         }
         let lower = address.lowercased()
         let rest = lower.hasPrefix("http://") ? lower.dropFirst(7) : lower.hasPrefix("https://") ? lower.dropFirst(8) : nil
         let printable = address.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F }
         guard let rest, let host = rest.split(separator: "/", omittingEmptySubsequences: false).first, !host.isEmpty,
               !host.contains("@"), printable, address.utf8.count <= maxConsumerAddress else {
-            throw SOAPFault(.sender, [QName(ONVIFNamespace.notification, "SubscribeCreationFailedFault")],
-                            "The consumer address '\(address.prefix(200))' is not an http:// or https:// URL with a host "
-                                + "(no credentials in it, at most \(maxConsumerAddress) characters).")
+            throw creationFailed(.sender, "The consumer address '\(address.prefix(200))' is not an http:// or https:// URL with a host "
+                                     + "(no credentials in it, at most \(maxConsumerAddress) characters).")
         }
         return address
     }
@@ -122,6 +121,9 @@ enum EventsService {
                                            text: "http://docs.oasis-open.org/wsn/bw-2/NotificationConsumer/Notify")],
                        prefixes: ONVIFNamespace.prefixes)
     }
+
+    /// A subscription's endpoint reference: its address (WS-Addressing).
+    static func endpoint(_ address: String) -> XMLElement { XMLElement(ONVIFNamespace.addressing, "Address", text: address) }
 
     static func tev(_ name: String, _ children: [XMLElement]) -> XMLElement { XMLElement(ONVIFNamespace.events, name, children) }
     static func tev(_ name: String, _ text: String) -> XMLElement { XMLElement(ONVIFNamespace.events, name, text: text) }
@@ -215,7 +217,7 @@ enum EventsService {
             data = ("State", m.moving ? "true" : "false")
         }
         let item = { (n: String, v: String) in tt("SimpleItem", attributes: ["Name": n, "Value": v]) }
-        let reference = subscription.map { [wsnt("SubscriptionReference", [XMLElement(ONVIFNamespace.addressing, "Address", text: $0)])] } ?? []
+        let reference = subscription.map { [wsnt("SubscriptionReference", [endpoint($0)])] } ?? []
         return wsnt("NotificationMessage", reference + [
             XMLElement(ONVIFNamespace.notification, "Topic", text: m.topic.text, attributes: ["Dialect": concreteSet]),
             wsnt("Message", [tt("Message", [tt("Source", source.map(item)), tt("Data", [item(data.0, data.1)])],

@@ -15,7 +15,7 @@ public struct PushDelivery: Sendable {
     /// A consumer stopped taking Notify messages (once per run of failures), or took them again.
     public var report: @Sendable (_ consumer: String, _ failure: String?) -> Void
     /// How long a delivery waits for a message before it looks again at its subscription.
-    var wait = 30.0
+    static let wait = 30.0
 
     public init(post: @escaping NotificationPost, clock: @escaping @Sendable () -> Double,
                 report: @escaping @Sendable (_ consumer: String, _ failure: String?) -> Void = { _, _ in }) {
@@ -27,7 +27,7 @@ public struct PushDelivery: Sendable {
     /// Delivers subscription `id`'s messages to `consumer` until the subscription ends.
     func deliver(_ broker: EventBroker, id: Int, consumer: String, subscription: String) async {
         var failing = false
-        while let messages = await broker.pull(id, limit: 64, timeout: wait, now: clock()) {
+        while let messages = await broker.pull(id, limit: 64, timeout: Self.wait, now: clock()) {
             if messages.isEmpty { continue }
             let outcome = await post(consumer, EventsService.notify(messages, subscription: subscription))
             let failure: String? = switch outcome {

@@ -14,17 +14,19 @@ import Testing
         let broker: EventBroker
         let server: ONVIFServer
 
-        init(maxPullPoints: Int = 16) {
+        /// `push`: how push subscriptions deliver (PushSubscriptionTests); none by default.
+        init(maxPullPoints: Int = 16, push: PushDelivery? = nil) {
             broker = EventBroker(maxPullPoints: maxPullPoints)
             broker.declare(sources: ["rear", "front"], now: EventsServiceTests.start)
-            server = ONVIFServer(device: TwoCameras(), events: broker) { _, _ in .granted(.read) }
+            server = ONVIFServer(device: TwoCameras(), events: broker, push: push) { _, _ in .granted(.read) }
         }
 
         /// Calls `body` (in tev: and wsnt:) at `at` seconds after the start, at the pull
         /// point `subscription` when given; the answer's status and body element.
         func call(_ body: String, at: Double = 0, subscription: Int? = nil) async throws -> (Int, XMLElement) {
             let xml = """
-                <s:Envelope xmlns:s="\(SOAPNamespace.envelope)" xmlns:tev="\(ONVIFNamespace.events)" xmlns:wsnt="\(ONVIFNamespace.notification)">\
+                <s:Envelope xmlns:s="\(SOAPNamespace.envelope)" xmlns:tev="\(ONVIFNamespace.events)" xmlns:wsnt="\(ONVIFNamespace.notification)" \
+                xmlns:wsa="\(ONVIFNamespace.addressing)">\
                 <s:Header><Security xmlns="\(ONVIFNamespace.security)"><UsernameToken><Username>u</Username><Password>p</Password></UsernameToken></Security></s:Header>\
                 <s:Body>\(body)</s:Body></s:Envelope>
                 """

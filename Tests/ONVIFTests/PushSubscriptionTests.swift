@@ -46,34 +46,14 @@ import TimeTestSupport
         func count(_ name: String) -> Int { received.withLock { $0.filter { $0.path == "/hooks/\(name)" }.count } }
     }
 
-    struct Device {
-        let broker = EventBroker(maxPullPoints: 3)
-        let server: ONVIFServer
-        var now = EventsServiceTests.start
+    typealias Device = EventsServiceTests.Device
 
-        init(post: @escaping NotificationPost = CurlPost.post(timeout: 5),
-             report: @escaping @Sendable (String, String?) -> Void = { _, _ in }) {
-            broker.declare(sources: ["rear", "front"], now: EventsServiceTests.start)
-            let start = EventsServiceTests.start
-            server = ONVIFServer(device: TwoCameras(), events: broker,
-                                 push: PushDelivery(post: post, clock: { start + 1 }, report: report)) { _, _ in .granted(.read) }
-        }
-
-        func call(_ body: String, subscription: Int? = nil) async throws -> (Int, XMLElement) {
-            let xml = """
-                <s:Envelope xmlns:s="\(SOAPNamespace.envelope)" xmlns:tev="\(ONVIFNamespace.events)" xmlns:wsnt="\(ONVIFNamespace.notification)" \
-                xmlns:wsa="\(ONVIFNamespace.addressing)"><s:Header><Security xmlns="\(ONVIFNamespace.security)"><UsernameToken><Username>u</Username>\
-                <Password>p</Password></UsernameToken></Security></s:Header><s:Body>\(body)</s:Body></s:Envelope>
-                """
-            let context = ONVIFContext(host: "192.168.1.20:8080", secure: false, remoteAddress: "192.168.1.9", now: now, subscription: subscription)
-            let answer = await server.handle(Array(xml.utf8), context: context)
-            return (answer.status, try Envelope.read(answer.body).operation)
-        }
-
-        func subscribe(_ consumer: String, filter: String = "") async throws -> (Int, XMLElement) {
-            try await call("<wsnt:Subscribe><wsnt:ConsumerReference><wsa:Address>\(consumer)</wsa:Address></wsnt:ConsumerReference>\(filter)"
-                           + "<wsnt:InitialTerminationTime>PT600S</wsnt:InitialTerminationTime></wsnt:Subscribe>")
-        }
+    /// The events service with push subscriptions delivered by `post` (libcurl by default), the
+    /// broker's clock a second after the start, three subscriptions at most.
+    static func device(post: @escaping NotificationPost = CurlPost.post(timeout: 5),
+                       report: @escaping @Sendable (String, String?) -> Void = { _, _ in }) -> Device {
+        let start = EventsServiceTests.start
+        return Device(maxPullPoints: 3, push: PushDelivery(post: post, clock: { start + 1 }, report: report))
     }
 
     /// A Notify's messages, each as EventsServiceTests reads a pull's, and the subscription each names.
@@ -88,7 +68,7 @@ import TimeTestSupport
     @Test func aConsumerIsSentThePropertiesThenEachChangeUntilItUnsubscribes() async throws {
         let consumer = try Consumer()
         defer { consumer.server.stop() }
-        let d = Device()
+        let d = Self.device()
         let (status, made) = try await d.subscribe(consumer.url("ha"))
         #expect(status == 200)
         let address = try #require(made["SubscriptionReference", "Address"]?.trimmedText)
@@ -136,7 +116,7 @@ import TimeTestSupport
         defer { close(socket) }
         let attempts = Locked<[PostOutcome]>([]), reports = Locked<[String?]>([])
         let real = CurlPost.post(timeout: 5)
-        let d = Device(post: { address, body in
+        let d = Self.device(post: { address, body in
             let outcome = await real(address, body)
             attempts.withLock { $0.append(outcome) }
             return outcome
@@ -176,7 +156,7 @@ import TimeTestSupport
 
     @Test func whatIsNotAnHTTPURLWithAHostIsRefusedAndNothingIsMade() async throws {
         let posts = Locked(0)
-        let d = Device(post: { _, _ in posts.withLock { $0 += 1 }; return .answered(status: 200) })
+        let d = Self.device(post: { _, _ in posts.withLock { $0 += 1 }; return .answered(status: 200) })
         for bad in ["", "file:///etc/passwd", "gopher://127.0.0.1:70/", "http://", "http:///path", "https://user:secret@example.org/hook",
                     "http://host/a b", "http://" + String(repeating: "h", count: 2_100)] {
             let (status, fault) = try await d.subscribe(bad)
@@ -184,10 +164,10 @@ import TimeTestSupport
         }
         let (missing, fault) = try await d.call("<wsnt:Subscribe><wsnt:InitialTerminationTime>PT60S</wsnt:InitialTerminationTime></wsnt:Subscribe>")
         #expect(missing == 400 && SignedCaller.subcode(fault) == "SubscribeCreationFailedFault")
-        #expect(d.broker.pullPointCount(now: d.now) == 0 && posts.withLock { $0 } == 0)
+        #expect(d.broker.pullPointCount(now: EventsServiceTests.start) == 0 && posts.withLock { $0 } == 0)
 
         // The limit is shared with pull points: three in all here.
-        for n in 1...3 { #expect(try await d.subscribe("http://192.0.2.1/\(n)", filter: "").0 == 200) }
+        for n in 1...3 { #expect(try await d.subscribe("http://192.0.2.1/\(n)").0 == 200) }
         let (full, fault2) = try await d.subscribe("http://192.0.2.1/4")
         #expect(full == 500 && SignedCaller.subcode(fault2) == "SubscribeCreationFailedFault")
         d.broker.close()
@@ -200,8 +180,15 @@ import TimeTestSupport
         #expect(status == 400 && SignedCaller.subcode(fault) == "ActionNotSupported")
         let (_, caps) = try await caller.call("<tev:GetServiceCapabilities/>")
         #expect(caps["Capabilities"]?.attribute("MaxNotificationProducers") == "0")
-        let d = Device(post: { _, _ in .answered(status: 200) })
+        let d = Self.device(post: { _, _ in .answered(status: 200) })
         let (_, offered) = try await d.call("<tev:GetServiceCapabilities/>")
         #expect(offered["Capabilities"]?.attribute("MaxNotificationProducers") == "3")
+    }
+}
+
+extension EventsServiceTests.Device {
+    func subscribe(_ consumer: String) async throws -> (Int, XMLElement) {
+        try await call("<wsnt:Subscribe><wsnt:ConsumerReference><wsa:Address>\(consumer)</wsa:Address></wsnt:ConsumerReference>"
+                       + "<wsnt:InitialTerminationTime>PT600S</wsnt:InitialTerminationTime></wsnt:Subscribe>")
     }
 }
