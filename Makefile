@@ -58,6 +58,8 @@ test: test-deps
 	/usr/bin/python3 Tests/onvif/test_media2.py
 	@# WS-Discovery between two network namespaces: Home Assistant's search and libonvif's onvif-util find the device, Hello and Bye, probes answered within a second.
 	/usr/bin/python3 Tests/onvif/test_discovery.py
+	@# ONVIF's audio backchannel: GStreamer's rtspsrc (backchannel=onvif, Tests/onvif/talker.c) talks G.711 to the camera's speaker over TCP and UDP; one talker a camera, an operator's.
+	/usr/bin/python3 Tests/onvif/test_backchannel.py
 	@# The broker restarted 100 times under a running host: back online within 5 s each time, no descriptor, thread or memory growth.
 	/usr/bin/python3 Tests/mqtt/test_restarts.py
 

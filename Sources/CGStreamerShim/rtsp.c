@@ -3,8 +3,15 @@
 // encode; a JPEG mount's appsrc → jpegparse → rtpjpegpay the preview's pictures), RTP over UDP or interleaved in the TCP connection as the client asks. Who may
 // play is decided by the application for every request (the one GstRTSPAuth subclass below
 // overrides `check`), with the same users, roles and Digest/Basic answers as HTTP.
+// The server and its factories are gst-rtsp-server's ONVIF ones: a client that requires
+// ONVIF's backchannel gets a media of its own (not shared: it also receives), whose
+// G.711 stream from the client is decoded onto the application's speaker.
 #include "private.h"
+#include <gst/app/gstappsink.h>
 #include <gst/base/gstbasesink.h>
+#include <gst/rtsp-server/rtsp-onvif-media-factory.h>
+#include <gst/rtsp-server/rtsp-onvif-media.h>
+#include <gst/rtsp-server/rtsp-onvif-server.h>
 #include <gst/rtsp-server/rtsp-server.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +27,16 @@ struct vfg_rtsp {
 };
 
 // MARK: The auth check
+
+// Whether the request requires ONVIF's backchannel (the client would talk, not only watch).
+static gboolean wants_backchannel(GstRTSPContext *ctx) {
+    for (gint i = 0;; i++) {
+        gchar *value = NULL;
+        if (gst_rtsp_message_get_header(ctx->request, GST_RTSP_HDR_REQUIRE, &value, i) != GST_RTSP_OK) return FALSE;
+        if (value && strstr(value, GST_RTSP_ONVIF_BACKCHANNEL_REQUIREMENT)) return TRUE;
+    }
+}
+
 
 typedef struct {
     GstRTSPAuth parent;
@@ -44,7 +61,8 @@ static gboolean vfg_auth_check(GstRTSPAuth *auth, GstRTSPContext *ctx, const gch
     const gchar *address = connection ? gst_rtsp_connection_get_ip(connection) : "";
     char challenge[1024] = "";
     int status = owner->callbacks.authorize(owner->callbacks.context, gst_rtsp_method_as_text(method), uri ? uri : "",
-                                            authorization, address ? address : "", challenge, sizeof challenge);
+                                            authorization, address ? address : "", wants_backchannel(ctx),
+                                            challenge, sizeof challenge);
     if (status == 0) return TRUE;
     gst_rtsp_message_init_response(ctx->response, (GstRTSPStatusCode)status,
                                    gst_rtsp_status_as_text((GstRTSPStatusCode)status), ctx->request);
@@ -60,6 +78,71 @@ static gboolean vfg_auth_check(GstRTSPAuth *auth, GstRTSPContext *ctx, const gch
 static void vfg_auth_class_init(VfgAuthClass *klass) { GST_RTSP_AUTH_CLASS(klass)->check = vfg_auth_check; }
 static void vfg_auth_init(VfgAuth *auth) { (void)auth; }
 
+// MARK: Talk-back (ONVIF's backchannel)
+
+// One talk: what the application's talk_begin gave, ended once. Its references: the client
+// that DESCRIBEd it until a media takes it, then that media's appsink and its "unprepared"
+// handler; the last one going ends it too (a DESCRIBE that built no media).
+typedef struct {
+    gint references;
+    gint ended;
+    void *talk;
+    void (*sound)(void *talk, const int16_t *samples, size_t count);
+    void (*end)(void *talk);
+} Talk;
+
+static Talk *talk_retain(Talk *t) {
+    g_atomic_int_inc(&t->references);
+    return t;
+}
+
+static void talk_end(Talk *t) {
+    if (g_atomic_int_compare_and_exchange(&t->ended, 0, 1)) t->end(t->talk);
+}
+
+static void talk_release(gpointer data) {
+    Talk *t = data;
+    if (!g_atomic_int_dec_and_test(&t->references)) return;
+    talk_end(t);
+    g_free(t);
+}
+
+static void talk_closure_free(gpointer data, GClosure *closure) {
+    (void)closure;
+    talk_release(data);
+}
+
+// A media is unprepared after its pipeline is stopped (no sample comes after): the speaker is free.
+static void on_talk_over(GstRTSPMedia *media, gpointer data) {
+    GST_DEBUG("media %p: the talk ends", (void *)media);
+    talk_end(data);
+}
+
+static GstFlowReturn on_voice(GstAppSink *sink, gpointer data) {
+    Talk *t = data;
+    GstSample *sample = gst_app_sink_pull_sample(sink);
+    if (!sample) return GST_FLOW_EOS;
+    GstBuffer *buffer = gst_sample_get_buffer(sample);
+    GstMapInfo map;
+    if (buffer && !g_atomic_int_get(&t->ended) && gst_buffer_map(buffer, &map, GST_MAP_READ)) {
+        t->sound(t->talk, (const int16_t *)map.data, map.size / sizeof(int16_t));
+        gst_buffer_unmap(buffer, &map);
+    }
+    gst_sample_unref(sample);
+    return GST_FLOW_OK;
+}
+
+
+// What a talker sends: G.711 µ-law at 8 kHz, what every ONVIF device must take on its audio
+// output (the ONVIF Streaming Specification) and what NVRs and go2rtc send. The element named
+// depay_backchannel is what gst-rtsp-server asks for the caps it offers (the SDP's a=sendonly
+// section); the sink must not wait to preroll (async=false), or the media never prepares.
+static const char *const talk_launch =
+    "( capsfilter name=depay_backchannel caps=\"application/x-rtp,media=audio,payload=0,clock-rate=8000,encoding-name=PCMU\" "
+    "! rtppcmudepay ! mulawdec ! audioconvert ! audioresample "
+    "! audio/x-raw,format=S16LE,rate=48000,channels=1,layout=interleaved "
+    "! appsink name=voice async=false sync=false max-buffers=50 drop=true )";
+
 // MARK: Media
 
 // A mount's factory and what its next media is made of: the sound the last DESCRIBE found
@@ -74,6 +157,7 @@ typedef struct {
     GWeakRef media;
     vfg_aac aac;  // rate 0: no sound
     gboolean jpeg;  // RTP/JPEG pictures, never sound
+    gboolean talk;  // a client may talk back (ONVIF's backchannel)
 } Mount;
 
 static Mount *mount_retain(Mount *m) {
@@ -237,7 +321,20 @@ static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media
     }
     GstElement *appsrc = gst_bin_get_by_name_recurse_up(GST_BIN(bin), "src");
     GstElement *asrc = gst_bin_get_by_name_recurse_up(GST_BIN(bin), "asrc");
+    GstElement *voice = gst_bin_get_by_name(GST_BIN(bin), "voice");  // in the backchannel's bin
     gst_object_unref(bin);
+    if (voice) {
+        // The talk its DESCRIBE began (this is that request's thread) is the media's now.
+        GstRTSPContext *ctx = gst_rtsp_context_get_current();
+        Talk *talk = ctx && ctx->client ? g_object_steal_data(G_OBJECT(ctx->client), "vfg-talk") : NULL;
+        if (talk) {
+            GstAppSinkCallbacks callbacks = {0};
+            callbacks.new_sample = on_voice;
+            gst_app_sink_set_callbacks(GST_APP_SINK(voice), &callbacks, talk_retain(talk), talk_release);
+            g_signal_connect_data(media, "unprepared", G_CALLBACK(on_talk_over), talk, talk_closure_free, 0);
+        }
+        gst_object_unref(voice);
+    }
     if (!appsrc) {
         if (asrc) gst_object_unref(asrc);
         return;
@@ -256,10 +353,12 @@ static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media
         gst_object_unref(asrc);
         g_signal_connect_data(media, "unprepared", G_CALLBACK(on_unprepared), audio, (GClosureNotify)(void (*)(void))vfg_feed_release, 0);
     }
-    pthread_mutex_lock(&mount->lock);
-    g_weak_ref_set(&mount->media, media);
-    pthread_mutex_unlock(&mount->lock);
-    g_signal_connect_data(media, "unprepared", G_CALLBACK(on_media_gone), mount_retain(mount), mount_free, G_CONNECT_AFTER);
+    if (!voice) {  // a talker's media is its own: the mount's shared one stays what it was
+        pthread_mutex_lock(&mount->lock);
+        g_weak_ref_set(&mount->media, media);
+        pthread_mutex_unlock(&mount->lock);
+        g_signal_connect_data(media, "unprepared", G_CALLBACK(on_media_gone), mount_retain(mount), mount_free, G_CONNECT_AFTER);
+    }
     // The media's reference goes when it is unprepared (its last client left, or the server stopped).
     g_signal_connect_data(media, "unprepared", G_CALLBACK(on_unprepared), feed, (GClosureNotify)(void (*)(void))vfg_feed_release, 0);
     g_signal_connect(media, "new-state", G_CALLBACK(on_new_state), NULL);
@@ -270,9 +369,10 @@ static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media
 }
 
 static GstRTSPStatusCode on_pre_describe(GstRTSPClient *client, GstRTSPContext *ctx, gpointer data) {
-    (void)client;
     vfg_rtsp *owner = data;
     const char *path = ctx->uri && ctx->uri->abspath ? ctx->uri->abspath : "/";
+    // A talk this client began with an earlier DESCRIBE and never played ends here.
+    g_object_set_data(G_OBJECT(client), "vfg-talk", NULL);
     vfg_aac aac = {0};
     int status = owner->callbacks.describe(owner->callbacks.context, path, &aac);
     if (status != 0) return (GstRTSPStatusCode)status;
@@ -283,10 +383,28 @@ static GstRTSPStatusCode on_pre_describe(GstRTSPClient *client, GstRTSPContext *
     g_object_unref(mounts);
     if (!factory) return GST_RTSP_STS_OK;
     Mount *mount = g_object_get_data(G_OBJECT(factory), "vfg-mount");
+    // A talker gets a media of its own (the ONVIF factory shares none that receives): the
+    // speaker is claimed now, so a second talker is answered before anything is built. (A
+    // mount that cannot talk is answered 551 by the ONVIF client's requirement check.)
+    gboolean talker = mount && mount->talk && wants_backchannel(ctx);
+    if (talker) {
+        void *talk = NULL;
+        status = owner->callbacks.talk_begin(owner->callbacks.context, path, &talk);
+        if (status != 0) {
+            g_object_unref(factory);
+            return (GstRTSPStatusCode)status;
+        }
+        Talk *t = g_new0(Talk, 1);
+        t->references = 1;
+        t->talk = talk;
+        t->sound = owner->callbacks.talk_sound;
+        t->end = owner->callbacks.talk_end;
+        g_object_set_data_full(G_OBJECT(client), "vfg-talk", t, talk_release);
+    }
     if (mount && mount->jpeg) {
         hold_or_wait(mount);  // pictures alone: the launch never changes
     } else if (mount) {
-        hold_or_wait(mount);
+        if (!talker) hold_or_wait(mount);
         pthread_mutex_lock(&mount->lock);
         mount->aac = aac.rate > 0 && aac.config_length <= sizeof aac.config ? aac : (vfg_aac){0};
         gboolean sound = mount->aac.rate > 0;
@@ -323,7 +441,7 @@ vfg_rtsp *vfg_rtsp_start(const char *address, const char *port, int max_threads,
     if (vfg_start(error, error_len) != 0) return NULL;
     vfg_rtsp *r = g_new0(vfg_rtsp, 1);
     r->callbacks = callbacks;
-    r->server = gst_rtsp_server_new();
+    r->server = gst_rtsp_onvif_server_new();
     gst_rtsp_server_set_address(r->server, address);
     gst_rtsp_server_set_service(r->server, port);
     GstRTSPThreadPool *pool = gst_rtsp_server_get_thread_pool(r->server);
@@ -352,13 +470,13 @@ vfg_rtsp *vfg_rtsp_start(const char *address, const char *port, int max_threads,
 
 int vfg_rtsp_port(vfg_rtsp *r) { return gst_rtsp_server_get_bound_port(r->server); }
 
-static int mount_path(vfg_rtsp *r, const char *path, gboolean jpeg);
+static int mount_path(vfg_rtsp *r, const char *path, gboolean jpeg, gboolean talk);
 
-int vfg_rtsp_mount(vfg_rtsp *r, const char *path) { return mount_path(r, path, FALSE); }
+int vfg_rtsp_mount(vfg_rtsp *r, const char *path, int talk) { return mount_path(r, path, FALSE, talk != 0); }
 
-int vfg_rtsp_mount_jpeg(vfg_rtsp *r, const char *path) { return mount_path(r, path, TRUE); }
+int vfg_rtsp_mount_jpeg(vfg_rtsp *r, const char *path) { return mount_path(r, path, TRUE, FALSE); }
 
-static int mount_path(vfg_rtsp *r, const char *path, gboolean jpeg) {
+static int mount_path(vfg_rtsp *r, const char *path, gboolean jpeg, gboolean talk) {
     GstRTSPMountPoints *mounts = gst_rtsp_server_get_mount_points(r->server);
     GstRTSPMediaFactory *existing = gst_rtsp_mount_points_match(mounts, path, NULL);
     if (existing) {
@@ -366,14 +484,17 @@ static int mount_path(vfg_rtsp *r, const char *path, gboolean jpeg) {
         g_object_unref(mounts);
         return -1;
     }
-    GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
+    GstRTSPMediaFactory *factory = gst_rtsp_onvif_media_factory_new();
+    gst_rtsp_media_factory_set_media_gtype(factory, GST_TYPE_RTSP_ONVIF_MEDIA);  // its factory builds no other
     gst_rtsp_media_factory_set_launch(factory, jpeg ? jpeg_launch : video_launch);
+    if (talk) gst_rtsp_onvif_media_factory_set_backchannel_launch(GST_RTSP_ONVIF_MEDIA_FACTORY(factory), talk_launch);
     gst_rtsp_media_factory_set_shared(factory, TRUE);
     gst_rtsp_media_factory_set_protocols(factory, GST_RTSP_LOWER_TRANS_UDP | GST_RTSP_LOWER_TRANS_TCP);
     Mount *m = g_new0(Mount, 1);
     m->owner = r;
     m->path = g_strdup(path);
     m->jpeg = jpeg;
+    m->talk = talk;
     m->references = 1;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->gone, NULL);

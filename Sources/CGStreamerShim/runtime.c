@@ -34,7 +34,8 @@ static void start_once(void) {
     }
     // Every element a pipeline names: a missing plugin package fails here, by name, not at
     // a client's first request.
-    static const char *const needed[] = {"appsrc", "h264parse", "rtph264pay", "rtpmp4gpay", "webrtcbin", "nicesrc", "dtlssrtpenc", "rtpbin"};
+    static const char *const needed[] = {"appsrc", "h264parse", "rtph264pay", "rtpmp4gpay", "webrtcbin", "nicesrc", "dtlssrtpenc", "rtpbin",
+                                         "rtppcmudepay", "mulawdec"};
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
         GstElementFactory *f = gst_element_factory_find(needed[i]);
         if (!f) {

@@ -197,7 +197,7 @@ public final class Application: Sendable {
     private func startRTSP() {
         guard configuration.rtsp.enabled else { return }
         let host = configuration.rtsp.host ?? configuration.server.host
-        let service = RTSPService(cameras: cameras, access: access, full: { [weak self] in
+        let service = RTSPService(cameras: cameras, talks: talk, access: access, full: { [weak self] in
             guard let self else { return true }
             return self.liveClientCount >= self.configuration.live.maxClients
         }, logger: logger)
@@ -208,7 +208,7 @@ public final class Application: Sendable {
             logger.error("rtsp: not serving: \(error)")
             return
         }
-        for path in service.paths { server.mount(path) }
+        for path in service.paths { server.mount(path, talk: service.talks(path)) }
         for path in service.jpegPaths { server.mount(path, jpeg: true) }
         rtsp.withLock { $0 = (server, service) }
         logger.info("RTSP on rtsp://\(host):\(server.port)/main and /<camera-id>")

@@ -16,7 +16,9 @@ soak-live` runs 1,000):
 - ONVIF push: Subscribe with a webhook's address (a Python HTTP server here), its first Notify
   POSTed by libcurl on a thread of its own and taken, then Unsubscribe: the delivery ends;
 - talk-back: POST a WHIP offer that sends Opus to the camera's (synthetic) speaker, DELETE it:
-  a receiving webrtcbin pipeline built and torn down, the speaker opened and closed.
+  a receiving webrtcbin pipeline built and torn down, the speaker opened and closed;
+- RTSP talk-back: the RTSP cycle on the camera's own path requiring ONVIF's backchannel (a
+  media of its own, with a G.711 decoder to the speaker), a packet sent into it, TEARDOWN.
 
 Then the process's open descriptors and threads are back where they were after a short
 warm-up (thread pools full), and its resident memory has not grown by more than a bound.
@@ -164,27 +166,35 @@ class RTSPClient:
         self.sock.close()
 
 
-def rtsp_cycle(server, path="main", described="H264/90000"):
+def rtsp_cycle(server, path="main", described="H264/90000", require=""):
     """`path`'s media: every stream its SDP describes set up (interleaved TCP) and played, an
-    RTP packet read, TEARDOWN."""
+    RTP packet read, TEARDOWN. With `require` (a Require header's value, on every request), a
+    section the SDP marks sendonly (ONVIF's backchannel) is sent a packet of G.711 silence."""
     url = f"rtsp://127.0.0.1:{server.rtsp}/{path}"
     c = RTSPClient(server.rtsp)
+    need = f"Require: {require}\r\n" if require else ""
     try:
         assert c.request("OPTIONS", url)[0] == 200
-        status, head, sdp = c.request("DESCRIBE", url, "Accept: application/sdp\r\n")
+        status, head, sdp = c.request("DESCRIBE", url, "Accept: application/sdp\r\n" + need)
         assert status == 200 and described in sdp, (status, sdp)
-        session = None
+        session, backchannel = None, None
         for i, media in enumerate(sdp.split("\nm=")[1:]):
             control = re.search(r"a=control:(\S+)", media).group(1)
             track = control if control.startswith("rtsp:") else url.rstrip("/") + "/" + control
             extra = f"Session: {session}\r\n" if session else ""
-            status, head, _ = c.request("SETUP", track, f"{extra}Transport: RTP/AVP/TCP;unicast;interleaved={2 * i}-{2 * i + 1}\r\n")
+            status, head, _ = c.request("SETUP", track, f"{extra}{need}Transport: RTP/AVP/TCP;unicast;interleaved={2 * i}-{2 * i + 1}\r\n")
             assert status == 200, head
             session = session or re.search(r"(?im)^session:\s*([^;\r\n]+)", head).group(1)
-        assert c.request("PLAY", url, f"Session: {session}\r\nRange: npt=0.000-\r\n")[0] == 200
+            if "a=sendonly" in media:
+                backchannel = 2 * i
+        assert c.request("PLAY", url, f"Session: {session}\r\n{need}Range: npt=0.000-\r\n")[0] == 200
         packet = c.rtp_packet()
         assert len(packet) >= 12 and packet[0] >> 6 == 2, "an RTP packet"
-        c.request("TEARDOWN", url, f"Session: {session}\r\n")
+        if require:
+            assert backchannel is not None, sdp
+            rtp = bytes([0x80, 0]) + (1).to_bytes(2, "big") + (160).to_bytes(4, "big") + (0x5eed).to_bytes(4, "big") + b"\xff" * 160
+            c.sock.sendall(b"$" + bytes([backchannel]) + len(rtp).to_bytes(2, "big") + rtp)
+        c.request("TEARDOWN", url, f"Session: {session}\r\n{need}")
     finally:
         c.close()
 
@@ -209,6 +219,22 @@ def talk_cycle(server):
 def rtsp_sound_cycle(server):
     """The camera's own path (the main camera's id), picture and AAC both set up and played."""
     rtsp_cycle(server, server.camera, "MPEG4-GENERIC/48000")
+
+
+def rtsp_talk_cycle(server):
+    """ONVIF's backchannel on the camera's own path: the picture, its sound and the talker's
+    section set up, a G.711 packet sent; TEARDOWN gives the speaker back (awaited: the next
+    talker would be refused while it is taken)."""
+    rtsp_cycle(server, server.camera, "PCMU/8000", require="www.onvif.org/ver20/backchannel")
+    deadline = time.monotonic() + 5
+    while not speaker_free(server):
+        assert time.monotonic() < deadline, "the speaker was not given back after TEARDOWN"
+        time.sleep(0.01)
+
+
+def speaker_free(server):
+    cameras = http_json(server, "/api/cameras")["cameras"]
+    return not next(c for c in cameras if c["id"] == server.camera)["speaker"]["talking"]
 
 
 def jpeg_cycle(server):
@@ -336,7 +362,7 @@ def main():
         for kind, cycle in (("WHEP", whep_cycle), ("RTSP", rtsp_cycle), ("live.mp4", mp4_cycle),
                             ("WHEP with sound", whep_sound_cycle), ("RTSP with sound", rtsp_sound_cycle),
                             ("audio.wav", wav_cycle), ("talk", talk_cycle), ("RTP/JPEG", jpeg_cycle),
-                            ("ONVIF", onvif_cycle), ("ONVIF push", push_cycle)):
+                            ("ONVIF", onvif_cycle), ("ONVIF push", push_cycle), ("RTSP talk-back", rtsp_talk_cycle)):
             for _ in range(20):  # warm-up: thread pools and caches at their working size
                 cycle(server)
             baseline = settled(server, server.usage(), timeout=3)

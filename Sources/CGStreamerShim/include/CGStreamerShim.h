@@ -42,9 +42,10 @@ typedef struct vfg_rtsp vfg_rtsp;
 typedef struct {
     void *context;
     /// Every request: 0 lets it through; otherwise the RTSP status to answer (401, 403,
-    /// 429), with `challenge` holding the WWW-Authenticate values, one per line.
+    /// 429), with `challenge` holding the WWW-Authenticate values, one per line. `talk`: the
+    /// request requires ONVIF's backchannel (the client would talk).
     int (*authorize)(void *context, const char *method, const char *uri, const char *authorization,
-                     const char *address, char *challenge, size_t challenge_len);
+                     const char *address, int talk, char *challenge, size_t challenge_len);
     /// Before DESCRIBE of `path` ("/rear"): 0, or the status to answer (404, 503). With 0,
     /// `aac->rate` > 0 gives a media built from now on a second stream, AAC (MPEG4-GENERIC).
     int (*describe)(void *context, const char *path, vfg_aac *aac);
@@ -52,6 +53,15 @@ typedef struct {
     /// it has sound, its AAC packets into `audio` (NULL otherwise) — references the callee
     /// owns — until the feeds are closed.
     void (*media_started)(void *context, const char *path, vfg_feed *video, vfg_feed *audio);
+    /// A DESCRIBE of a talking mount's `path` that asks for ONVIF's audio backchannel
+    /// (`Require: www.onvif.org/ver20/backchannel`): 0 with `*talk` set — the speaker is the
+    /// caller's until `talk_end(talk)` —, or the status to answer (503: someone talks already).
+    int (*talk_begin)(void *context, const char *path, void **talk);
+    /// The talker's voice, decoded to 48 kHz mono s16, on its media's streaming thread.
+    void (*talk_sound)(void *talk, const int16_t *samples, size_t count);
+    /// The talk is over — its media gone (TEARDOWN, the client left, the server stopped), or the
+    /// DESCRIBE that began it led to no media; once, and nothing more is said of `talk` after.
+    void (*talk_end)(void *talk);
 } vfg_rtsp_callbacks;
 
 /// Listens on `address`:`port` ("0": any free port) with `max_threads` client threads.
@@ -59,9 +69,10 @@ typedef struct {
 vfg_rtsp *vfg_rtsp_start(const char *address, const char *port, int max_threads, int with_auth,
                          vfg_rtsp_callbacks callbacks, char *error, size_t error_len);
 int vfg_rtsp_port(vfg_rtsp *server);
-/// Serves `path` ("/rear") as one shared media: H.264, and AAC when `describe` gives it. 0,
-/// or -1 when it is mounted already.
-int vfg_rtsp_mount(vfg_rtsp *server, const char *path);
+/// Serves `path` ("/rear") as one shared media: H.264, and AAC when `describe` gives it. With
+/// `talk`, a client may also send its voice (ONVIF's backchannel: G.711 µ-law, 8 kHz) in a
+/// media of its own, to `talk_begin`'s speaker. 0, or -1 when it is mounted already.
+int vfg_rtsp_mount(vfg_rtsp *server, const char *path, int talk);
 /// Serves `path` as one shared media of JPEG pictures (RFC 2435's RTP/JPEG, ONVIF Profile S's
 /// mandatory stream): each push one whole baseline JPEG, 4:2:0 or 4:2:2, at most 2040 px a side.
 int vfg_rtsp_mount_jpeg(vfg_rtsp *server, const char *path);

@@ -1,5 +1,6 @@
 // The RTSP server's gate: the same accounts, roles and failure limits as HTTP. Playing is
-// viewing, so any signed-in user may (a viewer too). Basic and Digest (MD5, RFC 2069 form,
+// viewing, so any signed-in user may (a viewer too); talking back (ONVIF's backchannel) is an
+// operator's, as over WHIP. Basic and Digest (MD5, RFC 2069 form,
 // as RTSP clients from live555 to ffmpeg and GStreamer answer it); Digest's nonces are this
 // gate's own (NonceIssuer), since gst-rtsp-server keeps none for us.
 
@@ -8,7 +9,8 @@ import Streaming
 import SystemSupport
 
 extension AccessControl {
-    func rtspDecision(method: String, uri: String, authorization: String?, address: String, nonces: NonceIssuer) -> RTSPDecision {
+    func rtspDecision(method: String, uri: String, authorization: String?, address: String, talk: Bool,
+                      nonces: NonceIssuer) -> RTSPDecision {
         guard settings.mode == .accounts else { return .allow }
         let now = SystemSupport.Clock.monotonic()
         // RTSP has no 429: a locked-out address is refused outright until its failures age.
@@ -30,7 +32,11 @@ extension AccessControl {
             ])
         }
         switch authenticator.authenticate(credentials, digest: verifier, now: now) {
-        case .authenticated: return .allow
+        // Talking back is steering the camera, as WHIP's talk route is: an operator's.
+        case .authenticated(let name, let role):
+            guard talk, !role.allows(.operator) else { return .allow }
+            logger.warning("RTSP: \(name) may watch but not talk (\(method) \(uri) requires the backchannel)")
+            return .refuse(status: 403, challenges: [])
         case .missing: return challenges(stale: false)
         case .stale: return challenges(stale: true)
         case .failed(let reason):

@@ -3,6 +3,8 @@
 // `/<camera-id>/sub` and `/main/sub` the same for the sub stream; `/<camera-id>/jpeg` and
 // `/main/jpeg` the preview's own JPEG pictures as RTP/JPEG (RFC 2435: ONVIF Profile S's
 // mandatory stream), from the camera's preview hub — the pictures MJPEG viewers get.
+// A camera with a speaker takes a talker's voice on its H.264 paths (ONVIF's backchannel,
+// the speaker claimed from TalkService as WHIP's talkers claim it: one talker a camera).
 // The server (Streaming's RTSPServer) knows no camera; this delegate answers its questions.
 
 import Auth
@@ -14,6 +16,7 @@ import SystemSupport
 
 final class RTSPService: RTSPServerDelegate {
     private let cameras: MultiCamSession
+    private let talks: TalkService
     private let access: AccessControl
     private let nonces = NonceIssuer()
     private let isFull: @Sendable () -> Bool
@@ -23,8 +26,9 @@ final class RTSPService: RTSPServerDelegate {
     private let logger: Logger
 
     /// `full` says whether the live clients are at `live.maxClients`.
-    init(cameras: MultiCamSession, access: AccessControl, full: @escaping @Sendable () -> Bool, logger: Logger) {
+    init(cameras: MultiCamSession, talks: TalkService, access: AccessControl, full: @escaping @Sendable () -> Bool, logger: Logger) {
         self.cameras = cameras
+        self.talks = talks
         self.access = access
         self.isFull = full
         self.logger = logger
@@ -36,14 +40,22 @@ final class RTSPService: RTSPServerDelegate {
         return main + main.map { $0 + "/sub" }
     }
 
+    /// Whether `path` (one of `paths`) takes a talker: its camera has a speaker (for "/main",
+    /// some camera has: the main one's is claimed when a talker comes).
+    func talks(_ path: String) -> Bool {
+        let camera = Self.split(path).camera
+        if camera == "main" { return cameras.sessions.contains { talks.speaker(of: $0.id) != nil } }
+        return talks.speaker(of: camera) != nil
+    }
+
     /// The RTP/JPEG paths: each camera's id, and "main", with "/jpeg".
     var jpegPaths: [String] { (["/main"] + cameras.sessions.map { "/" + $0.id }).map { $0 + "/jpeg" } }
 
     /// RFC 2435 gives a picture's width and height in units of 8 pixels, in one byte each.
     static let largestJPEG = 2040
 
-    func authorize(method: String, uri: String, authorization: String?, address: String) -> RTSPDecision {
-        access.rtspDecision(method: method, uri: uri, authorization: authorization, address: address, nonces: nonces)
+    func authorize(method: String, uri: String, authorization: String?, address: String, talk: Bool) -> RTSPDecision {
+        access.rtspDecision(method: method, uri: uri, authorization: authorization, address: address, talk: talk, nonces: nonces)
     }
 
     func describe(_ path: String) -> RTSPMedia {
@@ -91,6 +103,28 @@ final class RTSPService: RTSPServerDelegate {
         feeders.withLock { $0[ObjectIdentifier(feeder)] = feeder }
         feeder.start()
         logger.info("RTSP \(path): streaming\(listening == nil ? "" : " with sound")")
+    }
+
+    func talk(path: String) -> RTSPTalk {
+        guard let camera = session(path)?.id else { return .refuse(status: 404) }
+        let claim: SpeakerClaim
+        do throws(SpeakerRefusal) { claim = try talks.claim(camera) } catch {
+            switch error {
+            case .none: return .refuse(status: 551)  // Option not supported: this camera has nothing to talk to
+            case .busy:
+                logger.info("RTSP \(path): a talker refused: someone talks to camera \(camera)")
+                return .refuse(status: 503)
+            case .unavailable(let device, let why):
+                logger.warning("RTSP \(path): a talker refused: the speaker \(device) cannot play: \(why)")
+                return .refuse(status: 503)
+            }
+        }
+        logger.info("camera \(camera): talk over RTSP (\(path)) began")
+        let logger = self.logger
+        return .accept(RTSPTalker(play: { claim.play($0) }, end: {
+            claim.end()
+            logger.info("camera \(camera): talk over RTSP (\(path)) ended")
+        }))
     }
 
     func stopAll() {

@@ -1,7 +1,9 @@
-// Talk-back by WHIP: each POSTed offer (a client sending its microphone as Opus) becomes a
+// Talk-back: a camera's speaker, claimed by one talker at a time — as a doorbell has one
+// speaker — over WHIP or over RTSP's ONVIF backchannel (RTSPService).
+// By WHIP, each POSTed offer (a client sending its microphone as Opus) becomes a
 // WebRTCTalker whose decoded voice plays on its camera's speaker, kept under a random id for
-// its `Location` (DELETE ends it). One talker per camera: a second is refused while the first
-// talks (409), as a doorbell has one speaker. The speaker opens before the answer (a busy or
+// its `Location` (DELETE ends it); a second talker is refused while the first
+// talks (409). The speaker opens before the answer (a busy or
 // missing device is the offer's error, not a silent talk) and closes with the talk. A talker
 // that went away — its tab closed, its network gone — is ended by the sweep: failed or closed
 // at once, disconnected or silent for 5 s (it sends RTP all along), never connected in 15 s.
@@ -13,12 +15,54 @@ import Logging
 import Streaming
 import SystemSupport
 
+/// A camera's speaker taken for one talk: open in 48 kHz mono, the camera busy until `end()`.
+final class SpeakerClaim: Sendable {
+    let camera: String
+    let speaker: any SpeakerDevice
+    private let ended = Locked(false)
+    private let lost = Locked(false)
+    private let logger: Logger
+    private let free: @Sendable () -> Void
+
+    fileprivate init(camera: String, speaker: any SpeakerDevice, logger: Logger, free: @escaping @Sendable () -> Void) {
+        self.camera = camera
+        self.speaker = speaker
+        self.logger = logger
+        self.free = free
+    }
+
+    /// Plays the voice as it comes (48 kHz mono); a speaker that fails is logged once.
+    func play(_ samples: UnsafeBufferPointer<Int16>) {
+        do throws(AudioError) { try speaker.play(samples) } catch {
+            if !lost.withLock({ l in defer { l = true }; return l }) {
+                logger.warning("camera \(camera): the speaker \(speaker.name) failed: \(error)")
+            }
+        }
+    }
+
+    /// The speaker plays out what it has and closes; the camera is free. Once.
+    func end() {
+        guard ended.withLock({ e in defer { e = true }; return !e }) else { return }
+        speaker.close()
+        free()
+    }
+}
+
+enum SpeakerRefusal: Error {
+    /// The camera has no speaker.
+    case none
+    /// Someone talks to it already.
+    case busy
+    /// The device would not open.
+    case unavailable(device: String, AudioError)
+}
+
 final class TalkService: Sendable {
     private struct Entry {
-        let camera: String
         let talker: WebRTCTalker
-        let speaker: any SpeakerDevice
+        let claim: SpeakerClaim
         var health: PeerHealth
+        var camera: String { claim.camera }
     }
     private let speakers: [String: any SpeakerDevice]
     private let talks = Locked<[String: Entry]>([:])
@@ -43,44 +87,49 @@ final class TalkService: Sendable {
     /// Camera `camera`'s speaker (nil: it has none).
     func speaker(of camera: String) -> (any SpeakerDevice)? { speakers[camera] }
 
-    /// Whether someone talks to `camera` now.
-    func isTalking(_ camera: String) -> Bool { talks.withLock { $0.values.contains { $0.camera == camera } } }
+    /// Whether someone talks to `camera` now (by WHIP or RTSP, or a talk being set up).
+    func isTalking(_ camera: String) -> Bool { busy.withLock { $0.contains(camera) } }
 
+    /// Talks by WHIP.
     var count: Int { talks.withLock { $0.count } }
+
+    /// `camera`'s speaker for one talk, opened in 48 kHz mono; the camera is busy until the
+    /// claim ends.
+    func claim(_ camera: String) throws(SpeakerRefusal) -> SpeakerClaim {
+        guard let speaker = speakers[camera] else { throw .none }
+        guard busy.withLock({ $0.insert(camera).inserted }) else { throw .busy }
+        do throws(AudioError) {
+            try speaker.open(AudioFormat(encoding: .s16le, sampleRate: 48_000, channels: 1))
+        } catch {
+            _ = busy.withLock { $0.remove(camera) }
+            throw .unavailable(device: speaker.name, error)
+        }
+        return SpeakerClaim(camera: camera, speaker: speaker, logger: logger) { [busy] in _ = busy.withLock { $0.remove(camera) } }
+    }
 
     /// Answers `offer` with a talker playing on `camera`'s speaker: the talk's id and the SDP answer.
     func open(offer: String, camera: String) async throws(HTTPError) -> (id: String, answer: String) {
-        guard let speaker = speakers[camera] else {
-            throw HTTPError(422, "unsupported", "Camera \(camera) has no speaker to talk through (cameras[].speaker).")
+        let claim: SpeakerClaim
+        do throws(SpeakerRefusal) { claim = try self.claim(camera) } catch {
+            switch error {
+            case .none: throw HTTPError(422, "unsupported", "Camera \(camera) has no speaker to talk through (cameras[].speaker).")
+            case .busy: throw HTTPError(409, "talk_busy", "Someone is talking to camera \(camera); one talker at a time.")
+            case .unavailable(let device, let why):
+                throw HTTPError(503, "speaker_unavailable", "Camera \(camera)'s speaker \(device) cannot play: \(why).")
+            }
         }
-        guard busy.withLock({ $0.insert(camera).inserted }) else {
-            throw HTTPError(409, "talk_busy", "Someone is talking to camera \(camera); one talker at a time.")
-        }
-        var admitted = false
-        defer { if !admitted { _ = busy.withLock { $0.remove(camera) } } }
-        let format = AudioFormat(encoding: .s16le, sampleRate: 48_000, channels: 1)
-        do throws(AudioError) { try speaker.open(format) } catch {
-            throw HTTPError(503, "speaker_unavailable", "Camera \(camera)'s speaker \(speaker.name) cannot play: \(error).")
-        }
-        let ice = self.ice, logger = self.logger
-        let lost = Locked(false)
+        let ice = self.ice
         let made = await onOwnThread("talk-answer") { () -> Result<WebRTCTalker, StreamingError> in
             Result { () throws(StreamingError) in
-                try WebRTCTalker(offer: offer, ice: ice) { samples, _, _ in
-                    // The pipeline's thread: the voice as it comes (48 kHz mono, as opened).
-                    do throws(AudioError) { try speaker.play(samples) } catch {
-                        if !lost.withLock({ l in defer { l = true }; return l }) {
-                            logger.warning("camera \(camera): the speaker \(speaker.name) failed: \(error)")
-                        }
-                    }
-                }
+                // The pipeline's thread: the voice as it comes (48 kHz mono, as opened).
+                try WebRTCTalker(offer: offer, ice: ice) { samples, _, _ in claim.play(samples) }
             }
         }
         let talker: WebRTCTalker
         switch made {
         case .success(let t): talker = t
         case .failure(let e):
-            speaker.close()
+            claim.end()
             switch e {
             case .malformedOffer(let m): throw HTTPError(400, "invalid_sdp", "The offer is not an SDP offer this server can answer: \(m).")
             case .noOpus(let m): throw HTTPError(422, "unsupported_codec", "The offer has no sound this server can play: \(m).")
@@ -88,8 +137,7 @@ final class TalkService: Sendable {
             }
         }
         let id = UUID().uuidString.lowercased()
-        talks.withLock { $0[id] = Entry(camera: camera, talker: talker, speaker: speaker, health: PeerHealth(created: Clock.monotonic())) }
-        admitted = true
+        talks.withLock { $0[id] = Entry(talker: talker, claim: claim, health: PeerHealth(created: Clock.monotonic())) }
         logger.info("camera \(camera): talk \(id) began")
         return (id, talker.answer)
     }
@@ -116,8 +164,7 @@ final class TalkService: Sendable {
     /// The talker stops (no more sound), the speaker plays out and closes, the camera is free.
     private func end(_ e: Entry) {
         e.talker.close()
-        e.speaker.close()
-        _ = busy.withLock { $0.remove(e.camera) }
+        e.claim.end()
     }
 
     private func sweep() {
