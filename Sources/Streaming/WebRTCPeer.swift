@@ -34,6 +34,9 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
     /// Its offer takes H.264's Main profile; false: Constrained Baseline alone (Firefox's
     /// OpenH264), and the stream it takes must be encoded so while it watches.
     public let acceptsMain: Bool
+    /// Its picture's lost packets are sent again when it asks: the answer has RFC 4588's
+    /// retransmission stream (`rtx`), as it does where the offer has one.
+    public var retransmits: Bool { answer.contains(" rtx/90000") }
     /// Where its Opus packets go: nil when the answer has no sound (none offered to it, or
     /// the offer receives no Opus).
     public let sound: AudioFeed?

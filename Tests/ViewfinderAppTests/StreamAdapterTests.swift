@@ -79,6 +79,22 @@ import Testing
                 "the report's own fraction, when it is the larger")
     }
 
+    /// A viewer whose lost packets are sent again (rtx): one second of loss — the main stream's
+    /// keyframe dropped at a shallow queue and repaired — keeps it on the main stream; a second
+    /// second of it in a row moves it down, as a link too slow for the stream does.
+    @Test func aViewerWhoseLossIsRepairedMovesDownOnlyWhenTheLossLasts() {
+        var a = StreamAdapter(repairs: true)
+        #expect(a.update(Self.report(bytes: 1000), now: 0) == nil)
+        #expect(a.update(Self.report(bytes: 2000), now: 2) == .main)
+        #expect(a.update(Self.report(lost: 0.61, bytes: 3000), now: 3) == nil, "the keyframe's second")
+        #expect(a.update(Self.report(lost: 0.03, bytes: 4000), now: 4) == nil && a.stream == .main)
+        #expect(a.update(Self.report(lost: 0.4, bytes: 5000), now: 5) == nil)
+        #expect(a.update(Self.report(lost: 0.5, bytes: 6000), now: 6) == .sub, "the loss lasted")
+        var b = StreamAdapter()
+        #expect(b.update(Self.report(bytes: 1000), now: 0) == nil && b.update(Self.report(bytes: 2000), now: 2) == .main)
+        #expect(b.update(Self.report(lost: 0.61, bytes: 3000), now: 3) == .sub, "without rtx: down at once")
+    }
+
     @Test func noReceiverReportYetDecidesNothing() {
         var a = StreamAdapter()
         let none = LinkReport(reported: false, fractionLost: 0, roundTrip: 0, jitter: 0, packetsLost: 0, bytesSent: 10, packetsSent: 1)

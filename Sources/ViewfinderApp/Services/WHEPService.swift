@@ -87,7 +87,7 @@ final class WHEPService: Sendable {
         let id = UUID().uuidString.lowercased()
         // An adaptive viewer starts where its adapter does (the sub stream), and moves up. A
         // viewer without H.264 takes the VP8 rendition of the main stream, the one there is.
-        let adapter = StreamAdapter()
+        let adapter = StreamAdapter(repairs: peer.retransmits)
         let adapts = stream == nil && adaptive && peer.codec == .h264
         let units = source.liveUnits(peer.codec == .vp8 ? .vp8 : stream ?? (adapts ? adapter.stream : .main), kind: "webrtc",
                                      baseline: peer.codec == .h264 && !peer.acceptsMain)
