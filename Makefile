@@ -56,6 +56,8 @@ test: test-deps
 	/usr/bin/python3 Tests/onvif/test_onvif.py
 	@# Media2 and HTTP Digest sign-in as onvif-python (a second client, its own venv) drives them, its answers valid against ONVIF's ver20 schema.
 	/usr/bin/python3 Tests/onvif/test_media2.py
+	@# The newest onvif-zeep-async (4.3.0) and aiohttp's DigestAuthMiddleware, which reads only a 401's first challenge: snapshots, API and SOAP over Digest.
+	/usr/bin/python3 Tests/onvif/test_newest.py
 	@# WS-Discovery between two network namespaces: Home Assistant's search and libonvif's onvif-util find the device, Hello and Bye, probes answered within a second.
 	/usr/bin/python3 Tests/onvif/test_discovery.py
 	@# ONVIF's audio backchannel: GStreamer's rtspsrc (backchannel=onvif, Tests/onvif/talker.c) talks G.711 to the camera's speaker over TCP and UDP; one talker a camera, an operator's.

@@ -54,9 +54,6 @@ extension HTTPServer {
             cmhd_set_connection_timeout(ctx.connection, Self.streamIdleTimeout)  // not the header timeout
         }
         guard let mhdResponse else { return .NO }
-        if let c = response.challenge, c.basic {
-            headers.append(("WWW-Authenticate", "Basic realm=\"\(c.realm)\", charset=\"UTF-8\""))
-        }
         for (name, value) in headers { MHD_add_response_header(mhdResponse, name, value) }
         let rc: MHD_Result
         if let c = response.challenge, let digest = c.digest {
@@ -66,6 +63,13 @@ extension HTTPServer {
             Self.canonicalizeDigestAlgorithm(mhdResponse)
         } else {
             rc = MHD_queue_response(ctx.connection, UInt32(response.status), mhdResponse)
+        }
+        // Basic after Digest: a client that reads only the first challenge (aiohttp's
+        // DigestAuthMiddleware, onvif-zeep-async's snapshots) must find Digest, the stronger
+        // scheme, as IP cameras offer it. libmicrohttpd keeps headers in the order added and
+        // serialises them only after the access handler returns, so this one still goes last.
+        if let c = response.challenge, c.basic {
+            MHD_add_response_header(mhdResponse, "WWW-Authenticate", "Basic realm=\"\(c.realm)\", charset=\"UTF-8\"")
         }
         MHD_destroy_response(mhdResponse)
         return rc

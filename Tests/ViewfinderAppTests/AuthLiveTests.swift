@@ -53,13 +53,16 @@ import Testing
                     + ["http://127.0.0.1:\(port)\(path)"]).out) ?? 0
     }
 
-    @Test func withoutCredentialsA401OffersBasicAndDigest() async throws {
+    @Test func withoutCredentialsA401OffersDigestThenBasic() async throws {
         let a = try Self.accounts()
         try await withServer({ $0.auth = a }) { _, port in
             let head = await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-D", "-", "-m", "10", "http://127.0.0.1:\(port)/api/session"]).out
             #expect(head.hasPrefix("HTTP/1.1 401"))
             #expect(head.contains("WWW-Authenticate: Basic realm=\"Viewfinder\""))
             #expect(head.range(of: "WWW-Authenticate: Digest realm=\"Viewfinder\".*algorithm=\"?MD5", options: .regularExpression) != nil, "\(head)")
+            // Digest first: a client reading only the first challenge (aiohttp's DigestAuthMiddleware) must find it.
+            let challenges = head.split(separator: "\r\n").filter { $0.hasPrefix("WWW-Authenticate:") }
+            #expect(challenges.count == 2 && challenges[0].hasPrefix("WWW-Authenticate: Digest "), "\(challenges)")
             #expect(await status(port, "/healthz") == 200, "always open")
             #expect(await status(port, "/metrics") == 401, "viewers only by default")
             #expect(await status(port, "/") == 401, "the page too")

@@ -10,6 +10,7 @@ import HTTPServer
 import JSON
 import Movie
 import Session
+import Streaming
 
 /// The contract's error body for any error the server answers, its own refusals included
 /// (a malformed head is the contract's `invalid_value`; an overloaded or stopping server is
@@ -79,6 +80,41 @@ extension SessionError: ResponseError {
         case .recordingUnavailable(let cause):
             HTTPError(503, "storage_unavailable", "The movie could not be started: \(cause.description)",
                       extra: cause.isStorageFull ? ["reason": .string("disk_full")] : [:])
+        }
+    }
+}
+
+/// A WebRTC offer (WHEP's or WHIP's) that could not be answered.
+extension StreamingError: ResponseError {
+    public var status: Int { http.status }
+    public var code: String { http.code }
+    public var message: String { http.message }
+
+    var http: HTTPError {
+        switch self {
+        case .malformedOffer(let m): HTTPError(400, "invalid_sdp", "The offer is not an SDP offer this server can answer: \(m).")
+        case .noH264(let m): HTTPError(422, "unsupported_codec", "The offer has no codec this server sends: \(m).")
+        case .noOpus(let m): HTTPError(422, "unsupported_codec", "The offer has no sound this server can play: \(m).")
+        case .unavailable, .listen, .peer: HTTPError(500, "webrtc_failed", "WebRTC could not start: \(self).")
+        }
+    }
+}
+
+/// A WHIP talk that did not begin: the camera's speaker refused, or the offer.
+extension TalkRefusal: ResponseError {
+    var status: Int { http.status }
+    var code: String { http.code }
+    var message: String { http.message }
+
+    var http: HTTPError {
+        switch self {
+        case .offer(let e): e.http
+        case .speaker(.none(let camera)):
+            HTTPError(422, "unsupported", "Camera \(camera) has no speaker to talk through (cameras[].speaker).")
+        case .speaker(.busy(let camera)):
+            HTTPError(409, "talk_busy", "Someone is talking to camera \(camera); one talker at a time.")
+        case .speaker(.unavailable(let camera, let device, let why)):
+            HTTPError(503, "speaker_unavailable", "Camera \(camera)'s speaker \(device) cannot play: \(why).")
         }
     }
 }

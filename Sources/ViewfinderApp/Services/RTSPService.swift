@@ -114,7 +114,7 @@ final class RTSPService: RTSPServerDelegate {
             case .busy:
                 logger.info("RTSP \(path): a talker refused: someone talks to camera \(camera)")
                 return .refuse(status: 503)
-            case .unavailable(let device, let why):
+            case .unavailable(_, let device, let why):
                 logger.warning("RTSP \(path): a talker refused: the speaker \(device) cannot play: \(why)")
                 return .refuse(status: 503)
             }
