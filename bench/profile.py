@@ -168,7 +168,7 @@ def classify_frame(f, names, leaf):
     if module == "JPEG":
         return GATHER if "gather" in name.lower() else JPEG
     if module == "Capture":
-        if "CaptureLoop" in name or "PacedCaptureThread" in name:
+        if "SteppingThread" in name or "PacedCaptureThread" in name:
             return None  # the capture thread's loop: calls render, encode and publish alike
         return RENDER
     if module == "HTTPServer" or (module == "ViewfinderApp" and "MJPEGStream" in name):
@@ -215,7 +215,7 @@ def summarise(samples, names):
             kernel += period
             kernel_named += period if leaf.sym != "[unknown]" else 0
         demangled = [names.get(f.sym, f.sym) for f in frames]
-        if any("CaptureLoop" in n or "PacedCaptureThread" in n for n in demangled):
+        if any("SteppingThread" in n or "PacedCaptureThread" in n for n in demangled):
             roles[tid]["capture"] += period
         if any(lib(f.dso).startswith("libmicrohttpd") for f in frames) or comm.startswith("MHD"):
             roles[tid]["http"] += period
@@ -428,7 +428,7 @@ def markdown(r, started, load, took):
     lines += [
         "",
         "**By thread**: CPU from `/proc/PID/task/TID/stat` (utime+stime over the window, % of one core); samples "
-        "and buckets from the profile. Role: capture is the thread with the most samples under `CaptureLoop` "
+        "and buckets from the profile. Role: capture is the thread with the most samples under `SteppingThread` "
         "(render, encode, publish: its libturbojpeg samples have no caller, the stacks stop there), HTTP the "
         "one with the most under libmicrohttpd; dispatch worker, a thread whose samples are mostly in libdispatch.",
         "",

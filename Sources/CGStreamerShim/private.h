@@ -17,6 +17,8 @@ GMainContext *vfg_main_context(void);
 /// at which they were captured; `audio`: packets that each decode alone.
 vfg_feed *vfg_feed_new(GstElement *appsrc, int audio);
 vfg_feed *vfg_feed_retain(vfg_feed *feed);
+/// RTSP's H.264: the first IDR after a start goes after the picture before it (runtime.c says why).
+void vfg_feed_lead_in(vfg_feed *feed);
 /// The pipeline is going: later pushes return -1.
 void vfg_feed_close(vfg_feed *feed);
 /// The next push answers 1: the pipeline wants an IDR (it could not use the units before).

@@ -342,6 +342,7 @@ static void on_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedia *media
     if (mount->jpeg) vfg_configure_jpeg_appsrc(appsrc);
     else vfg_configure_appsrc(appsrc);
     vfg_feed *feed = vfg_feed_new(appsrc, 0);
+    if (!mount->jpeg) vfg_feed_lead_in(feed);
     gst_object_unref(appsrc);
     vfg_feed *audio = NULL;
     if (asrc) {

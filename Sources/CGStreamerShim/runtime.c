@@ -100,6 +100,15 @@ struct vfg_feed {
     // Units are dropped until an IDR: at the start, and after one was lost (pushed before
     // the pipeline played), so the first unit a pipeline sees decodes.
     gboolean need_key;
+    // RTSP's H.264 (vfg_feed_lead_in): the first IDR a pipeline gets goes after a lead-in, the
+    // picture before it. FFmpeg's parser gives the first access unit it reads no timestamp
+    // whatever the stream (RTP's packets carry no byte position, and its first-frame case
+    // needs one): an IDR first reached `ffmpeg -c copy` unstamped ("Timestamps are unset in
+    // a packet"), what Frigate's and Home Assistant's recorders write at each segment's start.
+    // A P-frame first is the one left unstamped, and ffmpeg drops it (nothing before the first
+    // keyframe is copied); any decoder skips it as it skips a GOP joined midway.
+    gboolean lead_in;
+    GstBuffer *held;  // the last picture while waiting for an IDR, stamped at its capture
 };
 
 // An upstream GstForceKeyUnit event (rtph264pay or webrtcbin turn a PLI/FIR into one) reaches
@@ -133,6 +142,8 @@ vfg_feed *vfg_feed_new(GstElement *appsrc, int audio) {
     }
     return feed;
 }
+
+void vfg_feed_lead_in(vfg_feed *feed) { feed->lead_in = !feed->audio; }
 
 vfg_feed *vfg_feed_retain(vfg_feed *feed) {
     g_atomic_int_inc(&feed->references);
@@ -169,6 +180,33 @@ static GstClockTime running_time(GstElement *element) {
     return now > base ? now - base : 0;
 }
 
+/// Pushes the held picture before the IDR `key` (stamped `at`), after the IDR's own parameter
+/// sets (what precedes its first slice): h264parse drops a picture it has no SPS/PPS for. A
+/// held picture not before the IDR is let go.
+static void push_lead_in(vfg_feed *feed, GstElement *appsrc, const uint8_t *key, size_t length, GstClockTimeDiff at) {
+    GstBuffer *held = feed->held;
+    feed->held = NULL;
+    if ((GstClockTimeDiff)GST_BUFFER_PTS(held) >= at) {
+        gst_buffer_unref(held);
+        return;
+    }
+    size_t sets = 0;  // the bytes before the first slice NAL (type 1 or 5), start code included
+    for (size_t i = 0; i + 3 < length; i++) {
+        if (key[i] != 0 || key[i + 1] != 0 || key[i + 2] != 1) continue;
+        uint8_t type = key[i + 3] & 0x1f;
+        if (type == 1 || type == 5) {
+            sets = i > 0 && key[i - 1] == 0 ? i - 1 : i;
+            break;
+        }
+    }
+    GstBuffer *lead = gst_buffer_new_memdup(key, sets);
+    GST_BUFFER_PTS(lead) = GST_BUFFER_DTS(lead) = GST_BUFFER_PTS(held);
+    GST_BUFFER_FLAG_SET(lead, GST_BUFFER_FLAG_DELTA_UNIT);
+    lead = gst_buffer_append(lead, held);  // takes both
+    GstFlowReturn flow = gst_app_src_push_buffer(GST_APP_SRC(appsrc), lead);
+    GST_LOG_OBJECT(appsrc, "pushed the lead-in (%s)", gst_flow_get_name(flow));
+}
+
 int vfg_feed_push(vfg_feed *feed, const uint8_t *bytes, size_t length, int64_t capture_ns, int keyframe) {
     pthread_mutex_lock(&feed->lock);
     GstElement *appsrc = feed->appsrc ? gst_object_ref(feed->appsrc) : NULL;
@@ -181,13 +219,26 @@ int vfg_feed_push(vfg_feed *feed, const uint8_t *bytes, size_t length, int64_t c
         feed->need_key = !feed->audio;
         return 0;
     }
+    GstClockTimeDiff at = capture_running_time(now, (GstClockTimeDiff)capture_ns);
     if (feed->need_key && !keyframe) {  // playing, and waiting for an IDR: ask for one (once a frame)
-        GST_LOG_OBJECT(appsrc, "waiting for an IDR: unit dropped");
+        GST_LOG_OBJECT(appsrc, "waiting for an IDR: unit %s", feed->lead_in ? "held as the lead-in" : "dropped");
+        if (feed->lead_in && at >= 0 && (!feed->pushed || at > feed->last)) {
+            if (feed->held) gst_buffer_unref(feed->held);
+            feed->held = gst_buffer_new_memdup(bytes, length);
+            GST_BUFFER_PTS(feed->held) = GST_BUFFER_DTS(feed->held) = (GstClockTime)at;
+            GST_BUFFER_FLAG_SET(feed->held, GST_BUFFER_FLAG_DELTA_UNIT);
+        }
         gst_object_unref(appsrc);
         g_atomic_int_set(&feed->keyframe_wanted, 0);
         return 1;
     }
-    GstClockTimeDiff at = capture_running_time(now, (GstClockTimeDiff)capture_ns);
+    if (feed->need_key && feed->lead_in && !feed->held) {
+        // An IDR with no picture before it (a fresh encoder's first unit): wait for the next
+        // picture to lead in with, which then asks for another IDR.
+        GST_LOG_OBJECT(appsrc, "an IDR without a lead-in: dropped");
+        gst_object_unref(appsrc);
+        return 0;
+    }
     // Captured before the pipeline started (its running time began after), or not after the
     // last: dropped (a picture then waits for an IDR). A negative time made unsigned would be
     // centuries ahead, and the media's sinks would wait for it.
@@ -198,6 +249,10 @@ int vfg_feed_push(vfg_feed *feed, const uint8_t *bytes, size_t length, int64_t c
         feed->need_key = !feed->audio;
         return feed->audio ? 0 : 1;
     }
+    if (feed->need_key && feed->held) push_lead_in(feed, appsrc, bytes, length, at);
+    // An IDR going out answers any keyframe asked for before it (the feed's start asks for one:
+    // a second IDR a frame later was the start's cost).
+    if (keyframe && !feed->audio) g_atomic_int_set(&feed->keyframe_wanted, 0);
     feed->need_key = FALSE;
     feed->pushed = TRUE;
     feed->last = at;
@@ -225,6 +280,7 @@ int vfg_feed_closed(vfg_feed *feed) {
 void vfg_feed_release(vfg_feed *feed) {
     if (!g_atomic_int_dec_and_test(&feed->references)) return;
     vfg_feed_close(feed);
+    if (feed->held) gst_buffer_unref(feed->held);
     pthread_mutex_destroy(&feed->lock);
     g_free(feed);
 }

@@ -10,14 +10,14 @@ import Foundation
 import SystemSupport
 
 final class PacedCaptureThread: Sendable {
-    private let loop: CaptureLoop
+    private let loop: SteppingThread
 
     /// Starts the thread; `tick(sequence, timestamp)` runs once per frame interval.
     init(name: String, fps: Int, tick: @escaping @Sendable (UInt64, Double) -> Void) {
         let interval = 1.0 / Double(max(fps, 1))
         // The next boundary, counted in intervals since the epoch; touched by the capture thread only.
         let clock = Locked((sequence: UInt64(0), boundary: Self.boundary(after: Clock.now(), interval)))
-        loop = CaptureLoop(name: name, step: {
+        loop = SteppingThread(name: name, step: {
             let (sequence, boundary) = clock.withLock { ($0.sequence, $0.boundary) }
             Self.sleep(untilWallClock: Double(boundary) * interval)
             tick(sequence, Double(boundary) * interval)

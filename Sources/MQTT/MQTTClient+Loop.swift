@@ -115,10 +115,7 @@ extension MQTTClient {
     }
 
     private func finish(status: Status) {
-        shared.withLock { s in
-            s.status = status
-            s.running = false
-        }
+        shared.withLock { $0.status = status }
     }
 
     /// Options, credentials, TLS and the will: set before the first connect, never after.

@@ -10,7 +10,6 @@
 // queue or hand off, never block.
 
 import CMosquitto
-import Foundation  // Thread
 import Glibc
 import Logging
 import SystemSupport
@@ -50,7 +49,6 @@ public final class MQTTClient: Sendable {
         var subscriptions: [String] = []
         var newSubscriptions: [String] = []
         var stopping = false
-        var running = false
         var connects = 0
         var dropped = 0
         var published = 0
@@ -82,15 +80,17 @@ public final class MQTTClient: Sendable {
         shared.withLock { ($0.published, $0.received, $0.dropped) }
     }
 
+    /// The client's thread (SystemSupport's one shape): its one step is the whole loop of
+    /// `run`, which polls at most half a second at a time and ends once `stop` set `stopping`.
+    private let thread = Locked<SteppingThread?>(nil)
+
     /// Starts the client's thread; it connects, and reconnects, until `stop`.
     public func start() {
-        shared.withLock { $0.running = true }
-        let t = Thread { [self] in
-            ThreadName.set("mqtt")
+        let t = SteppingThread(name: "mqtt", step: { [self] in
             run()
-        }
-        t.name = "viewfinder.mqtt"
-        t.start()
+            return false
+        })
+        thread.withLock { $0 = t }
     }
 
     /// Queues a message for the broker. While disconnected it waits in a bounded queue (the
@@ -115,17 +115,13 @@ public final class MQTTClient: Sendable {
         wake()
     }
 
-    /// Sends what is queued (for up to `flush` seconds), disconnects cleanly (the broker does
-    /// not publish the will) and ends the thread; returns when it has ended.
-    public func stop(flush: Double = 1) {
-        let running = shared.withLock { s -> Bool in
-            s.stopping = true
-            return s.running
-        }
-        guard running else { return }
+    /// Sends what is queued (for up to a second), disconnects cleanly (the broker does not
+    /// publish the will) and ends the thread; returns when it has ended (joined).
+    public func stop() {
+        shared.withLock { $0.stopping = true }
+        guard let t = thread.withLock({ t in defer { t = nil }; return t }) else { return }
         wake()
-        let deadline = Clock.monotonic() + flush + 2
-        while shared.withLock({ $0.running }) && Clock.monotonic() < deadline { usleep(5_000) }
+        t.stop()
     }
 
     func wake() {

@@ -64,9 +64,13 @@ public final class EventBroker: Sendable {
 
     private let state = Locked(State())
 
-    public init(maxPullPoints: Int = 16, maxQueue: Int = 256) {
+    /// What a PullMessages' wait runs on: the system's time in the server, a test's clock.
+    private let timekeeper: any Timekeeper
+
+    public init(maxPullPoints: Int = 16, maxQueue: Int = 256, timekeeper: any Timekeeper = SystemTimekeeper()) {
         self.maxPullPoints = maxPullPoints
         self.maxQueue = maxQueue
+        self.timekeeper = timekeeper
     }
 
     /// The video sources whose motion is announced (the cameras' ids), not moving until told.
@@ -173,8 +177,8 @@ public final class EventBroker: Sendable {
         default: break
         }
         let token = state.withLock { s in defer { s.nextToken += 1 }; return s.nextToken }
-        let timer = Task {
-            try? await Task.sleep(nanoseconds: UInt64(max(0, timeout) * 1e9))
+        let timer = Task { [timekeeper] in
+            guard (try? await timekeeper.sleep(max(0, timeout))) != nil else { return }  // answered before its timeout
             self.wake(id, token: token)
         }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in

@@ -113,8 +113,8 @@ public final class EventHub: Sendable {
 
     public var subscriberCount: Int { subscribers.withLock { $0.count } }
 
-    public func subscribe(_ id: ObjectIdentifier, initial: [SessionEvent], camera: String? = nil, kind: String = "sse",
-                          levels: Bool = false) {
+    // The raw API below is this file's only: every client is an `EventSubscription`.
+    fileprivate func subscribe(_ id: ObjectIdentifier, initial: [SessionEvent], camera: String?, kind: String, levels: Bool) {
         subscribers.withLock { $0[id] = Subscriber(pending: initial, camera: camera, kind: kind, levels: levels) }
     }
 
@@ -124,10 +124,6 @@ public final class EventHub: Sendable {
     public func subscription(initial: [SessionEvent], camera: String? = nil, kind: String = "sse",
                              levels: Bool = false) -> EventSubscription {
         EventSubscription(hub: self, initial: initial, camera: camera, kind: kind, levels: levels)
-    }
-
-    public func subscribe(_ id: ObjectIdentifier, initial: SessionEvent?) {
-        subscribe(id, initial: initial.map { [$0] } ?? [])
     }
 
     /// The subscribers that receive `camera`'s events, by kind.
@@ -144,10 +140,10 @@ public final class EventHub: Sendable {
         subscribers.withLock { all in all.values.filter { $0.levels && ($0.camera == nil || $0.camera == camera) }.count }
     }
 
-    public func unsubscribe(_ id: ObjectIdentifier) { subscribers.withLock { _ = $0.removeValue(forKey: id) } }
+    fileprivate func unsubscribe(_ id: ObjectIdentifier) { subscribers.withLock { _ = $0.removeValue(forKey: id) } }
 
     /// Takes the subscriber's next event, or registers `wake` for when one arrives.
-    public func next(_ id: ObjectIdentifier, wake: @escaping @Sendable () -> Void) -> SessionEvent? {
+    fileprivate func next(_ id: ObjectIdentifier, wake: @escaping @Sendable () -> Void) -> SessionEvent? {
         subscribers.withLock { all -> SessionEvent? in
             guard all[id] != nil else { return nil }
             if !all[id]!.pending.isEmpty { return all[id]!.pending.removeFirst() }

@@ -7,7 +7,6 @@
 
 import CALSA
 import CameraCore
-import Foundation
 import SystemSupport
 
 public final class ALSAMicrophone: AudioDevice {
@@ -19,7 +18,7 @@ public final class ALSAMicrophone: AudioDevice {
     public let silenceTimeout: Double
 
     private struct State {
-        var loop: CaptureLoop?
+        var loop: SteppingThread?
         var mixer: UncheckedMixer?
         var interrupted: (@Sendable (AudioError) -> Void)?
         var capabilities: AudioCapabilities?
@@ -28,9 +27,10 @@ public final class ALSAMicrophone: AudioDevice {
         var mixerGain: Double?
     }
     private let state = Locked(State())
-    /// Held while the device is being opened: a probe of its capabilities (`/api/cameras`)
-    /// and a start never open it at once (the second would find it busy).
-    private let opening = NSLock()
+    /// A turn, held across the device's open on purpose (the one lock held across a call,
+    /// as StoreDirectory's): a probe of its capabilities (`/api/cameras`) and a start never
+    /// open it at once — the second would find it busy — so the second waits for the first.
+    private let opening = Locked(())
     private let overrunCount = Locked<UInt64>(0)
 
     /// A named PCM: `hw:CARD=C920,DEV=0`, `default`, `pulse`.
@@ -57,24 +57,25 @@ public final class ALSAMicrophone: AudioDevice {
 
     public func capabilities() throws(AudioError) -> AudioCapabilities {
         if let known = state.withLock({ $0.capabilities }) { return known }
-        opening.lock()
-        defer { opening.unlock() }
-        if let known = state.withLock({ $0.capabilities }) { return known }
-        // Opened only to ask: closed again (the mixer with it) before answering.
-        let (pcm, _) = try open()
-        defer { pcm.close(); state.withLock { $0.mixer = nil } }
-        return state.withLock { $0.capabilities } ?? pcm.pcm.capabilities
+        return try opening.withLock { (_: inout Void) throws(AudioError) -> AudioCapabilities in
+            if let known = state.withLock({ $0.capabilities }) { return known }
+            // Opened only to ask: closed again (the mixer with it) before answering.
+            let (pcm, _) = try open()
+            defer { pcm.close(); state.withLock { $0.mixer = nil } }
+            return state.withLock { $0.capabilities } ?? pcm.pcm.capabilities
+        }
     }
 
     public func start(handler: @escaping AudioHandler) throws(AudioError) -> AudioFormat {
         stop()
-        opening.lock()
-        defer { opening.unlock() }
-        let (pcm, mixer) = try open()
-        if let gain = state.withLock({ $0.mixerGain }), let mixer { _ = try? mixer.mixer.set(gain) }
-        try pcm.pcm.start()
+        let pcm = try opening.withLock { (_: inout Void) throws(AudioError) -> CapturePCM in
+            let (pcm, mixer) = try open()
+            if let gain = state.withLock({ $0.mixerGain }), let mixer { _ = try? mixer.mixer.set(gain) }
+            try pcm.pcm.start()
+            return pcm
+        }
         let format = pcm.pcm.format
-        let loop = CaptureLoop(name: "mic-\(pcm.pcm.name)", step: captureStep(pcm, handler: handler), end: { [weak self] byOwner in
+        let loop = SteppingThread(name: "mic-\(pcm.pcm.name)", step: captureStep(pcm, handler: handler), end: { [weak self] byOwner in
             guard let self, !byOwner else { return }
             let name = pcm.pcm.name
             let handler = self.state.withLock { s in defer { s.mixer = nil }; return s.interrupted }
@@ -87,7 +88,7 @@ public final class ALSAMicrophone: AudioDevice {
     }
 
     public func stop() {
-        let loop = state.withLock { s -> CaptureLoop? in
+        let loop = state.withLock { s -> SteppingThread? in
             defer { s.loop = nil; s.mixer = nil }
             return s.loop
         }

@@ -13,8 +13,11 @@ public final class ALSASpeaker: SpeakerDevice {
         let pcm: ALSAPCM
         let channels: Int
     }
-    // One talk plays at a time (the talk service admits one per camera); the lock keeps a
-    // close from freeing the PCM under a play.
+    // One talk plays at a time (the talk service admits one per camera), and its plays come
+    // from its pipeline's thread, which stops before the talk closes the speaker. A play holds
+    // its own reference to the PCM, so a close never frees it under a write, and the write
+    // itself runs outside the lock: ALSA serializes calls on one PCM (alsa-lib's PCM lock,
+    // the kernel's for `hw`), so at worst a late play fails once the close drained it.
     private let current = Locked<Open?>(nil)
 
     public init(pcm name: String) { self.name = name }
@@ -29,20 +32,18 @@ public final class ALSASpeaker: SpeakerDevice {
     }
 
     public func play(_ samples: UnsafeBufferPointer<Int16>) throws(AudioError) {
-        try current.withLock { (o: inout Open?) throws(AudioError) in
-            guard let o else { return }
-            let frames: [Int16] = o.channels == 1 ? Array(samples) : samples.flatMap { repeatElement($0, count: o.channels) }
-            var done = 0
-            while done < samples.count {
-                let written: Result<Int, AudioError> = frames.withUnsafeBytes { raw in
-                    Result { () throws(AudioError) in
-                        try o.pcm.write(raw.baseAddress!.advanced(by: done * o.channels * 2), frames: samples.count - done)
-                    }
+        guard let o = current.withLock({ $0 }) else { return }
+        let frames: [Int16] = o.channels == 1 ? Array(samples) : samples.flatMap { repeatElement($0, count: o.channels) }
+        var done = 0
+        while done < samples.count {
+            let written: Result<Int, AudioError> = frames.withUnsafeBytes { raw in
+                Result { () throws(AudioError) in
+                    try o.pcm.write(raw.baseAddress!.advanced(by: done * o.channels * 2), frames: samples.count - done)
                 }
-                switch written {
-                case .success(let n): done += n
-                case .failure(let error): try o.pcm.recover(from: error, restart: false)  // an underrun: play on
-                }
+            }
+            switch written {
+            case .success(let n): done += n
+            case .failure(let error): try o.pcm.recover(from: error, restart: false)  // an underrun: play on
             }
         }
     }

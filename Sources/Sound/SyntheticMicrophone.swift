@@ -29,7 +29,7 @@ public final class SyntheticMicrophone: AudioDevice {
     static let noiseHalfWidth = 32_768 * pow(10, -50.0 / 20) * 3.0.squareRoot()
 
     public let name = "synthetic"
-    private let loop = Locked<CaptureLoop?>(nil)
+    private let loop = Locked<SteppingThread?>(nil)
 
     public init() {}
 
@@ -43,7 +43,7 @@ public final class SyntheticMicrophone: AudioDevice {
         // The buffer under way, counted in periods since the epoch; touched by the thread only.
         let next = Locked(UInt64(Clock.now() * Double(buffersPerSecond)) + 1)
         let noise = Locked(NoiseSource(seed: 0x5EED))
-        let made = CaptureLoop(name: "mic-synthetic", step: {
+        let made = SteppingThread(name: "mic-synthetic", step: {
             let k = next.withLock { $0 }
             let start = Double(k) / Double(buffersPerSecond)
             let end = Double(k + 1) / Double(buffersPerSecond)
@@ -68,7 +68,7 @@ public final class SyntheticMicrophone: AudioDevice {
     }
 
     public func stop() {
-        let l = loop.withLock { l -> CaptureLoop? in defer { l = nil }; return l }
+        let l = loop.withLock { l -> SteppingThread? in defer { l = nil }; return l }
         l?.stop()
     }
 

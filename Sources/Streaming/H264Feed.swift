@@ -76,8 +76,16 @@ public final class FeedPump: Sendable {
     private let units: any Subscription<EncodedUnit>
     private let requestKeyframe: @Sendable () -> Void
     private let onStop: @Sendable () -> Void
-    /// Held while draining, so units go out in order whoever wakes the pump.
-    private let stopped = Locked(false)
+    /// One drainer at a time, so units go out in order whoever wakes the pump — without a lock
+    /// held across a push: a wake that comes while another thread drains is that drainer's to
+    /// serve (`again`), and a stop that comes meanwhile leaves the cancel to it (`next` and
+    /// `cancel` are the subscription's one caller's).
+    private struct Pump {
+        var stopped = false
+        var draining = false
+        var again = false
+    }
+    private let pump = Locked(Pump())
     private let alarm = Locked<Alarm?>(nil)
 
     public init<Units: UnitSubscription>(feed: H264Feed, units: Units, onStop: @escaping @Sendable () -> Void = {}) {
@@ -111,24 +119,43 @@ public final class FeedPump: Sendable {
     }
 
     private func drain() {
-        let closed = stopped.withLock { stopped -> Bool in
-            guard !stopped else { return false }
-            while case .item(let unit) = units.next() {
+        guard pump.withLock({ p -> Bool in
+            guard !p.stopped else { return false }
+            if p.draining { p.again = true; return false }
+            p.draining = true
+            return true
+        }) else { return }
+        var closed = false
+        while true {
+            while !closed, case .item(let unit) = units.next() {
                 switch feed.push(unit.bytes, time: unit.time, keyframe: unit.keyframe) {
                 case .sent: continue
                 case .keyframeWanted: requestKeyframe()
-                case .closed: return true
+                case .closed: closed = true
                 }
             }
-            return false
+            // Done, unless a wake came meanwhile; a stop that came meanwhile is ours to finish.
+            let (more, cancel) = pump.withLock { p -> (Bool, Bool) in
+                if p.again && !p.stopped && !closed { p.again = false; return (true, false) }
+                p.draining = false
+                return (false, p.stopped)
+            }
+            if more { continue }
+            if cancel { units.cancel() }
+            break
         }
         if closed { stop() }
     }
 
-    /// Leaves the stream and stops checking; once.
+    /// Leaves the stream and stops checking; once. A drain under way on another thread
+    /// cancels the subscription as it ends (it may push the unit it holds).
     public func stop() {
-        guard stopped.withLock({ s in defer { s = true }; return !s }) else { return }
-        units.cancel()
+        guard let cancelNow = pump.withLock({ p -> Bool? in
+            guard !p.stopped else { return nil }
+            p.stopped = true
+            return !p.draining
+        }) else { return }
+        if cancelNow { units.cancel() }
         alarm.withLock { $0?.cancel(); $0 = nil }
         onStop()
     }

@@ -18,7 +18,7 @@ public final class FakeMicrophone: AudioDevice {
     public let name: String
     private struct State {
         var plugged = true
-        var running: CaptureLoop?
+        var running: SteppingThread?
         var interrupted: (@Sendable (AudioError) -> Void)?
         var gainDb = 0.0
         var opens = 0
@@ -49,7 +49,7 @@ public final class FakeMicrophone: AudioDevice {
         let frames = Self.format.sampleRate / 100
         let begin = Clock.now()
         let sent = Locked(UInt64(0))
-        let loop = CaptureLoop(name: "fake-mic", step: { [self] in
+        let loop = SteppingThread(name: "fake-mic", step: { [self] in
             let n = sent.withLock { $0 }
             let first = begin + Double(n) / Double(Self.format.sampleRate)
             let due = first + 0.010
@@ -83,7 +83,7 @@ public final class FakeMicrophone: AudioDevice {
     }
 
     public func stop() {
-        let l = state.withLock { s -> CaptureLoop? in defer { s.running = nil }; return s.running }
+        let l = state.withLock { s -> SteppingThread? in defer { s.running = nil }; return s.running }
         l?.stop()
     }
 

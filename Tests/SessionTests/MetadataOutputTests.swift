@@ -23,15 +23,15 @@ import Testing
 
     /// Subscribed from its creation, so no event published after it is missed.
     final class Watcher: Sendable {
-        let hub: EventHub
-        init(_ hub: EventHub) { self.hub = hub; hub.subscribe(ObjectIdentifier(self), initial: []) }
-        deinit { hub.unsubscribe(ObjectIdentifier(self)) }
+        let events: EventSubscription
+        init(_ hub: EventHub) { events = hub.subscription(initial: []); events.attach {} }
+        deinit { events.cancel() }
 
         /// The next `metadata` event, within `timeout` seconds (polled every 10 ms).
         func next(timeout: Double = TestTime.patience) async -> MetadataEvent? {
             let deadline = TestTime.deadline(timeout)
             while Date() < deadline {
-                while let e = hub.next(ObjectIdentifier(self), wake: {}) {
+                while case .item(let e) = events.next() {
                     if case .metadata(let m) = e { return m }
                 }
                 try? await Task.sleep(nanoseconds: 10_000_000)

@@ -88,14 +88,14 @@ import SystemSupport
         #expect(front.openHandles == handles, "no second open of the running camera")
         #expect(m.mainID == "front")
         #expect(await sr.state().state == .idle, "the rear camera was only the main session's: stopped")
-        let watcher = NSObject()
-        m.events.subscribe(ObjectIdentifier(watcher), initial: [], camera: "front")
-        defer { m.events.unsubscribe(ObjectIdentifier(watcher)) }
+        let watcher = m.events.subscription(initial: [], camera: "front")
+        watcher.attach {}
+        defer { watcher.cancel() }
         _ = try await m.switchMain(to: "rear")
         #expect(await sr.state().state == .running && m.mainID == "rear")
         #expect(await sf.state().state == .running, "front was started in its own right: it keeps running")
         var frontStates: [SessionState] = []
-        while let e = m.events.next(ObjectIdentifier(watcher), wake: {}) { if case .state(let st) = m.marked(e) { frontStates.append(st) } }
+        while case .item(let e) = watcher.next() { if case .state(let st) = m.marked(e) { frontStates.append(st) } }
         #expect(frontStates.last?.main == false && frontStates.last?.state == .running,
                 "front's own subscribers hear that it is no longer main: \(frontStates.map(\.main))")
         await #expect(throws: SessionError.unknownCamera("nope", known: ["rear", "front"])) { try await m.switchMain(to: "nope") }
@@ -123,15 +123,15 @@ import SystemSupport
     @Test func eventsNameTheirCameraAndFilter() async throws {
         let a = FakeWebcam.c920(), b = FakeWebcam.c920()
         let m = try multi([camera("a", a), camera("b", b)])
-        let all = NSObject(), onlyB = NSObject()
-        m.events.subscribe(ObjectIdentifier(all), initial: [])
-        m.events.subscribe(ObjectIdentifier(onlyB), initial: [], camera: "b")
-        defer { m.events.unsubscribe(ObjectIdentifier(all)); m.events.unsubscribe(ObjectIdentifier(onlyB)) }
+        let all = m.events.subscription(initial: []), onlyB = m.events.subscription(initial: [], camera: "b")
+        all.attach {}
+        onlyB.attach {}
+        defer { all.cancel(); onlyB.cancel() }
         _ = try await m.start(try m.session("a"))
         _ = try await m.start(try m.session("b"))
-        func drain(_ o: NSObject) -> [SessionEvent] {
+        func drain(_ o: EventSubscription) -> [SessionEvent] {
             var out: [SessionEvent] = []
-            while let e = m.events.next(ObjectIdentifier(o), wake: {}) { out.append(e) }
+            while case .item(let e) = o.next() { out.append(e) }
             return out
         }
         let seen = drain(all), seenB = drain(onlyB)

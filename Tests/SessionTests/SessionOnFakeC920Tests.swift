@@ -225,14 +225,14 @@ import Testing
     @Test func aZoomChangedOnTheCameraShowsInTheStateAndAsAnEvent() async throws {
         let fake = FakeWebcam.c920()
         let s = try await session(fake)
-        let id = ObjectIdentifier(fake)
-        s.events.subscribe(id, initial: nil)
-        defer { s.events.unsubscribe(id) }
+        let events = s.events.subscription(initial: [])
+        events.attach {}
+        defer { events.cancel() }
         fake.setFromOutside("zoom_absolute", 300)
         let deadline = TestTime.deadline(3)
         var seen: SessionState?
         while seen == nil && Date() < deadline {
-            if case .state(let st)? = s.events.next(id, wake: {}), st.zoom.optical == 3 { seen = st }
+            if case .item(.state(let st)) = events.next(), st.zoom.optical == 3 { seen = st }
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         #expect(seen?.zoom.factor == 3)

@@ -110,15 +110,15 @@ final class DarkeningCamera: CaptureDevice, Sendable {
 @Suite(.serialized) struct SessionRecoveryTests {
     /// Every `state` event of the session from its creation, in order.
     final class StateLog: Sendable {
-        let hub: EventHub
-        init(_ hub: EventHub) { self.hub = hub; hub.subscribe(ObjectIdentifier(self), initial: []) }
-        deinit { hub.unsubscribe(ObjectIdentifier(self)) }
+        let events: EventSubscription
+        init(_ hub: EventHub) { events = hub.subscription(initial: []); events.attach {} }
+        deinit { events.cancel() }
         private let seen = Locked<[SessionState.Run]>([])
 
         /// The states published so far.
         var states: [SessionState.Run] {
             seen.withLock { seen in
-                while let e = hub.next(ObjectIdentifier(self), wake: {}) { if case .state(let s) = e { seen.append(s.state) } }
+                while case .item(let e) = events.next() { if case .state(let s) = e { seen.append(s.state) } }
                 return seen
             }
         }

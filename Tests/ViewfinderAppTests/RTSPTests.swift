@@ -1,7 +1,8 @@
 // RTSP with real clients: ffprobe and ffmpeg over UDP and interleaved TCP, GStreamer's
 // rtspsrc, each decoding H.264 at the camera's size; `/main` following the main session
 // across a switch and a prepare; the same users as HTTP (Basic and Digest, a viewer plays);
-// an unknown camera 404, a stopped one 503.
+// an unknown camera 404, a stopped one 503; a copy of the stream (ffmpeg -c copy) starting at a
+// stamped keyframe.
 
 import CaptureTestSupport
 import Foundation
@@ -60,6 +61,28 @@ import Testing
             // 60 frames decoded, none in error: every unit arrives, SPS/PPS in band.
             let decode = try await Self.decode("\(base)/front", transport: transport, frames: 60)
             #expect(decode.status == 0 && decode.err.isEmpty, "ffmpeg: \(decode.err)")
+        }
+    }
+
+    /// FFmpeg's parser leaves the first access unit it reads without a timestamp (runtime.c's
+    /// lead-in says why); a copy of the stream — what Frigate's and Home Assistant's recorders
+    /// write — then began with an unstamped IDR and the warning "Timestamps are unset in a
+    /// packet". With the lead-in the copy starts at an IDR with its timestamp, and says nothing.
+    @Test(arguments: ["udp", "tcp"])
+    func aCopyOfTheStreamStartsAtAStampedKeyframe(transport: String) async throws {
+        try await withServer { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let url = "rtsp://127.0.0.1:\(try Self.rtspPort(app))/rear"
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("rtsp-copy-\(UUID().uuidString).ts").path
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            let copy = try await Self.run("/usr/bin/ffmpeg", ["-v", "warning", "-rtsp_transport", transport, "-i", url,
+                                                              "-frames:v", "30", "-c", "copy", "-y", file])
+            #expect(copy.status == 0 && !copy.err.contains("Timestamps are unset"), "ffmpeg: \(copy.err)")
+            let packets = try await Self.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                                                 "packet=pts,flags", "-of", "csv=p=0", file])
+            // "pts,flags," (the last field, side data, empty).
+            let first = (packets.out.split(separator: "\n").first ?? "").split(separator: ",", omittingEmptySubsequences: false)
+            #expect(first.count >= 2 && Int(first[0]) != nil && first[1].hasPrefix("K"), "the copy's first packets: \(packets.out.prefix(120))")
         }
     }
 

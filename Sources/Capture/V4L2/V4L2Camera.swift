@@ -27,7 +27,7 @@ public final class V4L2Camera: CaptureDevice, Sendable {
     private struct State {
         var path: String
         var formats: [FormatOption]
-        var loop: CaptureLoop?
+        var loop: SteppingThread?
         /// The control handle, open while streaming (vivid only reconnects once every
         /// handle is closed, as a real unplugged device does).
         var control: (any V4L2Port)?
@@ -198,7 +198,7 @@ public final class V4L2Camera: CaptureDevice, Sendable {
     }
 
     public func stop() {
-        let loop = state.withLock { s -> CaptureLoop? in defer { s.loop = nil }; return s.loop }
+        let loop = state.withLock { s -> SteppingThread? in defer { s.loop = nil }; return s.loop }
         loop?.stop()
         closeControls()
     }
@@ -218,11 +218,11 @@ enum V4L2Stream {
     static func loop(device: any V4L2Port, format: VideoFormat, timeout: Double, clock: any Timekeeper = SystemTimekeeper(),
                      handler: @escaping FrameHandler,
                      rejected: @escaping @Sendable () -> Void = {},
-                     lost: @escaping @Sendable (CameraError) -> Void) -> CaptureLoop {
+                     lost: @escaping @Sendable (CameraError) -> Void) -> SteppingThread {
         let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.pixelFormat.bytesPerLine(width: format.width) ?? 0
         let progress = Locked((last: clock.now, failure: CameraError?.none))
-        return CaptureLoop(name: "v4l2-\(device.path)", step: {
+        return SteppingThread(name: "v4l2-\(device.path)", step: {
             do throws(CameraError) {
                 var delivered = false
                 let got = try device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp, lease in

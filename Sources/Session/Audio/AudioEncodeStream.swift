@@ -75,35 +75,44 @@ final class AudioEncodeStream: AudioConsumer {
     }
 
     func audioEnded() {
-        let (tail, subscribers) = state.withLock { s -> ([AudioPacket], [Subscriber]) in
+        let (held, subscribers) = state.withLock { s -> (AudioEncoder?, [Subscriber]) in
             defer { s.encoder = nil; s.format = nil }
-            let tail = (try? s.encoder?.flush()) ?? []
-            return (tail, self.subscribers(of: s))
+            return (s.encoder, self.subscribers(of: s))
         }
+        let tail = (try? held?.flush()) ?? []
         for sub in subscribers { for p in tail { sub.deliver(p) } }
     }
 
+    /// Encodes outside the lock: the encoder is taken out of the state for the encode and put
+    /// back after. Only this thread (the microphone's) encodes; a last subscriber leaving
+    /// meanwhile, or a new format, leaves it out (its tail is nobody's).
     func takeAudio(_ buffer: borrowing AudioBuffer) {
         let timestamp = buffer.timestamp, format = buffer.format
         let samples = buffer.bytes.bindMemory(to: Int16.self)
-        let (packets, subscribers) = state.withLock { s -> ([AudioPacket], [Subscriber]) in
-            guard !s.subscribers.isEmpty, format == s.format, let track = track(for: format) else { return ([], []) }
-            var out: [AudioPacket] = []
-            if let e = s.encoder, abs(e.nextTime - timestamp) > Self.tolerance {
-                out += (try? e.flush()) ?? []
-                s.encoder = nil
+        guard let track = track(for: format), let (held, lastRun, subscribers) = state.withLock({ s -> (AudioEncoder?, Int, [Subscriber])? in
+            guard !s.subscribers.isEmpty, format == s.format else { return nil }
+            defer { s.encoder = nil }
+            return (s.encoder, s.run, self.subscribers(of: s))
+        }) else { return }
+        var encoder = held, run = lastRun
+        var packets: [AudioPacket] = []
+        if let e = encoder, abs(e.nextTime - timestamp) > Self.tolerance {
+            packets += (try? e.flush()) ?? []
+            encoder = nil
+        }
+        do throws(MovieError) {
+            if encoder == nil {
+                run += 1
+                encoder = try AudioEncoder(codec, sampleRate: track.sampleRate, channels: track.channels,
+                                           bitrate: track.bitrate, anchor: timestamp, run: run, inputRate: format.sampleRate)
             }
-            do throws(MovieError) {
-                if s.encoder == nil {
-                    s.run += 1
-                    s.encoder = try AudioEncoder(codec, sampleRate: track.sampleRate, channels: track.channels,
-                                               bitrate: track.bitrate, anchor: timestamp, run: s.run, inputRate: format.sampleRate)
-                }
-                out += try s.encoder!.encode(samples)
-            } catch {
-                s.encoder = nil  // the next buffer starts a new run
-            }
-            return (out, self.subscribers(of: s))
+            packets += try encoder!.encode(samples)
+        } catch {
+            encoder = nil  // the next buffer starts a new run
+        }
+        state.withLock { s in
+            s.run = run
+            if !s.subscribers.isEmpty, s.format == format { s.encoder = encoder }
         }
         for sub in subscribers { for p in packets { sub.deliver(p) } }
     }

@@ -20,8 +20,8 @@ final class DiscoveryService: Sendable {
     private let logger: Logger
     private let instance = Int(SystemSupport.Clock.now())
     private let counter = Locked(0)
-    private let stopping = Locked(false)
-    private let finished = DispatchSemaphore(value: 0)
+    /// The reader: a receive (200 ms at most) and its answer each step, until `stop`.
+    private let reader = Locked<SteppingThread?>(nil)
 
     /// The addresses HTTP can be reached at for `host` ("0.0.0.0": every non-loopback
     /// interface's), nil when there are none (loopback).
@@ -69,19 +69,16 @@ final class DiscoveryService: Sendable {
             }
         }
         logger.info("onvif discovery: answering probes on \(interfaces.map(\.name).joined(separator: ", ")) as \(endpoint.address)")
-        Thread.detachNewThread { [self] in
-            ThreadName.set("wsdiscovery")
-            while !stopping.withLock({ $0 }) {
-                do {
-                    guard let d = try socket.receive(timeout: 200) else { continue }
-                    answer(d)
-                } catch {
-                    logger.warning("onvif discovery: \(error)")
-                    Thread.sleep(forTimeInterval: 0.2)  // a socket error: try again, not in a tight loop
-                }
+        let thread = SteppingThread(name: "wsdiscovery", step: { [self] in
+            do {
+                if let d = try socket.receive(timeout: 200) { answer(d) }
+            } catch {
+                logger.warning("onvif discovery: \(error)")
+                Thread.sleep(forTimeInterval: 0.2)  // a socket error: try again, not in a tight loop
             }
-            finished.signal()
-        }
+            return true
+        })
+        reader.withLock { $0 = thread }
     }
 
     private func answer(_ d: Datagram) {
@@ -99,8 +96,8 @@ final class DiscoveryService: Sendable {
 
     /// Bye on every interface; the thread has ended when this returns.
     func stop() {
-        guard !stopping.withLock({ s in defer { s = true }; return s }) else { return }
-        finished.wait()
+        guard let thread = reader.withLock({ r in defer { r = nil }; return r }) else { return }
+        thread.stop()
         let m = next()
         let bye = WSDiscovery.bye(endpoint, messageID: m.id, instance: instance, message: m.number)
         for i in interfaces { try? socket.send(bye, to: WSDiscovery.group, port: WSDiscovery.port, via: i.address) }
