@@ -1,6 +1,6 @@
 // A camera session's graph, as AVCaptureSession holds one: inputs, outputs, and the
-// connections between them. The inputs are the devices the session can run (one video
-// device at a time, and each camera's microphone); the outputs are added once,
+// connections between them. The inputs are the session's camera and its microphone (a switch
+// between cameras is MultiCamSession's, between sessions); the outputs are added once,
 // when the session is made, and kept across runs, format changes and switches — each owns
 // its settings and what lasts, and is told when a run starts and ends. A connection says
 // which input feeds which output, with what media, and whether it is enabled; a run's
@@ -11,8 +11,8 @@ import Logging
 import SystemSupport
 
 final class CaptureGraph: Sendable {
-    /// The video inputs: the session runs one of them at a time.
-    let cameras: [any CaptureDevice]
+    /// The video input: the session's one camera.
+    let camera: any CaptureDevice
     /// Zoom, orientation and the preview's quality, read by the capture thread.
     let pipelineSettings: PipelineSettings
     /// Where the preview's parts and the live stream's fragments go to their clients.
@@ -60,9 +60,9 @@ final class CaptureGraph: Sendable {
     /// Takes the next sequence number.
     func takeSequence() -> UInt64 { sequence.withLock { n in defer { n += 1 }; return n } }
 
-    init(cameras: [any CaptureDevice], microphones: [String: any AudioDevice], configuration c: SessionConfiguration,
+    init(camera: any CaptureDevice, microphones: [String: any AudioDevice], configuration c: SessionConfiguration,
          events: EventHub, logger: Logger) {
-        self.cameras = cameras
+        self.camera = camera
         pipelineSettings = PipelineSettings(quality: c.streamQuality, subsampling: c.streamSubsampling)
         metadata = MetadataOutput(camera: "", rate: c.metadataRate, pool: c.pool) { events.publish(.metadata($0)) }
         photo = PhotoOutput(pool: c.pool)
@@ -73,17 +73,18 @@ final class CaptureGraph: Sendable {
                                pool: c.pool, logger: logger)
         motion = MotionOutput(settings: c.motion, pool: c.pool)
         ring = c.frameRing > 0 ? FrameRing(span: c.frameRing, quality: c.captureQuality, pool: c.pool) : nil
-        movie = MovieOutput(sound: !microphones.isEmpty)
-        outputs = [metadata, photo, preview, liveOutput, subOutput, vp8Output, motion] + (ring.map { [$0] } ?? []) + [movie]
         let audioData = microphones.isEmpty ? nil : AudioDataOutput()
         self.audioData = audioData
         let audioOutputs: [any AudioOutput] = audioData.map { [$0] } ?? []
-        self.microphones = microphones.reduce(into: [:]) { inputs, entry in
+        let inputs = microphones.reduce(into: [String: AudioInput]()) { inputs, entry in
             let camera = entry.key
             inputs[camera] = AudioInput(camera: camera, device: entry.value, outputs: audioOutputs) { level, muted in
                 events.publish(.level(LevelEvent(camera: camera, level: level, muted: muted)))
             }
         }
+        self.microphones = inputs
+        movie = MovieOutput(configuration: c, live: live, liveOutput: liveOutput, motion: motion, microphones: inputs, logger: logger)
+        outputs = [metadata, photo, preview, liveOutput, subOutput, vp8Output, motion] + (ring.map { [$0] } ?? []) + [movie]
         let order = OutputKind.allCases
         listed = (outputs as [any MediaOutput] + audioOutputs)
             .sorted { order.firstIndex(of: $0.kind)! < order.firstIndex(of: $1.kind)! }

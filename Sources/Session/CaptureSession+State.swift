@@ -29,7 +29,7 @@ extension CaptureSession {
                           dropped: run.pipeline == nil ? 0 : graph.preview.droppedThisRun + camera.rejectedFrames),
             error: run.error, recording: graph.movie.recorder?.status ?? .inactive, metadata: metadata.state,
             motion: graph.motion.state)
-        state.motion.preRollHeld = graph.movie.motionRing?.held ?? 0
+        state.motion.preRollHeld = graph.movie.preRollHeld
         state.inputs = [InputReport(device: camera.descriptor.id, mediaType: .video)]
         if let mic = audioInput {
             state.inputs.append(InputReport(device: mic.device.name, mediaType: .audio))

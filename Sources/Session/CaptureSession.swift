@@ -29,8 +29,9 @@ public actor CaptureSession {
     /// system's time, or a test's.
     let timekeeper: any Timekeeper
 
-    /// The input that runs, at `format` (chosen as `preset`).
-    var camera: any CaptureDevice
+    /// The session's camera, at `format` (chosen as `preset`). One camera a session, as the
+    /// server has them: a switch between cameras is MultiCamSession's, moving its main one.
+    public nonisolated let camera: any CaptureDevice
     var format: VideoFormat
     var preset: String
     /// The device's settings as it last answered them (read back), plus the session's own
@@ -46,7 +47,6 @@ public actor CaptureSession {
     public nonisolated var live: LiveHub { graph.live }
     /// The hub of one of the live streams (`.main` is `live`).
     public nonisolated func live(_ stream: LiveStreamName) -> LiveHub { graph.live(stream).hub }
-    public nonisolated var cameras: [any CaptureDevice] { graph.cameras }
     public nonisolated var pipelineSettings: PipelineSettings { graph.pipelineSettings }
     /// The metadata output: kept across starts, stops and format changes, as its settings are.
     nonisolated var metadata: MetadataOutput { graph.metadata }
@@ -54,40 +54,30 @@ public actor CaptureSession {
     /// DESCRIBE is answered 503 rather than left hanging on a camera that is not running).
     public nonisolated var isCapturing: Bool { graph.capturing.withLock { $0 } }
 
-    /// `microphones`: each camera's microphone, by camera id (a camera without one is mute).
-    public init(cameras: [any CaptureDevice], microphones: [String: any AudioDevice] = [:],
+    /// `microphones`: the camera's microphone, by camera id (a camera without one is mute).
+    public init(camera: any CaptureDevice, microphones: [String: any AudioDevice] = [:],
                 configuration: SessionConfiguration, events: EventHub = EventHub(),
                 logger: Logger = Logger(label: "session"),
                 timekeeper: any Timekeeper = SystemTimekeeper()) throws(SessionError) {
-        precondition(!cameras.isEmpty, "a session needs at least one camera")
         executor = DispatchQueueExecutor(label: "viewfinder.session")
         self.events = events
         self.logger = logger
         self.timekeeper = timekeeper
         self.configuration = configuration
-        let chosen: any CaptureDevice
-        if let id = configuration.camera {
-            guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
-                throw .unknownCamera(id, known: cameras.map(\.descriptor.id))
-            }
-            chosen = c
-        } else {
-            chosen = cameras[CameraDescriptor.defaultIndex(in: cameras.map(\.descriptor)) ?? 0]
-        }
-        camera = chosen
+        self.camera = camera
         let resolved = try FormatResolution.resolve(PrepareRequest(preset: configuration.preset, fps: configuration.fps),
-                                                    formats: chosen.formats, currentPreset: configuration.preset,
+                                                    formats: camera.formats, currentPreset: configuration.preset,
                                                     currentFps: configuration.fps)
         format = resolved.format
         preset = resolved.preset
-        settings = DeviceSettings(for: chosen.capabilities)
-        graph = CaptureGraph(cameras: cameras, microphones: microphones, configuration: configuration, events: events, logger: logger)
-        graph.pipelineSettings.opticalMax = chosen.capabilities.zoom.opticalMax
+        settings = DeviceSettings(for: camera.capabilities)
+        graph = CaptureGraph(camera: camera, microphones: microphones, configuration: configuration, events: events, logger: logger)
+        graph.pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
         graph.motion.setEventHandler { [weak self] event in Task { await self?.motionEvent(event) } }
+        graph.movie.onCompletion { [weak self] done in Task { await self?.movieCompleted(done) } }
     }
 
     public var isRunning: Bool { run.state == .running }
-
 
     // MARK: - Running
 
@@ -100,7 +90,6 @@ public actor CaptureSession {
                 run.pipeline = try launch(camera, format)
                 run.state = .running
                 run.error = nil
-                updateMotionRecording()
                 startAudio()
             } catch {
                 run.state = .failed
@@ -130,10 +119,12 @@ public actor CaptureSession {
     /// stay connected. On failure the previous configuration keeps running.
     @discardableResult
     public func prepare(_ request: PrepareRequest) throws(SessionError) -> SessionState {
-        let target = try request.camera.map { id throws(SessionError) in try find(id) } ?? camera
-        let resolved = try FormatResolution.resolve(request, formats: target.formats, currentPreset: preset,
+        if let id = request.camera, id != camera.descriptor.id {
+            throw .invalidValue("camera: this is camera '\(camera.descriptor.id)'s session (a switch is the main session's)")
+        }
+        let resolved = try FormatResolution.resolve(request, formats: camera.formats, currentPreset: preset,
                                                     currentFps: format.fps)
-        try reconfigure(to: target, format: resolved.format)
+        try reconfigure(format: resolved.format)
         preset = resolved.preset
         return announce()
     }
@@ -159,76 +150,39 @@ public actor CaptureSession {
 
     // MARK: - Transactions
 
-    private func reconfigure(to target: any CaptureDevice, format newFormat: VideoFormat) throws(SessionError) {
-        let changingCamera = target !== camera
+    private func reconfigure(format newFormat: VideoFormat) throws(SessionError) {
         guard run.state == .running else {
             // Not running: prepare means "configure and start". A camera reopened after a loss
-            // and still dark is closed first, before `camera` names another device.
+            // and still dark is closed first.
             if run.pipeline != nil { halt() }
-            let old = (camera, format, settings)
-            camera = target
+            let old = format
             format = newFormat
-            if changingCamera { resetSettings(for: target) }
             do { try start() } catch {
-                (camera, format, settings) = old
-                pipelineSettings.ramp = .fixed(settings.zoom.optical * settings.zoom.digital)
-                pipelineSettings.center = settings.zoom.center
-                pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
+                format = old
                 run.state = .idle
                 throw error
             }
             return
         }
-        if !changingCamera && newFormat == format { return }
+        if newFormat == format { return }
         endRecording(.formatChanged)  // a movie has one format; the next start records the new one
-        if changingCamera {
-            // Start the new camera first: if it fails, the old one never stopped.
-            let oldSettings = settings
-            resetSettings(for: target)
-            let newPipeline: FramePipeline
-            do throws(CameraError) { newPipeline = try launch(target, newFormat, begin: false) } catch {
-                settings = oldSettings
-                pipelineSettings.ramp = .fixed(settings.zoom.factor)
-                pipelineSettings.opticalMax = camera.capabilities.zoom.opticalMax
-                throw .switchFailed(id: target.descriptor.id, cause: error)
+        // The device can only be open once, so stop, try, and roll back on failure.
+        halt()
+        do throws(CameraError) { run.pipeline = try launch(camera, newFormat) } catch {
+            do throws(CameraError) { run.pipeline = try launch(camera, format) } catch {
+                // It ran a moment ago: lost like an unplugged camera, reopened with backoff.
+                logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
+                lost(error)
             }
-            run.pipeline?.deactivate()
-            camera.stop()  // its capture thread has ended: the outputs see one run at a time
-            stopAudio()
-            camera = target
-            run.pipeline = newPipeline
-            newPipeline.begin()
-            startAudio()  // the new camera's microphone: the sound follows the picture
-        } else {
-            // Same device: it can only be open once, so stop, try, and roll back on failure.
-            halt()
-            do throws(CameraError) { run.pipeline = try launch(camera, newFormat) } catch {
-                do throws(CameraError) { run.pipeline = try launch(camera, format) } catch {
-                    // It ran a moment ago: lost like an unplugged camera, reopened with backoff.
-                    logger.warning("camera \(camera.descriptor.id) lost: \(error.description)")
-                    lost(error)
-                }
-                throw .camera(error)
-            }
+            throw .camera(error)
         }
         format = newFormat
     }
 
-    /// A new camera starts from its own defaults; orientation belongs to the output and stays.
-    private func resetSettings(for device: any CaptureDevice) {
-        let orientation = settings.orientation
-        settings = DeviceSettings(for: device.capabilities)
-        settings.orientation = orientation
-        pipelineSettings.ramp = .fixed(1)
-        pipelineSettings.center = .center
-        pipelineSettings.opticalMax = device.capabilities.zoom.opticalMax
-    }
-
     /// Starts `device` with the session's settings: the camera writes them all after its
     /// stream-on, and what it then reads back becomes the session's settings. The run's
-    /// pipeline begins (its outputs told the run started) before the device starts, unless
-    /// `begin` is false: a switch begins it once the other camera's run has ended.
-    func launch(_ device: any CaptureDevice, _ format: VideoFormat, begin: Bool = true) throws(CameraError) -> FramePipeline {
+    /// pipeline begins (its outputs told the run started) before the device starts.
+    func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
         run.number += 1
         let launched = run.number
         let p = FramePipeline(run: CaptureRun(camera: device.descriptor.id, format: format, number: launched),
@@ -237,7 +191,7 @@ public actor CaptureSession {
                               transform: { [pipelineSettings, timekeeper] _ in pipelineSettings.transform(at: timekeeper.now) },
                               nextSequence: { [graph] in graph.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
-        if begin { p.begin() }
+        p.begin()
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
         }
@@ -274,20 +228,9 @@ public actor CaptureSession {
     }
 
     func halt() {
-        if let ring = graph.movie.motionRing {  // the event movie ends with the stream it records
-            graph.movie.motionRing = nil
-            if let recorder = ring.stop() { eventMovieDone(recorder, .stopped) }
-        }
-        run.pipeline?.deactivate()
+        run.pipeline?.deactivate()  // its outputs told the run ended (the event movie ends with its stream)
         camera.stop()
         run.pipeline = nil
-    }
-
-    private func find(_ id: String) throws(SessionError) -> any CaptureDevice {
-        guard let c = cameras.first(where: { $0.descriptor.id == id }) else {
-            throw .unknownCamera(id, known: cameras.map(\.descriptor.id))
-        }
-        return c
     }
 
     // MARK: - Announcing

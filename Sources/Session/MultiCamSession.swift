@@ -132,13 +132,13 @@ public final class MultiCamSession: Sendable {
     /// Without a camera named: the rear camera's counterpart at the front and back, else
     /// the next camera in the list (AVCam's "switch camera" button).
     private func nextCamera(after index: Int) -> Int {
-        let position = sessions[index].cameras[0].descriptor.position
+        let position = sessions[index].camera.descriptor.position
         let opposite: CameraDescriptor.Position? = switch position {
         case .rear: .front
         case .front: .rear
         default: nil
         }
-        if let opposite, let i = sessions.firstIndex(where: { $0.cameras[0].descriptor.position == opposite }) { return i }
+        if let opposite, let i = sessions.firstIndex(where: { $0.camera.descriptor.position == opposite }) { return i }
         return (index + 1) % sessions.count
     }
 
@@ -148,8 +148,8 @@ public final class MultiCamSession: Sendable {
 }
 
 extension CaptureSession {
-    /// The id of the (first) camera the session was made with: a camera's own session has one.
-    public nonisolated var id: String { cameras[0].descriptor.id }
+    /// The id of the session's camera.
+    public nonisolated var id: String { camera.descriptor.id }
 }
 
 /// Runs async operations one after another, in the order they asked.

@@ -1,4 +1,4 @@
-// What a session is started with: the camera, format and qualities from config.json, how
+// What a session is started with: the format and qualities from config.json, how
 // often devices are read back, and the placeholder frame the application draws.
 
 import CameraCore
@@ -10,7 +10,6 @@ import Movie
 public typealias PlaceholderRenderer = @Sendable (_ width: Int, _ height: Int, _ message: String) -> [UInt8]
 
 public struct SessionConfiguration: Sendable {
-    public var camera: String?
     public var preset: String
     public var fps: Int
     public var streamQuality: Int
@@ -44,7 +43,7 @@ public struct SessionConfiguration: Sendable {
     /// own, one thread per core (a session on its own, as in a test).
     public var pool = EncodePool(threads: ProcessInfo.processInfo.activeProcessorCount, name: "encode")
 
-    public init(camera: String? = nil, preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
+    public init(preset: String = "1280x720", fps: Int = 30, streamQuality: Int = 80,
                 captureQuality: Int = 92, readBackInterval: Double = 0.5,
                 placeholder: @escaping PlaceholderRenderer = { w, h, _ in [UInt8](repeating: 0x80, count: w * h * 2) },
                 movies: MovieStore = MovieStore(directory: "movies"), moviePreset: String = "superfast",
@@ -52,7 +51,6 @@ public struct SessionConfiguration: Sendable {
                 streamWorkers: Int = 1, live: LiveEncoderSettings = LiveEncoderSettings(),
                 motion: MotionSettings = MotionSettings()) {
         self.motion = motion
-        self.camera = camera
         self.preset = preset
         self.fps = fps
         self.streamQuality = streamQuality

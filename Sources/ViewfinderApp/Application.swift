@@ -98,7 +98,7 @@ public final class Application: Sendable {
             }
             do {
                 sessions.append(try CaptureSession(
-                    cameras: [device], microphones: microphones.filter { $0.key == device.descriptor.id },
+                    camera: device, microphones: microphones.filter { $0.key == device.descriptor.id },
                     configuration: SessionConfiguration(preset: entry?.preset ?? configuration.session.preset,
                                                         fps: entry?.fps ?? configuration.session.fps,
                                                         streamQuality: configuration.stream.quality,

@@ -16,7 +16,7 @@ import Testing
 
 @Suite(.serialized) struct AudioInputTests {
     func session(_ mic: FakeMicrophone, _ timekeeper: any Timekeeper = SystemTimekeeper()) throws -> CaptureSession {
-        try CaptureSession(cameras: [SyntheticCamera(id: "rear", position: .rear)], microphones: ["rear": mic],
+        try CaptureSession(camera: SyntheticCamera(id: "rear", position: .rear), microphones: ["rear": mic],
                            configuration: SessionConfiguration(preset: "352x288"), timekeeper: timekeeper)
     }
 
@@ -150,7 +150,7 @@ import Testing
     }
 
     @Test func aDigitalGainScalesTheSyntheticMicrophone() async throws {
-        let s = try CaptureSession(cameras: [SyntheticCamera(id: "rear", position: .rear)], microphones: ["rear": SyntheticMicrophone()],
+        let s = try CaptureSession(camera: SyntheticCamera(id: "rear", position: .rear), microphones: ["rear": SyntheticMicrophone()],
                                    configuration: SessionConfiguration(preset: "352x288"))
         try await s.start()
         _ = await until(s) { $0.audio?.running == true }
@@ -214,7 +214,7 @@ import Testing
     }
 
     @Test func aSessionWithoutAMicrophoneHasNoSound() async throws {
-        let s = try CaptureSession(cameras: [SyntheticCamera(id: "rear", position: .rear)], configuration: SessionConfiguration(preset: "352x288"))
+        let s = try CaptureSession(camera: SyntheticCamera(id: "rear", position: .rear), configuration: SessionConfiguration(preset: "352x288"))
         let state = await s.state()
         #expect(state.audio == nil && state.inputs.count == 1 && !state.outputs.contains { $0.type == .audio })
         #expect(s.audioData == nil)

@@ -1,8 +1,8 @@
-// The capture graph (issue 36): a session's outputs are added once and kept across runs,
-// format changes and switches, each told when a run starts and ends — one output object,
-// figures that add up, settings that stay — and the state shows inputs, outputs and the
-// connections between them. Over two stateful webcam models at the ioctl seam, one session
-// switching between them (as the rear/front pair does).
+// The capture graph (issue 36): a session's outputs are added once and kept across runs and
+// format changes, each told when a run starts and ends — one output object, figures that add
+// up, settings that stay — and the state shows inputs, outputs and the connections between
+// them. Over a stateful webcam model at the ioctl seam. (A switch between cameras is between
+// sessions: MultiCamSessionTests.)
 
 import CV4L2
 import CameraCore
@@ -13,9 +13,9 @@ import Testing
 @testable import Session
 
 @Suite(.serialized) struct CaptureGraphTests {
-    func camera(_ id: String, _ fake: FakeWebcam, _ w: Int, _ h: Int, _ position: CameraDescriptor.Position) -> V4L2Camera {
+    func camera(_ id: String, _ fake: FakeWebcam, _ sizes: [(Int, Int)], _ position: CameraDescriptor.Position) -> V4L2Camera {
         V4L2Camera(id: id, path: "/dev/\(id)", name: id, position: position,
-                   formats: [FormatOption(pixelFormat: .yuyv, width: w, height: h, fps: [30])],
+                   formats: sizes.map { FormatOption(pixelFormat: .yuyv, width: $0.0, height: $0.1, fps: [30]) },
                    open: { path throws(CameraError) in try fake.open(path) })
     }
 
@@ -27,10 +27,9 @@ import Testing
         await s.state().outputs.first { $0.type == kind }
     }
 
-    @Test func outputsAreKeptAcrossRunsFormatChangesAndSwitches() async throws {
-        let rear = camera("rear", FakeWebcam.c920(), 1280, 720, .rear)
-        let front = camera("front", FakeWebcam.c920(), 640, 480, .front)
-        let s = try CaptureSession(cameras: [rear, front], configuration: SessionConfiguration(readBackInterval: 0.1))
+    @Test func outputsAreKeptAcrossRunsAndFormatChanges() async throws {
+        let rear = camera("rear", FakeWebcam.c920(), [(1280, 720), (640, 480)], .rear)
+        let s = try CaptureSession(camera: rear, configuration: SessionConfiguration(preset: "1280x720", readBackInterval: 0.1))
         let outputs = s.graph.outputs.map(ObjectIdentifier.init)
 
         // Before any run: every output, idle; every connection from the video input, enabled.
@@ -51,16 +50,17 @@ import Testing
         #expect(await report(s, .photo)?.framesIn == 2, "the second run's photo adds to the first's")
         #expect(await s.state().motion.enabled && s.graph.motion.settings.threshold == 0.3, "settings made between runs stay")
 
-        // A switch: the new camera's run reaches the same outputs, at its own size, and the
-        // connections are the new input's.
-        let switched = try await s.prepare(PrepareRequest(camera: "front"))
-        #expect(switched.inputs == [InputReport(device: "front", mediaType: .video)])
-        #expect(switched.connections.allSatisfy { $0.input == "front" && $0.enabled })
+        // A format change: the new run reaches the same outputs, at its own size, and the
+        // connections are the same input's. Another camera is refused: it is another session's.
+        let changed = try await s.prepare(PrepareRequest(preset: "640x480"))
+        #expect(changed.inputs == [InputReport(device: "rear", mediaType: .video)])
+        #expect(changed.connections.allSatisfy { $0.input == "rear" && $0.enabled })
+        await #expect(throws: SessionError.self) { try await s.prepare(PrepareRequest(camera: "front")) }
         let viewer = s.hub.addViewer(maxFps: 0)
         let after = s.hub.latestFrame?.sequence ?? 0
         let frame = await s.hub.nextFrame(after: after, timeout: TestTime.patience * TestTime.scale)
         s.hub.removeViewer(viewer)
-        #expect(frame?.width == 640, "the preview encodes the new camera's frames")
+        #expect(frame?.width == 640, "the preview encodes the new format's frames")
         #expect(try await photo(s).width == 640)
         #expect(await report(s, .photo)?.framesIn == 3)
         #expect(s.graph.outputs.map(ObjectIdentifier.init) == outputs, "the same output objects, added once")

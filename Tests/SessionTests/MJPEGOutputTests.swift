@@ -15,7 +15,7 @@ import Testing
 
     @Test func theCamerasBytesPassThroughAndTransformsStillWork() async throws {
         let camera = MJPEGTestCamera()
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480"))
+        let s = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "640x480"))
         try await s.start()
         #expect(try await photo(s).jpeg == camera.jpeg, "no transform: the camera's own JPEG")
 

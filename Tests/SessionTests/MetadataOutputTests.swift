@@ -43,7 +43,7 @@ import Testing
     @Test func anMJPEGCamerasCodeIsReadFromItsLumaAndPlacedInThePicture() async throws {
         let camera = MJPEGTestCamera(jpeg: try Self.qrJPEG("mjpeg-qr", cx: 200, cy: 240))
         let events = EventHub()
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480"), events: events)
+        let s = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "640x480"), events: events)
         try await s.start()
         let watcher = Watcher(events)
         let state = try await s.setMetadata(types: ["qr"], rectOfInterest: nil)
@@ -69,7 +69,7 @@ import Testing
     }
 
     @Test func unknownTypesAndBadRectanglesChangeNothing() async throws {
-        let s = try CaptureSession(cameras: [MJPEGTestCamera()], configuration: SessionConfiguration(preset: "640x480"))
+        let s = try CaptureSession(camera: MJPEGTestCamera(), configuration: SessionConfiguration(preset: "640x480"))
         await #expect(throws: SessionError.unsupported("metadata type 'vp9'", supported: MetadataObjectType.allCases.map(\.rawValue))) {
             try await s.setMetadata(types: ["qr", "vp9"], rectOfInterest: nil)
         }

@@ -22,7 +22,7 @@ import SystemSupport
     func multi(_ cameras: [V4L2Camera]) throws -> MultiCamSession {
         let events = EventHub()
         let sessions = try cameras.map {
-            try CaptureSession(cameras: [$0], configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1), events: events)
+            try CaptureSession(camera: $0, configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1), events: events)
         }
         return MultiCamSession(sessions: sessions, main: 0, events: events)
     }

@@ -18,7 +18,7 @@ import Testing
         let camera = V4L2Camera(id: "c920", path: "/dev/fake0", name: "HD Pro Webcam C920",
                                 formats: [FormatOption(pixelFormat: .yuyv, width: 640, height: 480, fps: [30])],
                                 open: { path throws(CameraError) in try fake.open(path) })
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1),
+        let s = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1),
                                    timekeeper: timekeeper)
         try await s.start()
         return s
@@ -55,7 +55,7 @@ import Testing
         let handoffs = s.previewHandoffs
         #expect(frames.count == 60)
         #expect(handoffs.copied == 0 && handoffs.lent >= 60, "\(handoffs)")
-        let lending = (s.cameras[0] as! V4L2Camera).lending
+        let lending = (s.camera as! V4L2Camera).lending
         #expect(lending == ProcessInfo.processInfo.activeProcessorCount + 1, "by default: one per core, one waiting")
         #expect(fake.buffers == lending + 3, "REQBUFS: what the camera lends (a core's encode each, one waiting) + 3 for the driver")
         #expect(fake.starved == 0, "exposures lost for want of a queued buffer")
@@ -148,7 +148,7 @@ import Testing
     @Test func aOneShotAutofocusRunsPerRequestAndNeverForTheTorch() async throws {
         let fake = FakeWebcam.autofocusModule()
         let s = try await session(fake)
-        #expect(s.cameras[0].capabilities.focusModes.contains(.auto))
+        #expect(s.camera.capabilities.focusModes.contains(.auto))
         _ = try await s.focus(FocusRequest(mode: "auto"))
         fake.clearWrites()
         _ = try await s.focus(FocusRequest(mode: "auto"))

@@ -148,7 +148,7 @@ final class DarkeningCamera: CaptureDevice, Sendable {
 
     @Test func aCameraThatOpensButStaysDarkIsInterruptedOnceUntilFramesReturn() async throws {
         let camera = DarkeningCamera(), events = EventHub(), clock = ManualTimekeeper()
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "352x288"), events: events,
+        let s = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "352x288"), events: events,
                                    timekeeper: clock)
         let log = StateLog(events)
         try await s.start()
@@ -203,7 +203,7 @@ final class DarkeningCamera: CaptureDevice, Sendable {
     /// stopped: no reopen after it.
     @Test func stoppingWhileWaitingForFramesClosesTheCamera() async throws {
         let camera = DarkeningCamera(), clock = ManualTimekeeper()
-        let s = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "352x288"), timekeeper: clock)
+        let s = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "352x288"), timekeeper: clock)
         try await s.start()
         camera.lit = false
         #expect(await reopenedAndDark(camera, s, clock), "reopened, dark")
@@ -222,20 +222,20 @@ final class DarkeningCamera: CaptureDevice, Sendable {
         await s.stop()
     }
 
-    /// Preparing another camera while the reopened one is still dark closes the dark one (it
-    /// is the session's pipeline until then) and runs the other.
-    @Test func preparingAnotherCameraWhileDarkClosesTheDarkOne() async throws {
-        let a = DarkeningCamera(id: "a"), b = DarkeningCamera(id: "b"), clock = ManualTimekeeper()
-        let s = try CaptureSession(cameras: [a, b], configuration: SessionConfiguration(camera: "a", preset: "352x288"),
-                                   timekeeper: clock)
+    /// A prepare while the reopened camera is still dark closes the dark stream (it is the
+    /// session's pipeline until then) and runs the camera afresh: one run, running.
+    @Test func preparingWhileDarkRunsTheCameraAfresh() async throws {
+        let a = DarkeningCamera(id: "a"), clock = ManualTimekeeper()
+        let s = try CaptureSession(camera: a, configuration: SessionConfiguration(preset: "352x288"), timekeeper: clock)
         try await s.start()
         a.lit = false
         #expect(await reopenedAndDark(a, s, clock), "a reopened, dark")
-        let state = try await s.prepare(PrepareRequest(camera: "b"))
-        #expect(state.state == .running && state.camera?.id == "b", "\(state)")
-        #expect(!a.isRunning, "the dark camera was closed")
-        #expect(b.isRunning)
+        let opens = a.opens
+        a.lit = true
+        let state = try await s.prepare(PrepareRequest(preset: "352x288"))
+        #expect(state.state == .running && state.camera?.id == "a", "\(state)")
+        #expect(a.opens == opens + 1 && a.isRunning, "closed and opened once more: \(a.opens) opens")
         await s.stop()
-        #expect(!a.isRunning && !b.isRunning)
+        #expect(!a.isRunning)
     }
 }

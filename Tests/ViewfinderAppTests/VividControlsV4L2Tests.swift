@@ -49,7 +49,7 @@ extension V4L2Tests {
         let camera = V4L2Camera(id: "vivid", path: device, open: { path throws(CameraError) in
             TracingPort(try V4L2Device(path: path), trace: trace)
         })
-        let session = try CaptureSession(cameras: [camera], configuration: SessionConfiguration(preset: "640x480", fps: 15, readBackInterval: 0.2))
+        let session = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "640x480", fps: 15, readBackInterval: 0.2))
         try await session.start()
         do { try await body(session, trace, device) } catch { await session.stop(); throw error }
         await session.stop()
@@ -69,7 +69,7 @@ extension V4L2Tests {
 
     @Test func customISOTurnsAutogainOffAndWritesGainOnce() async throws {
         try await withSession { session, trace, device in
-            let caps = session.cameras[0].capabilities
+            let caps = session.camera.capabilities
             #expect(caps.exposureModes.contains(.custom) && caps.iso != nil, "gain is the ISO path on vivid")
             trace.clear()
             let s = try await session.exposure(ExposureRequest(mode: "custom", iso: 800))

@@ -54,7 +54,7 @@ extension Application {
     private func syntheticCamera(_ request: Request) throws -> SyntheticCamera {
         let id = request.parameters["id"] ?? ""
         let session = try cameras.session(id)
-        guard let camera = session.cameras.first(where: { $0.descriptor.id == id }) as? SyntheticCamera else {
+        guard let camera = (session.camera.descriptor.id == id ? session.camera : nil) as? SyntheticCamera else {
             throw HTTPError(409, "not_synthetic", "Camera '\(id)' is not synthetic: only the synthetic camera's scene can be set.")
         }
         return camera

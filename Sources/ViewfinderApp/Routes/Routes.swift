@@ -158,7 +158,7 @@ extension Application {
     private func cameraList() async -> [CameraInfo] {
         var list: [CameraInfo] = []
         for s in cameras.sessions {
-            let d = s.cameras[0]
+            let d = s.camera
             let state = await s.state()
             list.append(CameraInfo(id: d.descriptor.id, name: d.descriptor.name, position: d.descriptor.position.rawValue,
                                    kind: d.descriptor.kind.rawValue, device: d.descriptor.device, available: true,

@@ -51,7 +51,7 @@ final class MQTTBridge: Sendable {
         self.photos = photos
         self.logger = logger
         let list = cameras.sessions.map { s in
-            let d = s.cameras[0]
+            let d = s.camera
             return HomeAssistantDiscovery.Camera(id: s.id, level: MQTTTopics.level(s.id), name: d.descriptor.name,
                                                  kind: d.descriptor.kind.rawValue, capabilities: d.capabilities,
                                                  hasMicrophone: s.audioData != nil)

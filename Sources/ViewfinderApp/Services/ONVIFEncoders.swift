@@ -43,7 +43,7 @@ extension ONVIFService {
         }
         // Every size the camera has (as the stream sends it: even, and turned with the picture).
         let turned = Self.turned(state)
-        let formats = session.cameras[0].formats
+        let formats = session.camera.formats
         var sizes: [PictureSize] = []
         for f in formats.sorted(by: { $0.width * $0.height > $1.width * $1.height }) {
             let (w, h) = (max(2, f.width & ~1), max(2, f.height & ~1))
@@ -70,11 +70,11 @@ extension ONVIFService {
             // The camera's format: unturned, in the pixel format it has now where that has the size.
             let (w, h) = Self.turned(state) ? (setting.size.height, setting.size.width) : (setting.size.width, setting.size.height)
             let even = { (f: FormatOption) in f.width & ~1 == w && f.height & ~1 == h }
-            guard let sized = session.cameras[0].formats.filter(even).first else {
+            guard let sized = session.camera.formats.filter(even).first else {
                 throw SOAPFault(.sender, [QName(ONVIFNamespace.error, "InvalidArgVal"), QName(ONVIFNamespace.error, "ConfigModify")],
                                 "Resolution \(setting.size.width)x\(setting.size.height) is not one of the camera's.")
             }
-            let keep = state.format.map { current in session.cameras[0].formats.contains { even($0) && $0.pixelFormat == current.pixelFormat } } ?? false
+            let keep = state.format.map { current in session.camera.formats.contains { even($0) && $0.pixelFormat == current.pixelFormat } } ?? false
             do {
                 try await session.prepare(PrepareRequest(width: sized.width, height: sized.height, fps: setting.fps,
                                                          pixelFormat: keep ? state.format?.pixelFormat : nil))

@@ -22,7 +22,7 @@ struct ONVIFService: ONVIFDevice {
 
     func information() async -> DeviceInformation {
         let main = cameras.main
-        let camera = main.cameras[0].descriptor
+        let camera = main.camera.descriptor
         return DeviceInformation(manufacturer: "Viewfinder", model: camera.name, firmwareVersion: viewfinderVersion,
                                  serialNumber: "\(hostname())-\(camera.id)", hardwareId: camera.device ?? camera.kind.rawValue)
     }
@@ -104,7 +104,7 @@ struct ONVIFService: ONVIFDevice {
     }
 
     func scopes() async -> [String] {
-        let name = cameras.main.cameras[0].descriptor.name
+        let name = cameras.main.camera.descriptor.name
         let escape = { (s: String) in s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s }
         return ["onvif://www.onvif.org/name/\(escape("Viewfinder " + cameras.main.id))",
                 "onvif://www.onvif.org/hardware/\(escape(name))"]
@@ -249,7 +249,8 @@ extension ONVIFService {
 extension ONVIFService {
     func imaging(_ source: String) async -> ImagingState? {
         guard let session = try? cameras.session(source),
-              let caps = session.cameras.first(where: { $0.descriptor.id == source })?.capabilities else { return nil }
+              session.camera.descriptor.id == source else { return nil }
+        let caps = session.camera.capabilities
         let s = await session.state()
         func modes(auto: Bool, manual: Bool) -> [Bool] { (auto ? [true] : []) + (manual ? [false] : []) }
         let focusAuto = caps.focusModes.contains(.continuous) || caps.focusModes.contains(.auto)
@@ -284,8 +285,8 @@ extension ONVIFService {
     }
 
     func setImaging(_ source: String, _ change: ImagingChange) async throws(SOAPFault) {
-        guard let session = try? cameras.session(source),
-              let caps = session.cameras.first(where: { $0.descriptor.id == source })?.capabilities else { throw Self.noSource(source) }
+        guard let session = try? cameras.session(source), session.camera.descriptor.id == source else { throw Self.noSource(source) }
+        let caps = session.camera.capabilities
         func autoMode<M: RawRepresentable & Equatable>(_ modes: [M], _ continuous: M, _ auto: M) -> String where M.RawValue == String {
             (modes.contains(continuous) ? continuous : auto).rawValue
         }
