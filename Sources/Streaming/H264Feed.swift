@@ -7,13 +7,24 @@ import CGStreamerShim
 import Subscriptions
 import SystemSupport
 
-public final class H264Feed: @unchecked Sendable {  // the C feed locks itself
-    private let raw: OpaquePointer
+/// A C feed (CGStreamerShim's `vfg_feed`: an appsrc's pushing side, locked in C), owned here:
+/// its reference released with the last holder. The one owner both kinds of feed share.
+final class FeedHandle: @unchecked Sendable {  // the C feed locks itself
+    let raw: OpaquePointer
 
     /// Takes over one reference to `raw`.
     init(_ raw: OpaquePointer) { self.raw = raw }
 
     deinit { vfg_feed_release(raw) }
+
+    var isClosed: Bool { vfg_feed_closed(raw) != 0 }
+}
+
+public struct H264Feed: Sendable {
+    private let handle: FeedHandle
+
+    /// Takes over one reference to `raw`.
+    init(_ raw: OpaquePointer) { handle = FeedHandle(raw) }
 
     public enum Pushed: Sendable, Equatable {
         case sent
@@ -25,34 +36,32 @@ public final class H264Feed: @unchecked Sendable {  // the C feed locks itself
 
     /// `time`: the unit's capture time (Unix seconds).
     public func push(_ bytes: [UInt8], time: Double, keyframe: Bool) -> Pushed {
-        let r = bytes.withUnsafeBufferPointer { vfg_feed_push(raw, $0.baseAddress, $0.count, Self.nanoseconds(time), keyframe ? 1 : 0) }
+        let r = bytes.withUnsafeBufferPointer { vfg_feed_push(handle.raw, $0.baseAddress, $0.count, Self.nanoseconds(time), keyframe ? 1 : 0) }
         return r < 0 ? .closed : r == 1 ? .keyframeWanted : .sent
     }
 
     static func nanoseconds(_ time: Double) -> Int64 { Int64((time * 1e9).rounded()) }
 
-    public var isClosed: Bool { vfg_feed_closed(raw) != 0 }
+    public var isClosed: Bool { handle.isClosed }
 }
 
 /// The appsrc of a media's or a peer's sound: encoded packets (raw AAC frames for RTSP, Opus
 /// for WebRTC), each decodable alone, on the same clock as the picture (the C side maps both
 /// capture times through one clock).
-public final class AudioFeed: @unchecked Sendable {  // the C feed locks itself
-    private let raw: OpaquePointer
+public struct AudioFeed: Sendable {
+    private let handle: FeedHandle
 
     /// Takes over one reference to `raw`.
-    init(_ raw: OpaquePointer) { self.raw = raw }
-
-    deinit { vfg_feed_release(raw) }
+    init(_ raw: OpaquePointer) { handle = FeedHandle(raw) }
 
     /// One packet captured (its first sample) at `time`, Unix seconds. False once the
     /// pipeline is gone.
     @discardableResult
     public func push(_ bytes: [UInt8], time: Double) -> Bool {
-        bytes.withUnsafeBufferPointer { vfg_feed_push(raw, $0.baseAddress, $0.count, H264Feed.nanoseconds(time), 1) } >= 0
+        bytes.withUnsafeBufferPointer { vfg_feed_push(handle.raw, $0.baseAddress, $0.count, H264Feed.nanoseconds(time), 1) } >= 0
     }
 
-    public var isClosed: Bool { vfg_feed_closed(raw) != 0 }
+    public var isClosed: Bool { handle.isClosed }
 }
 
 /// An AAC-LC stream's format as RTSP describes it (RFC 3640's config is the AudioSpecificConfig).

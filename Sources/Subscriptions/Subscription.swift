@@ -22,6 +22,12 @@ public enum Pull<Item> {
     case end
 }
 
+/// Who calls what: `attach`, `next` and `cancel` are its carrier's — the one pump that carries
+/// it (a connection's content reader, a FeedPump, the MQTT bridge) — called one at a time and
+/// in that order, never two at once (a FeedPump with two wakers still has one drainer). `wake`
+/// may come from any thread at any time. An implementation may rely on this and keep what
+/// only its carrier touches without a lock (PreviewSubscription's cursor, the reason for its
+/// `@unchecked Sendable`); everything its hub touches from other threads it must lock.
 public protocol Subscription<Item>: AnyObject, Sendable {
     associatedtype Item
     /// Called once, before the first `next`; `wake` may be called on any thread, any time.

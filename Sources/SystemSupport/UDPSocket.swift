@@ -13,7 +13,7 @@ public struct Datagram: Sendable {
     public var interfaceIndex: Int32
 }
 
-public final class UDPSocket: @unchecked Sendable {  // the descriptor is immutable; reads and writes are the kernel's to order
+public final class UDPSocket: Sendable {  // the descriptor is immutable; reads and writes are the kernel's to order
     public let fd: Int32
 
     /// A socket on `port` of every IPv4 address (SO_REUSEADDR: other ONVIF servers on the host

@@ -124,6 +124,7 @@ final class MovieOutput: CaptureOutput {
         r.requestFrame()
     }
 
+    @discardableResult
     private func takeRecording(id: String? = nil) -> MovieRecorder? {
         let taken = movies.withLock { m -> (recorder: MovieRecorder, live: LiveRecording?, sound: SoundSubscription?)? in
             guard let r = m.recording, id == nil || r.recorder.id == id else { return nil }
