@@ -109,6 +109,9 @@ struct vfg_feed {
     // keyframe is copied); any decoder skips it as it skips a GOP joined midway.
     gboolean lead_in;
     GstBuffer *held;  // the last picture while waiting for an IDR, stamped at its capture
+    // An IDR was dropped for want of a lead-in: the next one goes without (a stream of IDRs
+    // only — a keyframe interval at or under a frame's — would otherwise never start).
+    gboolean key_dropped;
 };
 
 // An upstream GstForceKeyUnit event (rtph264pay or webrtcbin turn a PLI/FIR into one) reaches
@@ -199,10 +202,13 @@ static void push_lead_in(vfg_feed *feed, GstElement *appsrc, const uint8_t *key,
             break;
         }
     }
-    GstBuffer *lead = gst_buffer_new_memdup(key, sets);
-    GST_BUFFER_PTS(lead) = GST_BUFFER_DTS(lead) = GST_BUFFER_PTS(held);
-    GST_BUFFER_FLAG_SET(lead, GST_BUFFER_FLAG_DELTA_UNIT);
-    lead = gst_buffer_append(lead, held);  // takes both
+    GstBuffer *lead = held;  // an IDR with nothing before its first slice: the picture alone
+    if (sets > 0) {
+        lead = gst_buffer_new_memdup(key, sets);
+        GST_BUFFER_PTS(lead) = GST_BUFFER_DTS(lead) = GST_BUFFER_PTS(held);
+        GST_BUFFER_FLAG_SET(lead, GST_BUFFER_FLAG_DELTA_UNIT);
+        lead = gst_buffer_append(lead, held);  // takes both
+    }
     GstFlowReturn flow = gst_app_src_push_buffer(GST_APP_SRC(appsrc), lead);
     GST_LOG_OBJECT(appsrc, "pushed the lead-in (%s)", gst_flow_get_name(flow));
 }
@@ -232,13 +238,16 @@ int vfg_feed_push(vfg_feed *feed, const uint8_t *bytes, size_t length, int64_t c
         g_atomic_int_set(&feed->keyframe_wanted, 0);
         return 1;
     }
-    if (feed->need_key && feed->lead_in && !feed->held) {
+    if (feed->need_key && feed->lead_in && !feed->held && !feed->key_dropped) {
         // An IDR with no picture before it (a fresh encoder's first unit): wait for the next
-        // picture to lead in with, which then asks for another IDR.
+        // picture to lead in with, which then asks for another IDR. Once: a second IDR with
+        // still no picture before it goes out as it is.
         GST_LOG_OBJECT(appsrc, "an IDR without a lead-in: dropped");
+        feed->key_dropped = TRUE;
         gst_object_unref(appsrc);
         return 0;
     }
+    feed->key_dropped = FALSE;
     // Captured before the pipeline started (its running time began after), or not after the
     // last: dropped (a picture then waits for an IDR). A negative time made unsigned would be
     // centuries ahead, and the media's sinks would wait for it.

@@ -8,9 +8,8 @@
 //
 // The outputs outlive the pipeline (the graph keeps them); a pipeline is made for each run,
 // takes frames only between `begin` (the outputs are told the run started) and `deactivate`
-// (they are told it ended). A camera switch starts the new camera before the old one stops,
-// so the new run's pipeline begins only once the old one has ended: no output sees two runs
-// at once.
+// (they are told it ended). A new run (a format change, a reopening) begins only once the old
+// run's pipeline was deactivated and its capture thread joined: no output sees two runs at once.
 
 import SystemSupport
 
