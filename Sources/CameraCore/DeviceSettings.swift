@@ -20,6 +20,8 @@ public struct ZoomSetting: Sendable, Equatable, Codable {
     /// Where the crop is centred, in the sensor's coordinates (as AVFoundation's points of
     /// interest: before rotation and mirroring), as far as the frame allows at this zoom.
     public var center = Point.center
+    /// The centre is moving (a continuous pan or tilt: ONVIF's ContinuousMove).
+    public var panning = false
     public init() {}
 }
 

@@ -167,14 +167,20 @@ public protocol ONVIFDevice: Sendable {
 
     // PTZ: each video source's zoom, and its digital pan and tilt (the crop's centre).
 
-    /// Where the source's picture is and whether it is still moving; nil for an unknown source.
-    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: Bool)?
-    /// Goes to the position's parts that are given (nil parts stay); `zoomSpeed` (0…1) ramps
-    /// the zoom, nil moves it at once. A refusal is the fault to answer.
+    /// Where the source's picture is and which of its parts are still moving; nil for an
+    /// unknown source.
+    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: PTZMoving)?
+    /// Goes to the position's parts that are given (nil parts stay), ending a continuous move
+    /// of those parts; `zoomSpeed` (0…1) ramps the zoom, nil moves it at once. A refusal is
+    /// the fault to answer.
     func ptzMove(_ source: String, pan: Double?, tilt: Double?, zoom: Double?, zoomSpeed: Double?) async throws(SOAPFault)
-    /// Zooms continuously at `velocity` (-1…1, out to in) toward the end of the range; 0 holds
-    /// the zoom where it is now.
-    func ptzZoom(_ source: String, velocity: Double) async throws(SOAPFault)
+    /// Moves continuously, replacing a continuous move under way, for `timeout` seconds or
+    /// until `ptzStop`: pan and tilt at their velocity (-1…1 of the generic velocity space)
+    /// and the zoom at its (-1…1, out to in) toward the end of the range; a part at 0 holds
+    /// where it is. The device runs the move and its timeout.
+    func ptzContinuous(_ source: String, pan: Double, tilt: Double, zoom: Double, timeout: Double) async throws(SOAPFault)
+    /// Stops what moves of the parts named (a continuous move, a zoom ramp) where it has got to.
+    func ptzStop(_ source: String, panTilt: Bool, zoom: Bool) async throws(SOAPFault)
     /// Half the picture's width and height in the generic pan/tilt space (whose -1…1 is the
     /// whole frame): 1 unzoomed, 1/2 at a 2× crop. What a field-of-view translation of 1 moves.
     func fieldOfView(_ source: String) async -> (width: Double, height: Double)?
@@ -261,6 +267,12 @@ public struct ImagingChange: Sendable, Equatable {
 }
 
 /// A PTZ position in ONVIF's generic spaces, as the viewer sees the picture.
+/// Which of a PTZ node's parts are moving (GetStatus's MoveStatus).
+public struct PTZMoving: Sendable, Equatable {
+    public var panTilt: Bool, zoom: Bool
+    public init(panTilt: Bool, zoom: Bool) { self.panTilt = panTilt; self.zoom = zoom }
+}
+
 public struct PTZPosition: Sendable, Equatable {
     /// -1…1: the picture's centre from the frame's left edge to its right (as the picture is
     /// oriented), and from its bottom to its top. 0, 0 is the middle.

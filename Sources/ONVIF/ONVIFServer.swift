@@ -64,7 +64,7 @@ public final class ONVIFServer: Sendable {
         for (name, op) in DeviceService.operations(device, events: events, push: push != nil) { ops[QName(ONVIFNamespace.device, name)] = op }
         for (name, op) in MediaService.operations(device) { ops[QName(ONVIFNamespace.media, name)] = op }
         for (name, op) in Media2Service.operations(device) { ops[QName(ONVIFNamespace.media2, name)] = op }
-        for (name, op) in PTZService.operations(device, PTZMotions()) { ops[QName(ONVIFNamespace.ptz, name)] = op }
+        for (name, op) in PTZService.operations(device, PTZPresets()) { ops[QName(ONVIFNamespace.ptz, name)] = op }
         for (name, op) in ImagingService.operations(device) { ops[QName(ONVIFNamespace.imaging, name)] = op }
         operations = ops
     }

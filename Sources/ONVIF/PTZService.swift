@@ -2,7 +2,8 @@
 // zoom is the session's (the lens, then the crop) and whose pan and tilt move the crop's
 // centre — digital pan and tilt, so they reach only as far as the zoom leaves room. Absolute,
 // relative (generic and field-of-view translation: what Frigate's autotracking sends) and
-// continuous moves, Stop, GetStatus, and presets kept while the server runs.
+// continuous moves (run by the device: the session's per-frame ramps and its clock), Stop,
+// GetStatus, and presets kept while the server runs.
 
 import SOAP
 import SystemSupport
@@ -21,12 +22,17 @@ enum PTZSpace {
 }
 
 enum PTZService {
-    static func operations(_ device: any ONVIFDevice, _ motions: PTZMotions) -> [String: Operation] {
+    /// A ContinuousMove without Timeout ends after this (Home Assistant sends none, and its
+    /// Stop leaves the zoom running: `Zoom=false`).
+    static let defaultTimeout = 1.0
+    static let maxTimeout = 60.0
+
+    static func operations(_ device: any ONVIFDevice, _ presets: PTZPresets) -> [String: Operation] {
         /// The source a request's ProfileToken names.
         @Sendable func source(_ r: XMLElement, _ c: ONVIFContext) async throws(SOAPFault) -> String {
             try await MediaService.profile(device, r, c).source
         }
-        @Sendable func position(_ s: String) async throws(SOAPFault) -> (position: PTZPosition, moving: Bool) {
+        @Sendable func position(_ s: String) async throws(SOAPFault) -> (position: PTZPosition, moving: PTZMoving) {
             guard let p = await device.ptzPosition(s) else { throw noEntity(s) }
             return p
         }
@@ -57,12 +63,10 @@ enum PTZService {
             },
             "GetStatus": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let s = try await source(r, c)
-                let (p, ramping) = try await position(s)
-                let running = motions.moving(s)
+                let (p, moving) = try await position(s)
                 return tptz("GetStatusResponse", [tptz("PTZStatus", [
                     positionElement(p),
-                    tt("MoveStatus", [tt("PanTilt", running.panning ? "MOVING" : "IDLE"),
-                                      tt("Zoom", running.zooming || ramping ? "MOVING" : "IDLE")]),
+                    tt("MoveStatus", [tt("PanTilt", moving.panTilt ? "MOVING" : "IDLE"), tt("Zoom", moving.zoom ? "MOVING" : "IDLE")]),
                     tt("UtcTime", XSDTime.format(c.now)),
                 ])])
             },
@@ -70,7 +74,6 @@ enum PTZService {
                 let s = try await source(r, c)
                 let target = try vector(r.child("Position"), panTilt: [PTZSpace.panTiltPosition], zoom: [PTZSpace.zoomPosition])
                 try checkRange(target, pan: -1...1, zoom: 0...1, what: "Position")
-                _ = await motions.stop(s, panTilt: target.pan != nil, zoom: target.zoom != nil)
                 try await device.ptzMove(s, pan: target.pan, tilt: target.tilt, zoom: target.zoom, zoomSpeed: zoomSpeed(r))
                 return tptz("AbsoluteMoveResponse", [])
             },
@@ -86,7 +89,6 @@ enum PTZService {
                 if step.panTiltSpace == PTZSpace.panTiltTranslationFov, let fov = await device.fieldOfView(s) {
                     dx *= fov.width; dy *= fov.height
                 }
-                _ = await motions.stop(s, panTilt: step.pan != nil, zoom: step.zoom != nil)
                 try await device.ptzMove(s, pan: step.pan == nil ? nil : clamp(now.pan + dx, -1, 1),
                                          tilt: step.tilt == nil ? nil : clamp(now.tilt + dy, -1, 1),
                                          zoom: step.zoom.map { clamp(now.zoom + $0, 0, 1) }, zoomSpeed: zoomSpeed(r))
@@ -96,29 +98,23 @@ enum PTZService {
                 let s = try await source(r, c)
                 let v = try vector(r.child("Velocity"), panTilt: [PTZSpace.panTiltVelocity], zoom: [PTZSpace.zoomVelocity])
                 try checkRange(v, pan: -1...1, zoom: -1...1, what: "Velocity")
-                var timeout = PTZMotions.defaultTimeout
+                var timeout = defaultTimeout
                 if let t = r.child("Timeout")?.trimmedText {
                     guard let d = XSDTime.duration(t) else { throw invalidArgument("InvalidTimeout", "'\(t)' is not an xs:duration (PT1S).") }
-                    timeout = min(d, PTZMotions.maxTimeout)
+                    timeout = min(d, maxTimeout)
                 }
-                let zooming = (v.zoom ?? 0) != 0, panning = (v.pan ?? 0) != 0 || (v.tilt ?? 0) != 0
-                let generation = await motions.begin(s, zooming: zooming, panning: panning)
-                try await device.ptzZoom(s, velocity: v.zoom ?? 0)
-                motions.attach(s, generation, Task { await run(device, motions, s, generation, pan: v.pan ?? 0, tilt: v.tilt ?? 0, timeout: timeout) })
+                try await device.ptzContinuous(s, pan: v.pan ?? 0, tilt: v.tilt ?? 0, zoom: v.zoom ?? 0, timeout: timeout)
                 return tptz("ContinuousMoveResponse", [])
             },
             "Stop": Operation(access: .operate) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let s = try await source(r, c)
                 let panTilt = r.child("PanTilt")?.trimmedText != "false", zoom = r.child("Zoom")?.trimmedText != "false"
-                let stopped = await motions.stop(s, panTilt: panTilt, zoom: zoom)
-                // A zoom still ramping (an absolute move with a speed) stops where it is too.
-                let ramping = zoom ? try await position(s).moving : false
-                if stopped.zooming || ramping { try await device.ptzZoom(s, velocity: 0) }
+                try await device.ptzStop(s, panTilt: panTilt, zoom: zoom)
                 return tptz("StopResponse", [])
             },
             "GetPresets": Operation(access: .read) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let s = try await source(r, c)
-                return tptz("GetPresetsResponse", motions.presets(s).map { p in
+                return tptz("GetPresetsResponse", presets.presets(s).map { p in
                     tptz("Preset", [tt("Name", p.name), positionElement(p.position, as: "PTZPosition")]).withAttribute("token", p.token)
                 })
             },
@@ -126,53 +122,30 @@ enum PTZService {
                 let s = try await source(r, c)
                 let (p, _) = try await position(s)
                 let asked = r.child("PresetToken")?.trimmedText
-                guard let token = motions.setPreset(s, token: asked?.isEmpty == false ? asked : nil,
+                guard let token = presets.set(s, token: asked?.isEmpty == false ? asked : nil,
                                                     name: r.child("PresetName")?.trimmedText, position: p) else {
                     if let asked, !asked.isEmpty { throw invalidArgument("NoToken", "No preset '\(asked)' (GetPresets lists them).") }
                     throw SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action"), QName(ONVIFNamespace.error, "TooManyPresets")],
-                                    "This camera keeps \(PTZMotions.maxPresets) presets; remove one first.")
+                                    "This camera keeps \(PTZPresets.maxPresets) presets; remove one first.")
                 }
                 return tptz("SetPresetResponse", [tptz("PresetToken", token)])
             },
             "GotoPreset": Operation(access: .operate) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let s = try await source(r, c)
                 let token = r.child("PresetToken")?.trimmedText ?? ""
-                guard let p = motions.presets(s).first(where: { $0.token == token }) else {
+                guard let p = presets.presets(s).first(where: { $0.token == token }) else {
                     throw invalidArgument("NoToken", "No preset '\(token)' (GetPresets lists them).")
                 }
-                _ = await motions.stop(s, panTilt: true, zoom: true)
                 try await device.ptzMove(s, pan: p.position.pan, tilt: p.position.tilt, zoom: p.position.zoom, zoomSpeed: zoomSpeed(r))
                 return tptz("GotoPresetResponse", [])
             },
             "RemovePreset": Operation(access: .operate) { (r: XMLElement, c: ONVIFContext) async throws(SOAPFault) -> XMLElement in
                 let s = try await source(r, c)
                 let token = r.child("PresetToken")?.trimmedText ?? ""
-                guard motions.removePreset(s, token: token) else { throw invalidArgument("NoToken", "No preset '\(token)' (GetPresets lists them).") }
+                guard presets.remove(s, token: token) else { throw invalidArgument("NoToken", "No preset '\(token)' (GetPresets lists them).") }
                 return tptz("RemovePresetResponse", [])
             },
         ]
-    }
-
-    /// A continuous move's pan and tilt, stepped every 50 ms; its end (timeout) stops what it
-    /// started unless a newer move or a Stop came first.
-    static func run(_ device: any ONVIFDevice, _ motions: PTZMotions, _ source: String, _ generation: Int,
-                    pan: Double, tilt: Double, timeout: Double) async {
-        let start = Clock.monotonic()
-        var last = start
-        while !Task.isCancelled, motions.isCurrent(source, generation), Clock.monotonic() - start < timeout {
-            try? await Task.sleep(nanoseconds: 50_000_000)
-            let now = Clock.monotonic()
-            let dt = min(now, start + timeout) - last
-            last = now
-            guard (pan != 0 || tilt != 0), let (p, _) = await device.ptzPosition(source),
-                  !Task.isCancelled, motions.moving(source).panning, motions.isCurrent(source, generation) else { continue }
-            let step = PTZMotions.panTiltPerSecond * dt
-            try? await device.ptzMove(source, pan: pan == 0 ? nil : clamp(p.pan + pan * step, -1, 1),
-                                      tilt: tilt == 0 ? nil : clamp(p.tilt + tilt * step, -1, 1), zoom: nil, zoomSpeed: nil)
-        }
-        guard !Task.isCancelled else { return }  // a Stop or a newer move ended it
-        let stopped = motions.expire(source, generation)
-        if stopped.zooming { try? await device.ptzZoom(source, velocity: 0) }
     }
 
     // MARK: - Reading requests
@@ -272,7 +245,7 @@ enum PTZService {
     static func node(_ source: String, as name: QName) -> XMLElement {
         var supported = spaces()
         supported.name = QName(ONVIFNamespace.schema, "SupportedPTZSpaces")
-        var e = tt("", [tt("Name", source), supported, tt("MaximumNumberOfPresets", PTZMotions.maxPresets), tt("HomeSupported", false)],
+        var e = tt("", [tt("Name", source), supported, tt("MaximumNumberOfPresets", PTZPresets.maxPresets), tt("HomeSupported", false)],
                    attributes: ["token": source, "FixedHomePosition": "false"])
         e.name = name
         return e

@@ -7,26 +7,6 @@ import CameraCore
 import Movie
 import SystemSupport
 
-/// A transport's subscription to a camera's AAC or Opus packets (`CaptureSession.subscribeSound`).
-public final class SoundSubscription: Sendable {
-    private let stream: AudioEncodeStream
-    private let id: Int
-    private let cancelled = Locked(false)
-
-    init(stream: AudioEncodeStream, id: Int) {
-        self.stream = stream
-        self.id = id
-    }
-
-    /// No more packets (once).
-    public func cancel() {
-        guard cancelled.withLock({ c in defer { c = true }; return !c }) else { return }
-        stream.unsubscribe(id)
-    }
-
-    deinit { cancel() }
-}
-
 extension CaptureSession {
     /// The running camera's microphone, if it has one.
     var audioInput: AudioInput? { graph.microphones[camera.descriptor.id] }

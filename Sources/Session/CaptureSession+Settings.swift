@@ -18,6 +18,13 @@ struct LensSteps {
 extension CaptureSession {
     @discardableResult
     public func zoom(_ r: ZoomRequest) throws(SessionError) -> SessionState {
+        try setZoom(r)
+        return announce()
+    }
+
+    /// A zoom call's change, unannounced (a continuous move announces its parts once). It
+    /// supersedes a continuous move's zoom, and with a centre its pan.
+    func setZoom(_ r: ZoomRequest) throws(SessionError) {
         let caps = camera.capabilities.zoom
         let (target, rate) = try SettingsValidation.zoom(r, caps)
         let now = timekeeper.now
@@ -41,18 +48,27 @@ extension CaptureSession {
             Task { await stepLens(generation: ramp, ramp: pipelineSettings.ramp, token: token) }
         }
         settings.zoom.factor = target
-        if let c = r.center { settings.zoom.center = c; pipelineSettings.center = c }
-        return announce()
+        moving.zooming = false
+        if let c = r.center { place(c) }
+        moving.endIfIdle()
     }
 
     /// Moves the crop's centre (digital pan and tilt), the zoom as it is: the next frame of
-    /// every output is cropped about it, as far as the frame allows at that zoom.
+    /// every output is cropped about it, as far as the frame allows at that zoom. It ends a
+    /// continuous pan.
     @discardableResult
     public func center(_ c: Point) throws(SessionError) -> SessionState {
         try SettingsValidation.center(c)
-        settings.zoom.center = c
-        pipelineSettings.center = c
+        place(c)
         return announce()
+    }
+
+    /// The crop's centre set: a continuous pan under way is over.
+    private func place(_ c: Point) {
+        settings.zoom.center = c
+        pipelineSettings.pan = .fixed(c)
+        moving.panning = false
+        moving.endIfIdle()
     }
 
     /// Moves the lens along a zoom ramp, a control step at a time, until it ends or another
@@ -123,7 +139,7 @@ extension CaptureSession {
     func commit(_ new: DeviceSettings, runAutoFocus: Bool = false) throws(SessionError) {
         do throws(CameraError) {
             let accepted = try camera.apply(SettingsChange(old: settings, new: new, runAutoFocus: runAutoFocus))
-            settings = Self.keepingSessionParts(accepted, of: new)
+            settings = accepted.keepingSessionParts(of: new)
         } catch {
             throw .camera(error)
         }
@@ -132,7 +148,7 @@ extension CaptureSession {
     // MARK: - Device controls (power users)
 
     public func controls() throws(SessionError) -> [DeviceControl] {
-        do throws(CameraError) { return try camera.controls() } catch { throw Self.map(error) }
+        do throws(CameraError) { return try camera.controls() } catch { throw SessionError(controlError: error) }
     }
 
     /// Sets the camera's own controls by key; answers the controls after the change. The
@@ -144,12 +160,7 @@ extension CaptureSession {
             adoptReadBack()
             announce()
             return after
-        } catch { throw Self.map(error) }
-    }
-
-    private static func map(_ e: CameraError) -> SessionError {
-        if case .unsupportedControl(let k, let known) = e { return .unsupported("control '\(k)'", supported: known) }
-        return .camera(e)
+        } catch { throw SessionError(controlError: error) }
     }
 
     // MARK: - Read-back
@@ -186,7 +197,7 @@ extension CaptureSession {
     func adoptReadBack() -> Bool {
         guard let read = camera.readBack(settings) else { return false }
         let before = settings
-        var next = Self.keepingSessionParts(read, of: settings)
+        var next = read.keepingSessionParts(of: settings)
         // A ramp is on while its curve runs and until the lens stepper wrote its last step: a
         // stepper that runs late (a loaded machine; make test-asan caught it) has the lens
         // short of the end after the curve's time is up, which is not the lens moved from
@@ -204,17 +215,5 @@ extension CaptureSession {
         }
         settings = next
         return before.differsBeyondAutomaticDrift(from: next)
-    }
-}
-
-extension DeviceSettings {
-    /// True when a mode, the lens zoom, or a value no automatic mode is moving differs.
-    func differsBeyondAutomaticDrift(from o: DeviceSettings) -> Bool {
-        if zoom.optical != o.zoom.optical || focus.mode != o.focus.mode || exposure.mode != o.exposure.mode
-            || whiteBalance.mode != o.whiteBalance.mode || torch != o.torch || exposure.bias != o.exposure.bias { return true }
-        if focus.mode == .locked && focus.lensPosition != o.focus.lensPosition { return true }
-        if exposure.mode == .custom && (exposure.duration != o.exposure.duration || exposure.iso != o.exposure.iso) { return true }
-        if whiteBalance.mode == .locked && whiteBalance.temperature != o.whiteBalance.temperature { return true }
-        return false
     }
 }

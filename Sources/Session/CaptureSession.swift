@@ -41,6 +41,8 @@ public actor CaptureSession {
     var run = SessionRun() { didSet { graph.capturing.withLock { $0 = run.state == .running } } }
     /// The lens-stepping of a zoom ramp (CaptureSession+Settings).
     var lens = LensSteps()
+    /// The continuous move under way (CaptureSession+Move).
+    var moving = ContinuousMotion()
 
     public nonisolated var hub: FrameHub { graph.hub }
     /// The live H.264 main stream's clients and access units (LiveOutput publishes to it).
@@ -209,22 +211,10 @@ public actor CaptureSession {
         for refusal in device.takeRestoreRefusals() {
             logger.warning("camera \(id) kept its own value after stream-on: \(refusal.description); the state shows what it has")
         }
-        settings = Self.keepingSessionParts(device.readBack(wanted) ?? wanted, of: wanted)
+        settings = (device.readBack(wanted) ?? wanted).keepingSessionParts(of: wanted)
         logger.info("camera \(device.descriptor.id) running at \(format.width)x\(format.height)@\(format.fps)")
         startReadBack(generation: launched)
         return p
-    }
-
-    /// The zoom factor, its digital part and the orientation are the session's, not the device's.
-    static func keepingSessionParts(_ device: DeviceSettings, of session: DeviceSettings) -> DeviceSettings {
-        var s = device
-        s.zoom.factor = session.zoom.factor
-        s.zoom.digital = session.zoom.digital
-        s.zoom.min = session.zoom.min
-        s.zoom.max = session.zoom.max
-        s.zoom.center = session.zoom.center
-        s.orientation = session.orientation
-        return s
     }
 
     func halt() {

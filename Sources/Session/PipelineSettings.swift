@@ -1,5 +1,6 @@
 // What the capture thread reads per frame while the session may change it: the preview's
-// quality and chroma, the zoom ramp and the lens's reach, the orientation.
+// quality and chroma, the zoom ramp and the lens's reach, the orientation, the crop's centre
+// (still or panning).
 
 import CameraCore
 import SystemSupport
@@ -15,8 +16,8 @@ public final class PipelineSettings: Sendable {
         var opticalMax = 1.0
         var rotation = 0
         var mirrored = false
-        /// The crop's centre (the sensor's coordinates).
-        var center = Point.center
+        /// The crop's centre (the sensor's coordinates), still or panning.
+        var pan = PanRamp.fixed(.center)
     }
     private let values: Locked<Values>
 
@@ -41,9 +42,9 @@ public final class PipelineSettings: Sendable {
         set { values.withLock { $0.opticalMax = newValue } }
     }
 
-    public var center: Point {
-        get { values.withLock { $0.center } }
-        set { values.withLock { $0.center = newValue } }
+    public var pan: PanRamp {
+        get { values.withLock { $0.pan } }
+        set { values.withLock { $0.pan = newValue } }
     }
 
     public func setOrientation(rotation: Int, mirrored: Bool) {
@@ -55,10 +56,31 @@ public final class PipelineSettings: Sendable {
         values.withLock { max(1, $0.ramp.factor(at: t) / $0.opticalMax) }
     }
 
-    public func transform(at t: Double) -> FrameTransform {
+    public func transform(at t: Double) -> FrameTransform { values.withLock { Self.transform($0, at: t) } }
+
+    private static func transform(_ v: Values, at t: Double) -> FrameTransform {
+        FrameTransform(zoom: max(1, v.ramp.factor(at: t) / v.opticalMax), rotation: v.rotation, mirrored: v.mirrored,
+                       center: v.pan.center(at: t))
+    }
+
+    /// Where the crop's centre is at `t`, as far as the frame allows at that moment's zoom.
+    public func shownCenter(at t: Double) -> Point { transform(at: t).effectiveCenter }
+
+    /// Pans from where the centre is shown at `t`, at `velocity` (the source's coordinates a
+    /// second) for `duration` seconds.
+    func startPan(velocity: Point, at t: Double, for duration: Double) {
         values.withLock { v in
-            FrameTransform(zoom: max(1, v.ramp.factor(at: t) / v.opticalMax), rotation: v.rotation, mirrored: v.mirrored,
-                           center: v.center)
+            v.pan = PanRamp(from: Self.transform(v, at: t).effectiveCenter, velocity: velocity, start: t, end: t + duration)
+        }
+    }
+
+    /// Ends a pan where it has got to at `t`: the centre it holds, nil when none had been set going.
+    func holdPan(at t: Double) -> Point? {
+        values.withLock { v in
+            guard v.pan.velocity != Point(x: 0, y: 0) else { return nil }
+            let c = Self.transform(v, at: t).effectiveCenter
+            v.pan = .fixed(c)
+            return c
         }
     }
 }

@@ -25,3 +25,10 @@ public enum SessionError: Error, Sendable, Equatable {
     /// The movie file could not be created (the directory, the disk, the encoder).
     case recordingUnavailable(MovieError)
 }
+
+extension SessionError {
+    /// A camera's own controls' error: a key it lacks is named with the keys it has.
+    init(controlError e: CameraError) {
+        if case .unsupportedControl(let k, let known) = e { self = .unsupported("control '\(k)'", supported: known) } else { self = .camera(e) }
+    }
+}

@@ -13,6 +13,18 @@ public struct ZoomRequest: Sendable {
     }
 }
 
+/// A continuous move (ONVIF's ContinuousMove): the crop's centre at `velocity` (the source's
+/// coordinates a second) and the zoom toward its end at `zoomRate` doublings a second
+/// (negative: out), for `duration` seconds or until stopped.
+public struct MoveRequest: Sendable {
+    public var velocity: Point
+    public var zoomRate: Double
+    public var duration: Double
+    public init(velocity: Point, zoomRate: Double = 0, duration: Double) {
+        self.velocity = velocity; self.zoomRate = zoomRate; self.duration = duration
+    }
+}
+
 public struct FocusRequest: Sendable {
     public var mode: String?
     public var lensPosition: Double?

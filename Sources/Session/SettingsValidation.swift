@@ -19,6 +19,14 @@ public enum SettingsValidation {
         }
     }
 
+    /// A continuous move: finite speeds, and an end.
+    public static func move(_ m: MoveRequest) throws(SessionError) {
+        guard m.velocity.x.isFinite, m.velocity.y.isFinite, m.zoomRate.isFinite else {
+            throw .invalidValue("a move's velocity and zoom rate must be numbers")
+        }
+        guard m.duration >= 0, m.duration.isFinite else { throw .invalidValue("a move's duration must be seconds, 0 or more (got \(m.duration))") }
+    }
+
     /// A factor routed once: the lens up to its range, the crop only beyond it.
     public static func zoomParts(_ factor: Double, _ caps: ZoomCapability) -> (optical: Double, digital: Double) {
         let optical = min(max(factor, 1), caps.opticalMax)

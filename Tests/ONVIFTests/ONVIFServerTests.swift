@@ -6,33 +6,80 @@ import ONVIF
 import SOAP
 import SystemSupport
 import Testing
+import TimeTestSupport
 
 /// Each camera's zoom and digital pan as a device does them: zoom 1×…8× (0…1 linear), the
 /// crop's centre reaching only as far as the zoom leaves room (±(1 − 1/factor) in the generic
-/// space), and a speed makes the zoom "move" until it is held.
+/// space), a speed makes the zoom "move" until it is held, and a continuous move runs on the
+/// model's own clock (which the test advances) until its timeout or a stop: velocity 1 pans
+/// the generic range in two seconds and zooms the whole range in one.
 final class CropModel: Sendable {
-    struct Camera { var zoom = 0.0, pan = 0.0, tilt = 0.0, moving = false }
+    struct Move { var pan = 0.0, tilt = 0.0, zoom = 0.0, start = 0.0, end = 0.0 }
+    struct Camera { var zoom = 0.0, pan = 0.0, tilt = 0.0, ramping = false, move = Move() }
     let cameras = Locked(["rear": Camera(), "front": Camera()])
+    let clock = ManualTimekeeper()
+    /// Each continuous move's timeout, as the service passed it.
+    let timeouts = Locked<[Double]>([])
 
     static func factor(_ zoom: Double) -> Double { 1 + 7 * zoom }
 
-    func position(_ s: String) -> (position: PTZPosition, moving: Bool)? {
-        cameras.withLock { $0[s].map { (PTZPosition(pan: $0.pan, tilt: $0.tilt, zoom: $0.zoom), $0.moving) } }
+    /// The camera at `t`: its move's parts run up to the move's end, each within its range.
+    static func settled(_ c: Camera, at t: Double) -> Camera {
+        var c = c
+        let dt = max(0, min(t, c.move.end) - c.move.start)
+        c.zoom = min(max(c.zoom + c.move.zoom * dt, 0), 1)
+        let reach = 1 - 1 / factor(c.zoom)
+        c.pan = min(max(c.pan + c.move.pan * dt, -reach), reach)
+        c.tilt = min(max(c.tilt + c.move.tilt * dt, -reach), reach)
+        c.move.start = t
+        if t >= c.move.end { c.move = Move() }
+        return c
     }
 
-    func move(_ s: String, pan: Double?, tilt: Double?, zoom: Double?, speed: Double?) {
+    private func change(_ s: String, _ body: (inout Camera) -> Void) {
+        let now = clock.now
         cameras.withLock { all in
-            guard var c = all[s] else { return }
-            if let zoom { c.zoom = zoom; c.moving = speed != nil }
-            let reach = 1 - 1 / Self.factor(c.zoom)
-            if let pan { c.pan = min(max(pan, -reach), reach) }
-            if let tilt { c.tilt = min(max(tilt, -reach), reach) }
-            all[s] = c
+            guard let c = all[s] else { return }
+            var settled = Self.settled(c, at: now)
+            body(&settled)
+            all[s] = settled
         }
     }
 
-    func zoom(_ s: String, velocity: Double) {
-        cameras.withLock { all in all[s]?.moving = velocity != 0 }
+    func position(_ s: String) -> (position: PTZPosition, moving: PTZMoving)? {
+        let now = clock.now
+        return cameras.withLock { all in
+            all[s].map { raw in
+                let c = Self.settled(raw, at: now)
+                return (PTZPosition(pan: c.pan, tilt: c.tilt, zoom: c.zoom),
+                        PTZMoving(panTilt: c.move.pan != 0 || c.move.tilt != 0, zoom: c.ramping || c.move.zoom != 0))
+            }
+        }
+    }
+
+    func move(_ s: String, pan: Double?, tilt: Double?, zoom: Double?, speed: Double?) {
+        change(s) { c in
+            if let zoom { c.zoom = zoom; c.ramping = speed != nil; c.move.zoom = 0 }
+            let reach = 1 - 1 / Self.factor(c.zoom)
+            if let pan { c.pan = min(max(pan, -reach), reach); c.move.pan = 0 }
+            if let tilt { c.tilt = min(max(tilt, -reach), reach); c.move.tilt = 0 }
+        }
+    }
+
+    func continuous(_ s: String, pan: Double, tilt: Double, zoom: Double, timeout: Double) {
+        timeouts.withLock { $0.append(timeout) }
+        let now = clock.now
+        change(s) { c in
+            c.ramping = false
+            c.move = Move(pan: pan, tilt: tilt, zoom: zoom, start: now, end: now + timeout)
+        }
+    }
+
+    func stop(_ s: String, panTilt: Bool, zoom: Bool) {
+        change(s) { c in
+            if panTilt { c.move.pan = 0; c.move.tilt = 0 }
+            if zoom { c.move.zoom = 0; c.ramping = false }
+        }
     }
 }
 
@@ -76,11 +123,14 @@ struct TwoCameras: ONVIFDevice {
     func imaging(_ source: String) async -> ImagingState? { picture.state.withLock { $0[source] } }
     func setImaging(_ source: String, _ change: ImagingChange) async throws(SOAPFault) { picture.apply(source, change) }
 
-    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: Bool)? { lens.position(source) }
+    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: PTZMoving)? { lens.position(source) }
     func ptzMove(_ source: String, pan: Double?, tilt: Double?, zoom: Double?, zoomSpeed: Double?) async throws(SOAPFault) {
         lens.move(source, pan: pan, tilt: tilt, zoom: zoom, speed: zoomSpeed)
     }
-    func ptzZoom(_ source: String, velocity: Double) async throws(SOAPFault) { lens.zoom(source, velocity: velocity) }
+    func ptzContinuous(_ source: String, pan: Double, tilt: Double, zoom: Double, timeout: Double) async throws(SOAPFault) {
+        lens.continuous(source, pan: pan, tilt: tilt, zoom: zoom, timeout: timeout)
+    }
+    func ptzStop(_ source: String, panTilt: Bool, zoom: Bool) async throws(SOAPFault) { lens.stop(source, panTilt: panTilt, zoom: zoom) }
     func fieldOfView(_ source: String) async -> (width: Double, height: Double)? {
         lens.position(source).map { (1 / CropModel.factor($0.position.zoom), 1 / CropModel.factor($0.position.zoom)) }
     }

@@ -64,38 +64,41 @@ import Testing
         #expect(s.pan == 0.25 && abs(s.tilt - -0.1) < 1e-9 && abs(s.zoom - (1.0 / 7 + 0.5)) < 1e-3, "\(s)")
     }
 
+    /// The move and its timeout are the device's: the service passes the timeout (a second
+    /// when none is given, at most 60) and the parts a Stop names.
     @Test func aContinuousZoomEndsAtItsTimeoutAndStopHoldsIt() async throws {
+        let clock = device.lens.clock
         _ = try await call("<p:ContinuousMove><p:ProfileToken>rear_main</p:ProfileToken><p:Velocity><t:Zoom x=\"0.5\"/></p:Velocity></p:ContinuousMove>")
         #expect(try await status().zoomMoving == "MOVING")
         // Home Assistant's Stop leaves the zoom (Zoom=false): it keeps moving…
         _ = try await call("<p:Stop><p:ProfileToken>rear_main</p:ProfileToken><p:PanTilt>true</p:PanTilt><p:Zoom>false</p:Zoom></p:Stop>")
+        clock.advance(by: 0.9)
         #expect(try await status().zoomMoving == "MOVING")
         // …until the default timeout (a second) ends what it started.
-        var idle = false
-        for _ in 0..<100 where !idle {
-            try await Task.sleep(nanoseconds: 50_000_000)
-            idle = try await status().zoomMoving == "IDLE"
-        }
-        #expect(idle, "the move ended by its default timeout")
+        clock.advance(by: 0.1)
+        let ended = try await status()
+        #expect(ended.zoomMoving == "IDLE" && abs(ended.zoom - 0.5) < 1e-9, "ended by its default timeout: \(ended)")
         _ = try await call("<p:ContinuousMove><p:ProfileToken>rear_main</p:ProfileToken><p:Velocity><t:Zoom x=\"-1\"/></p:Velocity><p:Timeout>PT60S</p:Timeout></p:ContinuousMove>")
+        _ = try await call("<p:ContinuousMove><p:ProfileToken>rear_main</p:ProfileToken><p:Velocity><t:Zoom x=\"-1\"/></p:Velocity><p:Timeout>PT5M</p:Timeout></p:ContinuousMove>")
+        #expect(device.lens.timeouts.withLock { $0 } == [1, 60, 60], "the default, as asked, and at most a minute")
         #expect(try await status().zoomMoving == "MOVING")
         _ = try await call("<p:Stop><p:ProfileToken>rear_main</p:ProfileToken></p:Stop>")
         #expect(try await status().zoomMoving == "IDLE", "a Stop with no parts named stops both")
     }
 
     @Test func aContinuousPanMovesTheCropUntilStopped() async throws {
+        let clock = device.lens.clock
         _ = try await call("<p:AbsoluteMove><p:ProfileToken>front_main</p:ProfileToken><p:Position><t:Zoom x=\"1\"/></p:Position></p:AbsoluteMove>")
         _ = try await call("<p:ContinuousMove><p:ProfileToken>front_main</p:ProfileToken><p:Velocity><t:PanTilt x=\"1\" y=\"0\"/></p:Velocity><p:Timeout>PT10S</p:Timeout></p:ContinuousMove>")
-        var pan = 0.0
-        for _ in 0..<200 where pan < 0.2 {
-            try await Task.sleep(nanoseconds: 20_000_000)
-            pan = try await status("front_main").pan
-        }
+        clock.advance(by: 0.25)
+        let (_, moving) = try await call("<p:GetStatus><p:ProfileToken>front_main</p:ProfileToken></p:GetStatus>")
+        #expect(moving["PTZStatus", "MoveStatus", "PanTilt"]?.trimmedText == "MOVING")
+        #expect(try await status("front_main").pan == 0.25, "the centre moved right")
         _ = try await call("<p:Stop><p:ProfileToken>front_main</p:ProfileToken></p:Stop>")
-        let stopped = try await status("front_main").pan
-        #expect(pan >= 0.2, "the centre moved right: \(pan)")
-        try await Task.sleep(nanoseconds: 150_000_000)  // three of its 50 ms steps: none may come after the Stop
-        #expect(try await status("front_main").pan == stopped, "stopped means stopped")
+        clock.advance(by: 1)
+        #expect(try await status("front_main").pan == 0.25, "stopped means stopped")
+        let (_, idle) = try await call("<p:GetStatus><p:ProfileToken>front_main</p:ProfileToken></p:GetStatus>")
+        #expect(idle["PTZStatus", "MoveStatus", "PanTilt"]?.trimmedText == "IDLE")
     }
 
     @Test func presetsAreKeptAndGoneBackTo() async throws {

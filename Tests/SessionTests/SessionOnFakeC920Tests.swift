@@ -15,10 +15,15 @@ import Testing
 
 @Suite(.serialized) struct SessionOnFakeC920Tests {
     func session(_ fake: FakeWebcam, _ timekeeper: any Timekeeper = SystemTimekeeper()) async throws -> CaptureSession {
+        try await Self.session(fake, timekeeper)
+    }
+
+    /// A running session on the C920 model (also ContinuousMoveTests'); `readBack` 0: none.
+    static func session(_ fake: FakeWebcam, _ timekeeper: any Timekeeper, readBack: Double = 0.1) async throws -> CaptureSession {
         let camera = V4L2Camera(id: "c920", path: "/dev/fake0", name: "HD Pro Webcam C920",
                                 formats: [FormatOption(pixelFormat: .yuyv, width: 640, height: 480, fps: [30])],
                                 open: { path throws(CameraError) in try fake.open(path) })
-        let s = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "640x480", readBackInterval: 0.1),
+        let s = try CaptureSession(camera: camera, configuration: SessionConfiguration(preset: "640x480", readBackInterval: readBack),
                                    timekeeper: timekeeper)
         try await s.start()
         return s

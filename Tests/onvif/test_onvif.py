@@ -13,7 +13,8 @@ PullMessages) and a webhook (Subscribe with the webhook's address, the device PO
 messages that HA's own NotificationManager.process parses), each seeing a staged walker's
 motion start and end, then Unsubscribe. PTZ as HA and Frigate drive it:
 an absolute zoom, a field-of-view step, a continuous zoom HA's Stop leaves running (ended by
-the default timeout), presets; a viewer may not move. Imaging: a manual exposure and a focus
+the default timeout), a continuous pan (two state events: its start and its end), presets; a
+viewer may not move. Imaging: a manual exposure and a focus
 move reach the session. Every answer of every operation validated against ONVIF's own schemas
 (the WSDLs the client bundles, compiled by lxml). Bad input: a DTD (billion laughs), SOAP 1.1, not XML — each a SOAP 1.2 fault, and
 the server still answers after.
@@ -227,6 +228,39 @@ async def ptz_as_home_assistant(port):
         z = zoom()
         check("ContinuousMove zoom in, Stop(Zoom=false): the zoom went in and stopped by itself (%s)" % z.get("factor"),
               2 < z.get("factor", 0) < 8 and not z.get("ramping"), z)
+        # HA's pan: ContinuousMove PanTilt, a second, Stop. The session runs it on a per-frame
+        # ramp: announced when it starts and when it stops, not at every step (it was ~20 a second).
+        before = zoom().get("center", {})
+        events = subprocess.Popen(["curl", "-sN", "--digest", "-u", "boss:" + PASSWORD, "--max-time", "60",
+                                   "http://127.0.0.1:%d/api/events?camera=rear" % port], stdout=subprocess.PIPE, text=True)
+        states = []
+        seen = threading.Event()
+        def read_events():
+            kind = None
+            for line in events.stdout:
+                if line.startswith("event:"):
+                    kind = line[6:].strip()
+                elif line.startswith("data:") and kind == "state":
+                    states.append(json.loads(line[5:]).get("zoom", {}))
+                    seen.set()
+        reader = threading.Thread(target=read_events, daemon=True)
+        reader.start()
+        check("the event stream opens with the state", seen.wait(10), states)
+        first = len(states)
+        await ptz.ContinuousMove({"ProfileToken": profile.token, "Velocity": {"PanTilt": {"x": -0.5, "y": 0}}})
+        moving = await ptz.GetStatus({"ProfileToken": profile.token})
+        await asyncio.sleep(0.8)
+        await ptz.Stop({"ProfileToken": profile.token, "PanTilt": True, "Zoom": False})
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(not z.get("panning", True) for z in states[first:]):
+            await asyncio.sleep(0.02)
+        pan = states[first:]
+        events.kill()
+        after = zoom().get("center", {})
+        check("ContinuousMove pan: GetStatus says MOVING, and the crop moved left (%s -> %s)" % (before.get("x"), after.get("x")),
+              moving.MoveStatus.PanTilt == "MOVING" and after.get("x", 1) < before.get("x", 0) - 0.05, (moving.MoveStatus, before, after))
+        check("a continuous pan publishes two state events, its start and its end (%d)" % len(pan),
+              [z.get("panning") for z in pan] == [True, False], pan)
         # Imaging: the session's exposure and focus, read back from its state.
         imaging = await cam.create_imaging_service()
         source = profile.VideoSourceConfiguration.SourceToken

@@ -175,7 +175,7 @@ extension ONVIFService {
         FrameTransform(zoom: s.zoom.digital, rotation: s.orientation.rotation, mirrored: s.orientation.mirrored, center: s.zoom.center)
     }
 
-    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: Bool)? {
+    func ptzPosition(_ source: String) async -> (position: PTZPosition, moving: PTZMoving)? {
         guard let session = session(source) else { return nil }
         let s = await session.state()
         let t = transform(s)
@@ -183,7 +183,8 @@ extension ONVIFService {
         shown.center = t.effectiveCenter
         let c = shown.outputCenter
         let range = s.zoom.max - s.zoom.min
-        return (PTZPosition(pan: 2 * c.x - 1, tilt: 1 - 2 * c.y, zoom: range > 0 ? (s.zoom.factor - s.zoom.min) / range : 0), s.zoom.ramping)
+        return (PTZPosition(pan: 2 * c.x - 1, tilt: 1 - 2 * c.y, zoom: range > 0 ? (s.zoom.factor - s.zoom.min) / range : 0),
+                PTZMoving(panTilt: s.zoom.panning, zoom: s.zoom.ramping))
     }
 
     func ptzMove(_ source: String, pan: Double?, tilt: Double?, zoom: Double?, zoomSpeed: Double?) async throws(SOAPFault) {
@@ -208,23 +209,28 @@ extension ONVIFService {
                 try await session.center(center)
             }
         } catch {
-            throw Self.refused(error)
+            throw Self.moveFailed(error)
         }
     }
 
-    func ptzZoom(_ source: String, velocity: Double) async throws(SOAPFault) {
+    /// Velocity 1 pans the whole generic range (-1…1) in two seconds, and zooms two doublings
+    /// a second; the session runs the move on its clock and ends it at the timeout.
+    func ptzContinuous(_ source: String, pan: Double, tilt: Double, zoom: Double, timeout: Double) async throws(SOAPFault) {
         guard let session = session(source) else { throw Self.noSource(source) }
-        let s = await session.state()
+        // The output's velocity (half its width a second at 1; tilt up is y down) in the
+        // source's coordinates, through the transform's rotation and mirror.
+        let t = transform(await session.state())
+        let o = t.sourcePoint(ofOutput: .center), d = t.sourcePoint(ofOutput: Point(x: 0.5 + pan / 2, y: 0.5 - tilt / 2))
         do throws(SessionError) {
-            if velocity == 0 {
-                guard s.zoom.ramping else { return }
-                try await session.zoom(ZoomRequest(factor: s.zoom.factor))  // where the ramp has got to
-            } else {
-                try await session.zoom(ZoomRequest(factor: velocity > 0 ? s.zoom.max : s.zoom.min, rate: abs(velocity) * 2))
-            }
+            try await session.move(MoveRequest(velocity: Point(x: d.x - o.x, y: d.y - o.y), zoomRate: zoom * 2, duration: timeout))
         } catch {
-            throw Self.refused(error)
+            throw Self.moveFailed(error)
         }
+    }
+
+    func ptzStop(_ source: String, panTilt: Bool, zoom: Bool) async throws(SOAPFault) {
+        guard let session = session(source) else { throw Self.noSource(source) }
+        do throws(SessionError) { try await session.stopMove(pan: panTilt, zoom: zoom) } catch { throw Self.moveFailed(error) }
     }
 
     func fieldOfView(_ source: String) async -> (width: Double, height: Double)? {
@@ -237,9 +243,21 @@ extension ONVIFService {
         SOAPFault(.sender, [QName(ONVIFNamespace.error, "InvalidArgVal"), QName(ONVIFNamespace.error, "NoEntity")], "No camera '\(source)'.")
     }
 
-    /// The session's refusal, as the fault a client reads (the camera's own message kept).
-    static func refused(_ error: SessionError) -> SOAPFault {
+    /// The session's refusal of a move, as the fault a client reads (the camera's own message kept).
+    static func moveFailed(_ error: SessionError) -> SOAPFault {
         SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action"), QName(ONVIFNamespace.error, "MoveFailed")], "\(error)")
+    }
+
+    /// The session's refusal of imaging settings: a value or mode the camera does not take is
+    /// the request's fault (`ter:SettingsInvalid`, the Imaging service's own); a camera that
+    /// failed or is not running is the device's.
+    static func settingsRefused(_ error: SessionError) -> SOAPFault {
+        switch error {
+        case .invalidValue, .unsupported, .camera(.refused), .camera(.unsupportedControl):
+            SOAPFault(.sender, [QName(ONVIFNamespace.error, "InvalidArgVal"), QName(ONVIFNamespace.error, "SettingsInvalid")], "\(error)")
+        default:
+            SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action")], "\(error)")
+        }
     }
 }
 
@@ -314,7 +332,7 @@ extension ONVIFService {
             })
             if !controls.isEmpty { _ = try await session.setControls(controls) }
         } catch {
-            throw Self.refused(error)
+            throw Self.settingsRefused(error)
         }
     }
 }
