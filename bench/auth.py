@@ -14,8 +14,6 @@ import hashlib
 import json
 import os
 import platform
-import re
-import select
 import statistics
 import subprocess
 import sys
@@ -27,8 +25,11 @@ from pathlib import Path
 import requests
 from requests.auth import HTTPBasicAuth, HTTPDigestAuth
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import server  # noqa: E402  (bench/server.py: the one start of the server)
+
 ROOT = Path(__file__).resolve().parents[1]
-BINARY = ROOT / ".build/release/viewfinder"
+BINARY = server.BIN
 REQUESTS, RUNS = 400, 5
 
 
@@ -50,11 +51,9 @@ def start(auth):
     if auth:
         settings["auth"] = auth
     cfg.write_text(json.dumps(settings))
-    p = subprocess.Popen([str(BINARY), "--config", str(cfg), "--port", "0", "--cameras", "synthetic",
-                          "--preset", "352x288", "--log-level", "error"], stdout=subprocess.PIPE)
-    ready, _, _ = select.select([p.stdout], [], [], 30)
-    line = p.stdout.readline().decode()
-    return p, int(re.search(r":(\d+)", line).group(1))
+    p, port, _ = server.start_server(["--config", str(cfg), "--port", "0", "--cameras", "synthetic", "--preset", "352x288"],
+                                     d, log_level="error")
+    return p, port
 
 
 def per_request(port, auth):
@@ -86,8 +85,7 @@ def main():
         try:
             figures[mode] = per_request(port, client)
         finally:
-            p.terminate()
-            p.wait(10)
+            server.stop_server(p)
     base = figures["none"][0]
     lines = ["# Authentication cost per request", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}; "

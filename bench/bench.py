@@ -16,10 +16,8 @@ its reference measured in the same run:
 """
 import json
 import os
-import platform
 import random
 import re
-import select
 import socket
 import statistics
 import subprocess
@@ -30,7 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
+import server  # noqa: E402  (bench/server.py: the one start of the server)
 import tls  # noqa: E402  (bench/tls.py: plain HTTP vs TLS)
+from procfs import cpu_seconds, machine, threads  # noqa: E402,F401  (bench/procfs.py; others import them from here)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / ".build/release/viewfinder"
@@ -38,7 +38,6 @@ ENCODE = ROOT / ".build/release/viewfinder-bench"
 VIEWERS = ROOT / "bench/out/viewers"
 OUT = ROOT / "bench/out"
 RUNS = int(os.environ.get("BENCH_RUNS", "5"))
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def sh(*args, **kw):
@@ -46,32 +45,14 @@ def sh(*args, **kw):
 
 
 def start_server(*args):
-    """Starts viewfinder on a free port; returns (process, port, seconds until it printed the port)."""
+    """Starts viewfinder on a free port (bench/server.py's start); returns (process, port, seconds
+    until it printed the port)."""
     t0 = time.monotonic()
-    p = subprocess.Popen([str(BIN), "--port", "0", "--log-level", "warning", "--cameras", "synthetic",
-                          "--public-directory", str(ROOT / "Public"), *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=OUT)
-    ready, _, _ = select.select([p.stdout], [], [], 30)
-    if not ready:
-        p.kill()
-        raise RuntimeError("viewfinder did not start")
-    line = p.stdout.readline().decode()
-    port = int(re.search(r"127\.0\.0\.1:(\d+)", line).group(1))
-    return p, port, time.monotonic() - t0
+    return server.start_server(["--port", "0", "--cameras", "synthetic", "--public-directory", str(ROOT / "Public"),
+                                *args], OUT, lambda port: time.monotonic() - t0)
 
 
-def stop(p):
-    p.terminate()
-    p.wait(10)
-
-
-def cpu_seconds(pid):
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
-
-
-def threads(pid):
-    return int(re.search(r"Threads:\s+(\d+)", Path(f"/proc/{pid}/status").read_text()).group(1))
+stop = server.stop_server
 
 
 def get(port, path, timeout=5):
@@ -396,13 +377,6 @@ def bench_effect_latency(calls=20):
 
 
 # ---------------------------------------------------------------- report
-
-def machine():
-    cpu = re.search(r"Model name:\s+(.*)", sh("lscpu"))
-    swift = sh("swift", "--version").splitlines()[0] if True else ""
-    return (f"{cpu.group(1).strip() if cpu else platform.processor()}, {os.cpu_count()} cores; "
-            f"Linux {platform.release()}; {swift}")
-
 
 def main_encode():
     """`python3 bench/bench.py encode`: only the encode benchmark; rewrites its section of RESULTS.md."""

@@ -15,6 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "Tests/fleet"))
 os.environ.setdefault("VIEWFINDER_BINARY", str(Path(__file__).resolve().parent.parent / ".build/release/viewfinder"))
 from bench import machine  # noqa: E402
+from procfs import cpu_seconds  # noqa: E402  (bench/procfs.py)
+import server  # noqa: E402  (bench/server.py: the one start of the server)
 from results import write_section  # noqa: E402
 from netns_fleet import Fleet, Watcher  # noqa: E402
 
@@ -150,21 +152,20 @@ def ring_cost(preset, seconds=10, runs=3):
                     "cameras": [{"id": "rear", "source": "synthetic", "position": "rear"}],
                     "session": {"preset": preset, "fps": 30},
                     "capture": {"directory": str(work / "p")}, "recording": {"directory": str(work / "m")}}))
-                p = subprocess.Popen([os.environ["VIEWFINDER_BINARY"], "--config", str(work / "c.json"), "--port", "0",
-                                      "--log-level", "error"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-                http_port = int(re.search(rb"127\.0\.0\.1:(\d+)", p.stdout.readline()).group(1))
-                time.sleep(2)
-                if fleet:  # the rings start with the host's first set
-                    req = urllib.request.Request(f"http://127.0.0.1:{http_port}/api/fleet/capture", data=b'{"delay": 0.2}',
-                                                 headers={"Content-Type": "application/json"}, method="POST")
-                    urllib.request.urlopen(req, timeout=10).read()
-                time.sleep(2)
-                ticks = lambda: sum(int(x) for x in Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
-                a = ticks()
-                time.sleep(seconds)
-                shares.append((ticks() - a) / os.sysconf("SC_CLK_TCK") / seconds * 100)
-                p.terminate()
-                p.wait()
+                p, http_port, _ = server.start_server(["--config", str(work / "c.json"), "--port", "0"], work,
+                                                      lambda port: time.sleep(2),
+                                                      binary=os.environ["VIEWFINDER_BINARY"], log_level="error")
+                try:
+                    if fleet:  # the rings start with the host's first set
+                        req = urllib.request.Request(f"http://127.0.0.1:{http_port}/api/fleet/capture", data=b'{"delay": 0.2}',
+                                                     headers={"Content-Type": "application/json"}, method="POST")
+                        urllib.request.urlopen(req, timeout=10).read()
+                    time.sleep(2)
+                    a = cpu_seconds(p.pid)
+                    time.sleep(seconds)
+                    shares.append((cpu_seconds(p.pid) - a) / seconds * 100)
+                finally:
+                    server.stop_server(p)
             out[fleet] = statistics.median(shares)
     finally:
         broker.kill()

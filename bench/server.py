@@ -1,5 +1,5 @@
-"""What bench/multicam.py, bench/recording.py and bench/metadata.py share: the release server
-(.build/release/viewfinder) started from a temporary config, its port read from the first line it
+"""What the benchmarks share: the release server (.build/release/viewfinder, or a binary given)
+started from a temporary config, its port read from the first line it
 prints, and stopped; its HTTP API (GET, JSON GET and POST, the session); the C viewer
 bench/out/viewers and the fps it counted; a measurement window with one viewer on `/stream` (the
 server's utime+stime from /proc/PID/stat over SECONDS after the viewer's 1 s warm-up, `stream.fps`
@@ -8,7 +8,7 @@ over the runs; the CPU time of a child process (RUSAGE_CHILDREN); and the run ar
 its binaries checked, the load average before and after, its section's "Written by" line, the
 section printed and put into bench/RESULTS.md.
 
-A process's CPU seconds and threads and the machine's description come from bench/bench.py.
+A process's CPU seconds and threads and the machine's description come from bench/procfs.py.
 """
 import json
 import re
@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import cpu_seconds, machine, threads  # noqa: E402  (bench/bench.py)
+from procfs import cpu_seconds, machine, threads  # noqa: E402  (bench/procfs.py)
 import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,14 +64,18 @@ def session(port):
 
 # ---------------------------------------------------------------- the server
 
-def start_server(args, workdir, ready):
-    """Starts the release server with `args` and `--log-level warning` in `workdir`, reads its port
-    from the first line it prints (within 30 s), then returns (process, port, ready(port)): `ready`
-    waits until the server is ready for the benchmark. The process is stopped if any of it fails."""
-    p = subprocess.Popen([str(BIN), *args, "--log-level", "warning"],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=workdir)
+def start_server(args, workdir, ready=lambda port: None, *, binary=None, log_level="warning",
+                 stderr=subprocess.DEVNULL, timeout=30):
+    """Starts the server (`binary`, else the release build) with `args` and `--log-level` in
+    `workdir`, reads its port from the first line it prints (within `timeout` s), then returns
+    (process, port, ready(port)): `ready` waits until the server is ready for the benchmark (and
+    may measure: its answer is returned). `stderr` is where its log goes. The process is stopped
+    if any of it fails. Every benchmark starts the server here (bench/v4l2.py excepted: it runs
+    µStreamer and viewfinder through one command line of its own, on a fixed port in the VM)."""
+    p = subprocess.Popen([str(binary or BIN), *args, "--log-level", log_level],
+                         stdout=subprocess.PIPE, stderr=stderr, cwd=workdir)
     try:
-        ready_, _, _ = select.select([p.stdout], [], [], 30)
+        ready_, _, _ = select.select([p.stdout], [], [], timeout)
         line = p.stdout.readline().decode() if ready_ else ""
         m = re.search(r"127\.0\.0\.1:(\d+)", line)
         if not m:

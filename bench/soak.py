@@ -75,7 +75,7 @@ from collections import Counter, deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from server import ROOT, load_average, running_session, stop_server  # noqa: E402
+from server import ROOT, load_average, running_session, start_server, stop_server  # noqa: E402
 from bench import cpu_seconds, machine  # noqa: E402  (bench/bench.py)
 
 SAMPLE = 2.0          # seconds between samples of RSS, fds, threads
@@ -631,24 +631,12 @@ def write_config(work):
 def start(binary, work):
     """The server (at this process's niceness) from work/config.json; its stderr into work/stderr.log.
     (process, port), once the main session runs at BASE."""
-    err = open(work / "stderr.log", "wb")
-    p = subprocess.Popen([str(binary), "--config", str(write_config(work)), "--log-level", "warning"],
-                         stdout=subprocess.PIPE, stderr=err, cwd=work)
-    err.close()
-    try:
-        ready, _, _ = select.select([p.stdout], [], [], 30)
-        line = p.stdout.readline().decode() if ready else ""   # "Viewfinder listening on http://127.0.0.1:PORT/"
-        m = re.search(r"127\.0\.0\.1:(\d+)", line)
-        if not m:
-            raise RuntimeError(f"viewfinder did not start: {line!r}")
-        port = int(m.group(1))
-        # stdout is drained for the rest of the run, so the server never blocks on it
-        threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
-        running_session(port, BASE["preset"])
-        return p, port
-    except BaseException:
-        stop_server(p)
-        raise
+    with open(work / "stderr.log", "wb") as err:
+        p, port, _ = start_server(["--config", str(write_config(work))], work, lambda port: running_session(port, BASE["preset"]),
+                                  binary=binary, stderr=err)
+    # stdout is drained for the rest of the run, so the server never blocks on it
+    threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+    return p, port
 
 
 def evaluate(soak, seconds, warmup):

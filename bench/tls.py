@@ -8,7 +8,6 @@ warm-up; runs alternate plain/TLS; the figure is the median of RUNS.
 this and rewrites its section of bench/RESULTS.md.
 """
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -17,32 +16,20 @@ import time
 from pathlib import Path
 
 import results  # noqa: E402  (bench/results.py: a section of RESULTS.md)
+import server  # noqa: E402  (bench/server.py: the one start of the server)
+from procfs import cpu_seconds  # noqa: E402  (bench/procfs.py)
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = ROOT / ".build/release/viewfinder"
-TICK = os.sysconf("SC_CLK_TCK")
 VIEWERS = int(os.environ.get("BENCH_TLS_VIEWERS", "10"))
 SECONDS = float(os.environ.get("BENCH_TLS_SECONDS", "20"))
 RUNS = int(os.environ.get("BENCH_TLS_RUNS", "3"))
 HEADING = "## Plain HTTP vs TLS: 10 viewers at 1280x720, 30 fps"
 
 
-def cpu_seconds(pid):
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def start(config, workdir):
-    p = subprocess.Popen([str(BIN), "--config", config, "--port", "0", "--log-level", "warning",
-                          "--cameras", "synthetic", "--preset", "1280x720", "--fps", "30",
-                          "--public-directory", str(ROOT / "Public")],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=workdir)
-    line = p.stdout.readline().decode()
-    m = re.search(r"(https?)://127\.0\.0\.1:(\d+)", line)
-    if not m:
-        p.kill()
-        raise RuntimeError(f"viewfinder did not start: {line!r}")
-    return p, m.group(1), int(m.group(2))
+def start(config, workdir, scheme):
+    p, port, _ = server.start_server(["--config", config, "--port", "0", "--cameras", "synthetic", "--preset", "1280x720",
+                                      "--fps", "30", "--public-directory", str(ROOT / "Public")], workdir)
+    return p, scheme, port
 
 
 def one_run(scheme, port, pid, cert):
@@ -72,12 +59,11 @@ def bench_tls():
     results = {"plain": [], "tls": []}
     for _ in range(RUNS):
         for mode in ("plain", "tls"):
-            p, scheme, port = start(configs[mode], work)
+            p, scheme, port = start(configs[mode], work, "https" if mode == "tls" else "http")
             try:
                 results[mode].append(one_run(scheme, port, p.pid, cert))
             finally:
-                p.terminate()
-                p.wait(10)
+                server.stop_server(p)
     return {m: dict(cpu=statistics.median(r[0] for r in rs), runs=[r[0] for r in rs],
                     mbps=statistics.median(r[1] for r in rs)) for m, rs in results.items()}
 

@@ -19,7 +19,7 @@ final class PacedCaptureThread: Sendable {
         let clock = Locked((sequence: UInt64(0), boundary: Self.boundary(after: Clock.now(), interval)))
         loop = SteppingThread(name: name, step: {
             let (sequence, boundary) = clock.withLock { ($0.sequence, $0.boundary) }
-            Self.sleep(untilWallClock: Double(boundary) * interval)
+            Clock.sleep(untilWallClock: Double(boundary) * interval)
             tick(sequence, Double(boundary) * interval)
             clock.withLock { c in
                 c.sequence += 1
@@ -35,10 +35,4 @@ final class PacedCaptureThread: Sendable {
 
     /// The first multiple of `interval` after `t`, as a count of intervals.
     static func boundary(after t: Double, _ interval: Double) -> UInt64 { UInt64((t / interval).rounded(.down)) + 1 }
-
-    /// On CLOCK_REALTIME, absolute: a stepped clock moves the wake-up with it.
-    private static func sleep(untilWallClock deadline: Double) {
-        var ts = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - deadline.rounded(.down)) * 1e9))
-        while clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nil) == EINTR {}
-    }
 }

@@ -11,8 +11,9 @@ import Foundation
 import Logging
 import SystemSupport
 
-// @unchecked: `digestKey` is written only by start() and stop(), which
-// the owner calls in order, never concurrently; everything the callbacks share is `shared`.
+// @unchecked: `digestKey` and `port` are written only by start() (the key before the daemon
+// serves, the port once it is bound; no callback reads it), which the owner calls before
+// anything else and never concurrently; everything the callbacks share is `shared`.
 public final class HTTPServer: @unchecked Sendable {
     public let configuration: ServerConfiguration
     private let router: Router

@@ -53,7 +53,7 @@ public final class SyntheticMicrophone: AudioDevice {
                 next.withLock { $0 = UInt64(Clock.now() * Double(buffersPerSecond)) + 1 }
                 return true
             }
-            Self.sleep(untilWallClock: end)
+            Clock.sleep(untilWallClock: end)  // on the wall clock's 10 ms, as the frames on its 1/fps
             var samples = [Int16](repeating: 0, count: Self.period)
             noise.withLock { n in Self.render(&samples, buffer: k, buffersPerSecond: buffersPerSecond, noise: &n) }
             samples.withUnsafeBytes { raw in
@@ -82,12 +82,6 @@ public final class SyntheticMicrophone: AudioDevice {
             }
             samples[i] = Int16(max(-32_768, min(32_767, v.rounded())))
         }
-    }
-
-    /// On CLOCK_REALTIME, absolute: the buffers fall on the wall clock's 10 ms as the frames on its 1/fps.
-    private static func sleep(untilWallClock deadline: Double) {
-        var ts = timespec(tv_sec: Int(deadline), tv_nsec: Int((deadline - deadline.rounded(.down)) * 1e9))
-        while clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 }
 

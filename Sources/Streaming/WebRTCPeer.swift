@@ -21,7 +21,7 @@ public struct ICEConfiguration: Sendable, Equatable {
     }
 }
 
-public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, under `closed`
+public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `closed`, closed once after it is set
     private let raw: OpaquePointer
     private let closed = Locked(false)
     /// The SDP answer.
@@ -108,13 +108,13 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is closed once, u
         }
     }
 
-    /// Stops the pipeline (its feed closes); once.
+    /// Stops the pipeline (its feed closes); once. The pipeline's stop (set to NULL, which joins
+    /// GStreamer's threads) runs outside the lock: a state or stats read under it has finished
+    /// before the flag is set, and none starts after.
     public func close() {
-        closed.withLock { c in
-            guard !c else { return }
-            c = true
-            vfg_peer_close(raw)
-        }
+        let first = closed.withLock { c -> Bool in defer { c = true }; return !c }
+        guard first else { return }
+        vfg_peer_close(raw)
     }
 
     deinit { close() }

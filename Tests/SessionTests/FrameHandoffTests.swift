@@ -242,37 +242,4 @@ private struct Job: Sendable {
         while !gone.withLock({ $0 }) && Date() < deadline { usleep(1000) }
         #expect(gone.withLock { $0 })
     }
-
-    /// The hand-off is the media's, not video's: a microphone's buffer crosses it as a frame
-    /// does — its bytes copied (the input reuses its buffer), its format and its capture time
-    /// on the frames' clock kept — in order on a one-slot queue, as a movie's audio will.
-    @Test func anAudioBufferCrossesTheSameHandoffWithItsTime() async throws {
-        let pool = EncodePool(threads: 2, name: "audio-test")
-        let got = Locked<[(first: Int16, frames: Int, time: Double, format: AudioFormat)]>([])
-        let done = DispatchSemaphore(value: 0)
-        let lane = SampleHandoff<AudioFormat, Int>(name: "mic", policy: .queue(limit: 8), pool: pool) {
-            { buffer, n in
-                let first = buffer.bytes.load(as: Int16.self)
-                got.withLock { $0.append((first, buffer.frames, buffer.timestamp, buffer.format)) }
-                if n == 2 { done.signal() }
-            }
-        }
-        let format = AudioFormat(encoding: .s16le, sampleRate: 48000, channels: 1)
-        var pcm = [Int16](repeating: 0, count: 480)  // 10 ms at 48 kHz
-        for n in 0..<3 {
-            pcm[0] = Int16(1000 + n)
-            pcm.withUnsafeBytes { b in
-                let buffer = AudioBuffer(format: format, bytes: b, stride: format.bytesPerFrame, sequence: UInt64(n * 480),
-                                         timestamp: 1_000 + Double(n) * 0.01)
-                let taken = lane.submit(buffer, n)
-                #expect(taken)
-            }
-            pcm[0] = -1  // the input reuses its buffer at once: the hand-off kept a copy
-        }
-        #expect(done.wait(timeout: .now() + TestTime.scale * 10) == .success)
-        lane.close()
-        let seen = got.withLock { $0 }
-        #expect(seen.map(\.first) == [1000, 1001, 1002])
-        #expect(seen.map(\.time) == [1_000, 1_000.01, 1_000.02] && seen.allSatisfy { $0.frames == 480 && $0.format == format })
-    }
 }

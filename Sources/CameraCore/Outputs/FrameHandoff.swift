@@ -24,10 +24,9 @@
 import Foundation
 import SystemSupport
 
-/// A video output's hand-off (a microphone's outputs use SampleHandoff<AudioFormat, Job>).
-public typealias FrameHandoff<Job: Sendable> = SampleHandoff<VideoFormat, Job>
-
-public final class SampleHandoff<Format: SampleFormat, Job: Sendable>: Sendable {
+/// A video output's hand-off. Video alone: a microphone's buffers go to their outputs on its
+/// own capture thread (tens of microseconds each), so nothing of audio needs a lane.
+public final class FrameHandoff<Job: Sendable>: Sendable {
     public enum Policy: Sendable, Equatable {
         case newestWins
         case queue(limit: Int)
@@ -35,9 +34,9 @@ public final class SampleHandoff<Format: SampleFormat, Job: Sendable>: Sendable 
 
     /// The work done on one taken frame, on a pool thread. Made once per slot by the `worker`
     /// factory: it may keep state from frame to frame (an encoder's handles, a movie's writer).
-    public typealias Work = (_ frame: borrowing Sample<Format>, _ job: Job) -> Void
+    public typealias Work = (_ frame: borrowing RawFrame, _ job: Job) -> Void
 
-    private let core: HandoffCore<Format, Job>
+    private let core: HandoffCore<Job>
     /// Frames this hand-off may have in work at once (at most the pool's threads).
     public let workers: Int
     /// What the hand-off is for (`rear-photo`), for logs and figures.
@@ -65,7 +64,7 @@ public final class SampleHandoff<Format: SampleFormat, Job: Sendable>: Sendable 
     /// client is waiting for (a synchronized set's moment) is queued even past the limit, and
     /// nothing waiting gives way to it.
     @discardableResult
-    public func submit(_ frame: borrowing Sample<Format>, _ job: Job, keep: Bool = false) -> Bool { core.submit(frame, job, keep: keep) }
+    public func submit(_ frame: borrowing RawFrame, _ job: Job, keep: Bool = false) -> Bool { core.submit(frame, job, keep: keep) }
 
     /// Frames taken by copying their bytes, and frames taken on the camera's lent buffer.
     public var copied: UInt64 { core.locked { $0.copied } }
@@ -119,13 +118,13 @@ public struct HandoffFigures: Sendable, Equatable {
 }
 
 /// The hand-off's state and its lane. Every field is guarded by `condition`.
-private final class HandoffCore<Format: SampleFormat, Job: Sendable>: @unchecked Sendable {
+private final class HandoffCore<Job: Sendable>: @unchecked Sendable {
     struct Entry {
         /// The copy (nil when the frame is lent), and the lease that keeps a lent buffer.
         var buffer: FrameBuffer?
         var lease: FrameLease?
         var bytes: UnsafeRawBufferPointer
-        var format: Format
+        var format: VideoFormat
         var stride: Int
         var sequence: UInt64
         var timestamp: Double
@@ -155,16 +154,16 @@ private final class HandoffCore<Format: SampleFormat, Job: Sendable>: @unchecked
     private let condition = NSCondition()
     private var fields = Fields()
     private let slots: Int
-    private let policy: SampleHandoff<Format, Job>.Policy
+    private let policy: FrameHandoff<Job>.Policy
     private let merge: (@Sendable (Job, Job) -> Job)?
     private let lends: Bool
     private let pool: EncodePool
-    private let makeWork: @Sendable () -> SampleHandoff<Format, Job>.Work
+    private let makeWork: @Sendable () -> FrameHandoff<Job>.Work
     /// Set once, right after init, before any frame can be submitted.
     private var lane: EncodePool.Lane?
 
-    init(slots: Int, policy: SampleHandoff<Format, Job>.Policy, merge: (@Sendable (Job, Job) -> Job)?, lends: Bool,
-         pool: EncodePool, makeWork: @escaping @Sendable () -> SampleHandoff<Format, Job>.Work) {
+    init(slots: Int, policy: FrameHandoff<Job>.Policy, merge: (@Sendable (Job, Job) -> Job)?, lends: Bool,
+         pool: EncodePool, makeWork: @escaping @Sendable () -> FrameHandoff<Job>.Work) {
         self.slots = slots
         self.policy = policy
         self.merge = merge
@@ -188,7 +187,7 @@ private final class HandoffCore<Format: SampleFormat, Job: Sendable>: @unchecked
         }
     }
 
-    func submit(_ frame: borrowing Sample<Format>, _ job: Job, keep: Bool) -> Bool {
+    func submit(_ frame: borrowing RawFrame, _ job: Job, keep: Bool) -> Bool {
         let room = waitingRoom
         let lease = lends ? frame.lease : nil
         let buffer = locked { f -> FrameBuffer?? in
@@ -228,11 +227,11 @@ private final class HandoffCore<Format: SampleFormat, Job: Sendable>: @unchecked
     }
 
     fileprivate final class WorkBox {
-        let work: SampleHandoff<Format, Job>.Work
+        let work: FrameHandoff<Job>.Work
         /// The pool thread that used it last (under the lane's lock): a thread takes its own
         /// back when it can, so an encoder's buffers stay warm in that core's cache.
         var lastThread: pthread_t?
-        init(_ w: @escaping SampleHandoff<Format, Job>.Work) { work = w }
+        init(_ w: @escaping FrameHandoff<Job>.Work) { work = w }
     }
     /// A taken frame and the slot's work, held by the work closure until done (then emptied,
     /// so nothing of the frame, the camera's buffer above all, outlives the moment it counts
@@ -285,7 +284,7 @@ private final class HandoffCore<Format: SampleFormat, Job: Sendable>: @unchecked
     }
 
     /// Runs `work` on the taken frame; no copy of its entry (and of the lease in it) outlives the call.
-    private static func work(_ taken: Taken, _ work: SampleHandoff<Format, Job>.Work) {
+    private static func work(_ taken: Taken, _ work: FrameHandoff<Job>.Work) {
         let e = taken.entry!
         work(Sample(format: e.format, bytes: e.bytes, stride: e.stride, sequence: e.sequence, timestamp: e.timestamp), e.job)
     }

@@ -288,3 +288,40 @@ public final class LiveUnitSubscription: UnitSubscription, Sendable {
         }?.unsubscribe(id)
     }
 }
+
+/// A recording's subscription (LiveRecording, MotionRecording), pumped by its recording as
+/// FeedPump pumps an RTP client's: one stream of its own camera's hub — its start, with the
+/// hub's generation then, and its units from a keyframe on — ended with that stream (a new
+/// encoder): a movie does not go on into another stream, and a recording is never moved.
+final class LiveStreamSubscription: Subscription, Sendable {
+    enum Item: Sendable {
+        case start(generation: Int)
+        case unit(AccessUnit)
+    }
+    private let hub: LiveHub
+    private let kind: String
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    init(hub: LiveHub, kind: String) {
+        self.hub = hub
+        self.kind = kind
+    }
+
+    func attach(wake: @escaping @Sendable () -> Void) { hub.subscribe(id, kind: kind, wake: wake) }
+
+    func next() -> Pull<Item> {
+        switch hub.next(id) {
+        case .start: .item(.start(generation: hub.generation))
+        case .unit(let u): .item(.unit(u))
+        case .wait: .wait
+        case .end, .moved: .end
+        }
+    }
+
+    /// The movie's fragments start at a keyframe: one is asked of the stream's encoder.
+    func requestKeyframe() { hub.requestKeyframe() }
+
+    func cancel() { hub.unsubscribe(id) }
+
+    deinit { hub.unsubscribe(id) }
+}

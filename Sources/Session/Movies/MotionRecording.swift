@@ -40,6 +40,8 @@ final class MotionRecording: Sendable {
         var lastKeyframe: Double?
         var movie: Movie?
         var stopped = false
+        /// The stream it pulls (a new one joined when the stream ends: a new encoder).
+        var units: LiveStreamSubscription?
     }
     private let state: Locked<State>
     /// The camera's AAC subscription, when its microphone runs (asked again at each keyframe
@@ -55,17 +57,24 @@ final class MotionRecording: Sendable {
         state = Locked(State(preRoll: preRoll))
     }
 
-    private var id: ObjectIdentifier { ObjectIdentifier(self) }
-
     func start() {
-        hub.subscribe(id, kind: "motion") { [weak self] in self?.drain() }
+        state.withLock { s in s.units = join() }
         drain()
+    }
+
+    /// The stream's subscription, attached (under the state's lock, as every call of it is:
+    /// the subscription has one caller at a time).
+    private func join() -> LiveStreamSubscription {
+        let units = LiveStreamSubscription(hub: hub, kind: "motion")
+        units.attach { [weak self] in self?.drain() }
+        return units
     }
 
     /// No more units; the movie being written, if any, is the caller's to finish.
     func stop() -> MovieRecorder? {
-        hub.unsubscribe(id)
         let (recorder, feed) = state.withLock { s in
+            s.units?.cancel()
+            s.units = nil
             s.stopped = true
             s.ring = []
             s.sound = []
@@ -154,7 +163,7 @@ final class MotionRecording: Sendable {
         m.needKeyframe = false
         if !m.recorder.submit(unit: u.bytes, time: u.time, keyframe: u.keyframe) {
             m.needKeyframe = true  // no room: the next GOP, whole
-            hub.requestKeyframe()
+            hub.requestKeyframe()  // (the stream's encoder: the hub's)
         }
     }
 
@@ -162,22 +171,22 @@ final class MotionRecording: Sendable {
         var done: [(MovieRecorder, RecordingEndReason)] = []
         state.withLock { s in
             guard !s.stopped else { return }
-            while true {
-                switch hub.next(id) {
-                case .start:
+            while let units = s.units {
+                switch units.next() {
+                case .item(.start(let generation)):
                     // A new stream (a new format, a turn by 90°): the ring's units are another
                     // stream's, and a movie of them cannot go on.
                     s.ring = []
                     s.lastKeyframe = nil
-                    s.generation = hub.generation
+                    s.generation = generation
                     if let m = s.movie { done.append((m.recorder, .formatChanged)); s.movie = nil }
-                case .unit(let u):
+                case .item(.unit(let u)):
                     s.ring.append(u)
                     if u.keyframe {
                         joinSound(&s)
                         s.lastKeyframe = u.time
                     } else if let k = s.lastKeyframe, u.time - k >= max(0.5, s.preRoll) {
-                        hub.requestKeyframe()
+                        units.requestKeyframe()
                     }
                     // Drop the oldest GOP once the next one alone reaches back far enough.
                     let keep = u.time - s.preRoll - Self.margin
@@ -192,14 +201,14 @@ final class MotionRecording: Sendable {
                             submit(u, &s.movie!)
                         }
                     }
-                case .end, .moved:  // (never moved: the ring follows its own camera's hub)
+                case .end:
                     // The stream this client joined ended (a new encoder): join the new one.
                     s.ring = []
                     s.lastKeyframe = nil
                     s.generation = nil
                     if let m = s.movie { done.append((m.recorder, .formatChanged)); s.movie = nil }
-                    hub.unsubscribe(id)
-                    hub.subscribe(id, kind: "motion") { [weak self] in self?.drain() }
+                    units.cancel()
+                    s.units = join()
                 case .wait:
                     return
                 }

@@ -61,6 +61,7 @@ final class DiscoveryService: Sendable {
 
     /// Hello on every interface, then answers probes on a thread of its own until `stop`.
     func start() {
+        guard reader.withLock({ $0 == nil }) else { return }  // once: a second reader would run on, owned by no one
         let m = next()
         let hello = WSDiscovery.hello(endpoint, messageID: m.id, instance: instance, message: m.number)
         for i in interfaces {

@@ -6,14 +6,12 @@
 import SystemSupport
 
 /// A video output's lane.
-public typealias FrameLane<Job: Sendable> = RunLane<VideoFormat, Job>
-
-public final class RunLane<Format: SampleFormat, Job: Sendable>: Sendable {
-    public typealias Open = @Sendable (_ run: CaptureRun) -> SampleHandoff<Format, Job>
+public final class FrameLane<Job: Sendable>: Sendable {
+    public typealias Open = @Sendable (_ run: CaptureRun) -> FrameHandoff<Job>
 
     private let open: Open
     private struct Lanes {
-        var current: SampleHandoff<Format, Job>?
+        var current: FrameHandoff<Job>?
         /// The ended runs' figures, summed.
         var past = HandoffFigures()
         var pastCopied: UInt64 = 0
@@ -47,7 +45,7 @@ public final class RunLane<Format: SampleFormat, Job: Sendable>: Sendable {
 
     /// Hands the frame to the run's lane; false between runs or when the lane refused it.
     @discardableResult
-    public func submit(_ frame: borrowing Sample<Format>, _ job: Job, keep: Bool = false) -> Bool {
+    public func submit(_ frame: borrowing RawFrame, _ job: Job, keep: Bool = false) -> Bool {
         guard let lane = lanes.withLock({ $0.current }) else { return false }
         return lane.submit(frame, job, keep: keep)
     }
