@@ -5,6 +5,7 @@ public struct Point: Sendable, Equatable, Codable {
     public var y: Double
     public init(x: Double, y: Double) { self.x = x; self.y = y }
     public static let center = Point(x: 0.5, y: 0.5)
+    public static let zero = Point(x: 0, y: 0)
 }
 
 public struct ZoomSetting: Sendable, Equatable, Codable {

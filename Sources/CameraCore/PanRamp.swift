@@ -17,12 +17,15 @@ public struct PanRamp: Sendable, Equatable {
         self.end = end
     }
 
-    public static func fixed(_ c: Point) -> PanRamp { PanRamp(from: c, velocity: Point(x: 0, y: 0), start: 0, end: 0) }
+    public static func fixed(_ c: Point) -> PanRamp { PanRamp(from: c, velocity: .zero, start: 0, end: 0) }
+
+    /// A still centre: nothing set it going (a pan past its end is not fixed until it is held).
+    public var isFixed: Bool { velocity == .zero }
 
     public func center(at t: Double) -> Point {
         let dt = min(max(0, t - start), max(0, end - start))
         return Point(x: min(max(from.x + velocity.x * dt, 0), 1), y: min(max(from.y + velocity.y * dt, 0), 1))
     }
 
-    public func isMoving(at t: Double) -> Bool { (velocity.x != 0 || velocity.y != 0) && t < end }
+    public func isMoving(at t: Double) -> Bool { !isFixed && t < end }
 }

@@ -14,7 +14,7 @@ extension CaptureSession {
         let caps = camera.capabilities.zoom
         if m.zoomRate != 0 { try setZoom(ZoomRequest(factor: m.zoomRate > 0 ? caps.max : caps.min, rate: abs(m.zoomRate))) }
         else { try holdZoom() }
-        let panning = m.velocity != Point(x: 0, y: 0)
+        let panning = m.velocity != .zero
         if panning { pipelineSettings.startPan(velocity: m.velocity, at: timekeeper.now, for: m.duration) } else { holdCenter() }
         moving.begin(panning: panning, zooming: m.zoomRate != 0) { token in
             Task { [weak self, timekeeper] in
@@ -31,7 +31,7 @@ extension CaptureSession {
     public func stopMove(pan: Bool, zoom: Bool) throws(SessionError) -> SessionState {
         let now = timekeeper.now
         let stopsPan = pan && pipelineSettings.pan.isMoving(at: now)
-        let stopsZoom = zoom && (pipelineSettings.ramp.isRamping(at: now) || lens.ramping)
+        let stopsZoom = zoom && zoomRamping(at: now)
         if stopsPan { holdCenter() }
         if stopsZoom { try holdZoom() }
         return stopsPan || stopsZoom ? announce() : state()
@@ -59,7 +59,7 @@ extension CaptureSession {
     /// A zoom ramp stops where it has got to.
     private func holdZoom() throws(SessionError) {
         let now = timekeeper.now
-        guard pipelineSettings.ramp.isRamping(at: now) || lens.ramping else { return }
+        guard zoomRamping(at: now) else { return }
         try setZoom(ZoomRequest(factor: pipelineSettings.ramp.factor(at: now)))
     }
 }

@@ -71,6 +71,9 @@ extension CaptureSession {
         moving.endIfIdle()
     }
 
+    /// A ramp's curve runs, or its lens stepper has not written its last step yet.
+    func zoomRamping(at t: Double) -> Bool { pipelineSettings.ramp.isRamping(at: t) || lens.ramping }
+
     /// Moves the lens along a zoom ramp, a control step at a time, until it ends or another
     /// zoom call, stop or switch supersedes it.
     private func stepLens(generation launched: Int, ramp: ZoomRamp, token: Int) async {
@@ -202,7 +205,7 @@ extension CaptureSession {
         // stepper that runs late (a loaded machine; make test-asan caught it) has the lens
         // short of the end after the curve's time is up, which is not the lens moved from
         // outside.
-        let ramping = pipelineSettings.ramp.isRamping(at: timekeeper.now) || lens.ramping
+        let ramping = zoomRamping(at: timekeeper.now)
         if !ramping, abs(next.zoom.optical - before.zoom.optical) >= 0.005 {
             // The lens moved from outside: the picture is the lens's alone now, unless it
             // sits at the end of its range with the crop beyond it.

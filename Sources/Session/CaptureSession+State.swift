@@ -13,9 +13,9 @@ extension CaptureSession {
         var s = settings
         s.zoom.factor = (ramp.factor(at: now) * 1000).rounded() / 1000
         s.zoom.digital = (pipelineSettings.digitalZoom(at: now) * 1000).rounded() / 1000
-        s.zoom.ramping = ramp.isRamping(at: now) || lens.ramping
+        s.zoom.ramping = zoomRamping(at: now)
         let pan = pipelineSettings.pan
-        if pan.velocity != Point(x: 0, y: 0) { s.zoom.center = pipelineSettings.shownCenter(at: now) }  // where the pan has got to
+        if !pan.isFixed { s.zoom.center = pipelineSettings.shownCenter(at: now) }  // where the pan has got to
         s.zoom.panning = pan.isMoving(at: now)
         var state = SessionState(
             state: run.state, online: run.state == .running,

@@ -77,7 +77,7 @@ public final class PipelineSettings: Sendable {
     /// Ends a pan where it has got to at `t`: the centre it holds, nil when none had been set going.
     func holdPan(at t: Double) -> Point? {
         values.withLock { v in
-            guard v.pan.velocity != Point(x: 0, y: 0) else { return nil }
+            guard !v.pan.isFixed else { return nil }
             let c = Self.transform(v, at: t).effectiveCenter
             v.pan = .fixed(c)
             return c

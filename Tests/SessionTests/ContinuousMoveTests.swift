@@ -34,9 +34,10 @@ import Testing
         let events = s.events.subscription(initial: [])
         events.attach {}
         defer { events.cancel() }
+        let before = clock.sleeping  // the session's own waits on its clock, if any
         _ = try await s.move(MoveRequest(velocity: Point(x: 0.05, y: -0.02), duration: 5))
         #expect(drain(events).map(\.zoom.panning) == [true], "the start is announced")
-        #expect(await clock.waitForSleepers(1), "its end waits on the session's clock")
+        #expect(await clock.waitForSleepers(before + 1), "its end waits on the session's clock")
         for tenth in 1...50 {
             clock.advance(by: 0.1)
             let t = Double(tenth) / 10
@@ -69,8 +70,9 @@ import Testing
         let s = try await zoomedSession(clock)
         _ = try await s.zoom(ZoomRequest(factor: 2))  // the lens alone: the crop's centre stays 0.5
         _ = try await s.zoom(ZoomRequest(factor: 8))
+        let before = clock.sleeping  // the session's own waits on its clock, if any
         _ = try await s.move(MoveRequest(velocity: Point(x: -0.1, y: 0), zoomRate: -1, duration: 60))
-        #expect(await clock.waitForSleepers(2), "the move's end and the lens's next step wait on the clock")
+        #expect(await clock.waitForSleepers(before + 2), "the move's end and the lens's next step wait on the clock")
         clock.advance(by: 0.5)
         var state = await s.state()
         #expect(state.zoom.panning && state.zoom.ramping, "both parts move: \(state.zoom)")
