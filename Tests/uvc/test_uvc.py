@@ -906,7 +906,8 @@ def motion_event(tmp):
         check("motion: enable -> 200, motion.enabled", r.status == 200 and dig(r.json, "motion", "enabled") is True, repr(r))
         started = poll(lambda: b'"event":"started"' in events.data() and b"event: motion" in events.data(), 30, 0.2)
         check("motion: the moving bar is an event (event: motion, started)", bool(started),
-              events.data()[-600:].decode("utf-8", "replace"))
+              "motion %s; outputs %s; events %s" % (state().get("motion"), state().get("outputs"),
+                                                    events.data()[-300:].decode("utf-8", "replace")))
         active = poll(lambda: dig(state(), "motion", "active") is True, 10, 0.2)
         check("motion: the state says active", bool(active), "%s" % state().get("motion"))
         time.sleep(2)
