@@ -118,7 +118,7 @@ let package = Package(
         .target(name: "SOAP", dependencies: ["CXML2"]),
         // ONVIF's device and media services over SOAP, answered from what the application
         // says of its cameras (the ONVIFDevice protocol); sign-in decided by the application.
-        .target(name: "ONVIF", dependencies: ["SOAP", "SystemSupport", "CCurl"]),
+        .target(name: "ONVIF", dependencies: ["SOAP", "Subscriptions", "SystemSupport", "CCurl"]),
         // The strict JSON value and reader: request bodies (HTTPServer's error envelope too) and config.json.
         .target(name: "JSON"),
         .target(name: "HTTPServer", dependencies: [

@@ -2,10 +2,14 @@
 // (ONVIF Core's "initialized / changed" semantics), announced on two topics, and held for
 // each subscription until it is taken: by its client's PullMessages (a pull point), or by the
 // device's own delivery to the consumer's address (a push subscription, WS-BaseNotification's
-// Subscribe — PushDelivery.swift). A subscription that is not renewed before its term ends is
+// Subscribe — PushDelivery.swift). Each subscription's messages are an `EventQueue`, of the
+// shape every client of every output has (Subscriptions): the broker is its hub, as the event
+// hub is an SSE client's, and keeps what is ONVIF's — the properties, the terms, the limit and
+// the one PullMessages that waits. A subscription that is not renewed before its term ends is
 // dropped, and there are at most `maxPullPoints` of them, pull and push together, so a client
 // that forgets its subscriptions cannot make the device keep queues (or POSTs) without end.
 
+import Subscriptions
 import SystemSupport
 
 /// The topics this device announces: the two NVRs read for motion.
@@ -37,27 +41,83 @@ struct EventMessage: Sendable, Equatable {
     var operation: Operation
 }
 
+/// One subscription's messages: a pull point's (its client's PullMessages take them) or a
+/// push subscription's (its delivery takes them), the oldest dropped beyond the broker's
+/// `maxQueue`. It ends (`.end` once taken) when its subscription does.
+final class EventQueue: Subscription, Sendable {
+    typealias Item = EventMessage
+    let topics: Set<MotionTopic>
+    /// A push subscription's consumer (where its Notify messages are POSTed); nil for a pull point.
+    let consumer: String?
+    private struct State {
+        var messages: [EventMessage]
+        var wake: (@Sendable () -> Void)?
+        var ended = false
+    }
+    private let state: Locked<State>
+    private let limit: Int
+    private let leave: @Sendable () -> Void
+
+    fileprivate init(topics: Set<MotionTopic>, consumer: String?, initial: [EventMessage], limit: Int, leave: @escaping @Sendable () -> Void) {
+        self.topics = topics
+        self.consumer = consumer
+        self.limit = limit
+        self.leave = leave
+        state = Locked(State(messages: initial))
+    }
+
+    func attach(wake: @escaping @Sendable () -> Void) { state.withLock { $0.wake = wake } }
+
+    func next() -> Pull<EventMessage> {
+        state.withLock { s in
+            if !s.messages.isEmpty { return .item(s.messages.removeFirst()) }
+            return s.ended ? .end : .wait
+        }
+    }
+
+    var hasMessages: Bool { state.withLock { !$0.messages.isEmpty } }
+
+    /// Its client is gone: the subscription ends.
+    func cancel() { leave() }
+
+    /// The broker's side: more messages (its carrier woken outside the lock).
+    fileprivate func add(_ messages: [EventMessage]) {
+        let wake = state.withLock { s -> (@Sendable () -> Void)? in
+            guard !s.ended else { return nil }
+            s.messages += messages
+            if s.messages.count > limit { s.messages.removeFirst(s.messages.count - limit) }
+            return s.wake
+        }
+        wake?()
+    }
+
+    /// The subscription ended (unsubscribed, its term over, the server stopping).
+    fileprivate func end() {
+        let wake = state.withLock { s -> (@Sendable () -> Void)? in
+            defer { s.ended = true }
+            return s.ended ? nil : s.wake
+        }
+        wake?()
+    }
+}
+
 public final class EventBroker: Sendable {
     public let maxPullPoints: Int
     /// Messages a pull point keeps for its client; beyond it the oldest go.
     let maxQueue: Int
 
-    private struct PullPoint {
-        var topics: Set<MotionTopic>
+    private struct Entry {
+        let queue: EventQueue
         var termination: Double
-        /// A push subscription's consumer (where its Notify messages are POSTed); nil for a
-        /// pull point.
-        var consumer: String?
-        var queue: [EventMessage] = []
-        /// A PullMessages waiting for a message: its token and how to wake it.
-        var waiter: (token: Int, wake: CheckedContinuation<Void, Never>)?
     }
 
     private struct State {
         /// Each source's motion, the property's current value.
         var moving: [String: (value: Bool, since: Double)] = [:]
         var sources: [String] = []
-        var points: [Int: PullPoint] = [:]
+        var points: [Int: Entry] = [:]
+        /// The PullMessages waiting on a subscription: its token and how to wake it.
+        var waiters: [Int: (token: Int, wake: CheckedContinuation<Void, Never>)] = [:]
         var nextID = 1
         var nextToken = 1
     }
@@ -81,24 +141,19 @@ public final class EventBroker: Sendable {
         }
     }
 
-    /// A source started or stopped moving: a Changed message on every topic, for every pull
-    /// point that takes it. The same value again is not a change.
+    /// A source started or stopped moving: a Changed message on every topic, for every
+    /// subscription that takes it. The same value again is not a change.
     public func motion(source: String, moving: Bool, at time: Double) {
-        let wakes = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+        let queues = state.withLock { s -> [EventQueue] in
             guard s.moving[source]?.value != moving else { return [] }
             s.moving[source] = (moving, time)
-            var wakes: [CheckedContinuation<Void, Never>] = []
-            for id in s.points.keys {
-                for topic in MotionTopic.allCases where s.points[id]!.topics.contains(topic) {
-                    s.points[id]!.queue.append(EventMessage(topic: topic, source: source, moving: moving, time: time, operation: .changed))
-                }
-                let excess = s.points[id]!.queue.count - maxQueue
-                if excess > 0 { s.points[id]!.queue.removeFirst(excess) }
-                if let w = s.points[id]!.waiter { wakes.append(w.wake); s.points[id]!.waiter = nil }
-            }
-            return wakes
+            return s.points.values.map(\.queue)
         }
-        for w in wakes { w.resume() }
+        for q in queues {
+            q.add(MotionTopic.allCases.filter(q.topics.contains).map {
+                EventMessage(topic: $0, source: source, moving: moving, time: time, operation: .changed)
+            })
+        }
     }
 
     /// The pull points alive now (for the state and tests).
@@ -108,33 +163,36 @@ public final class EventBroker: Sendable {
 
     /// A new subscription taking `topics`, its first messages each source's current value
     /// (Initialized): a pull point, or a push subscription when a consumer is given. Nil when
-    /// `maxPullPoints` are alive.
+    /// `maxPullPoints` are alive. Its carrier is whoever takes its messages by `pull`.
     func create(topics: Set<MotionTopic>, termination: Double, now: Double, consumer: String? = nil) -> Int? {
         sweep(now: now)
-        return state.withLock { s -> Int? in
+        let made = state.withLock { s -> (Int, EventQueue)? in
             guard s.points.count < maxPullPoints else { return nil }
             let id = s.nextID
             s.nextID += 1
-            s.points[id] = PullPoint(topics: topics, termination: termination, consumer: consumer, queue: Self.initialized(s, topics))
-            return id
+            let queue = EventQueue(topics: topics, consumer: consumer, initial: Self.initialized(s, topics), limit: maxQueue) { [weak self] in
+                self?.end(id)
+            }
+            s.points[id] = Entry(queue: queue, termination: termination)
+            return (id, queue)
         }
+        guard let (id, queue) = made else { return nil }
+        queue.attach { [weak self] in self?.wake(id, token: nil) }
+        return id
     }
 
     /// The current value of every property, again (SetSynchronizationPoint). False when the
-    /// pull point is unknown.
+    /// subscription is unknown.
     func synchronize(_ id: Int, now: Double) -> Bool {
         sweep(now: now)
-        let (known, waiter) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
-            guard let p = s.points[id] else { return (false, nil) }
-            s.points[id]!.queue += Self.initialized(s, p.topics)
-            s.points[id]!.waiter = nil
-            return (true, p.waiter?.wake)
+        guard let (queue, again) = state.withLock({ s in s.points[id].map { ($0.queue, Self.initialized(s, $0.queue.topics)) } }) else {
+            return false
         }
-        waiter?.resume()
-        return known
+        queue.add(again)
+        return true
     }
 
-    /// A new term; nil when the pull point is unknown.
+    /// A new term; nil when the subscription is unknown.
     func renew(_ id: Int, termination: Double, now: Double) -> Double? {
         sweep(now: now)
         return state.withLock { s in
@@ -144,34 +202,33 @@ public final class EventBroker: Sendable {
         }
     }
 
-    /// Ends a pull point (a waiting pull answers with nothing). False when unknown.
+    /// Ends a subscription (a waiting pull answers what is left, if anything). False when unknown.
     func unsubscribe(_ id: Int, now: Double) -> Bool {
         sweep(now: now)
-        let removed = state.withLock { $0.points.removeValue(forKey: id) }
-        removed?.waiter?.wake.resume()
-        return removed != nil
+        return end(id)
     }
 
     func termination(_ id: Int) -> Double? { state.withLock { $0.points[id]?.termination } }
 
     /// A push subscription's consumer; nil for a pull point or an unknown id.
-    func consumer(_ id: Int) -> String? { state.withLock { $0.points[id]?.consumer } }
+    func consumer(_ id: Int) -> String? { state.withLock { $0.points[id]?.queue.consumer } }
 
     /// Ends every subscription (the server stops): waiting pulls answer with nothing and every
     /// push subscription's delivery ends after the POST it is in.
     public func close() {
-        let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+        let all = state.withLock { s -> [EventQueue] in
             defer { s.points.removeAll() }
-            return s.points.values.compactMap { $0.waiter?.wake }
+            return s.points.values.map(\.queue)
         }
-        for w in waiting { w.resume() }
+        for q in all { q.end() }
     }
 
     /// Up to `limit` messages, waiting up to `timeout` seconds for the first. Nil when the
-    /// pull point is unknown (or ended while waiting).
+    /// subscription is unknown (or ended while waiting).
     func pull(_ id: Int, limit: Int, timeout: Double, now: Double) async -> [EventMessage]? {
         sweep(now: now)
-        switch take(id, limit) {
+        guard let queue = state.withLock({ $0.points[id]?.queue }) else { return nil }
+        switch take(queue, limit) {
         case nil: return nil
         case let got? where !got.isEmpty: return got
         default: break
@@ -182,47 +239,60 @@ public final class EventBroker: Sendable {
             self.wake(id, token: token)
         }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                guard let p = s.points[id], p.queue.isEmpty else { return [c] }
-                // A second pull on the same point: the first answers with what it has (nothing).
-                let earlier = p.waiter?.wake
-                s.points[id]!.waiter = (token, c)
+            let waiting = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                guard s.points[id] != nil else { return [c] }  // ended meanwhile
+                // A second pull on the same subscription: the first answers with what it has (nothing).
+                let earlier = s.waiters[id]?.wake
+                s.waiters[id] = (token, c)
                 return earlier.map { [$0] } ?? []
             }
-            for r in resumeNow { r.resume() }
+            for r in waiting { r.resume() }
+            // A message that came between the look and the wait woke no one: it answers now.
+            if queue.hasMessages { wake(id, token: token) }
         }
         timer.cancel()
-        return take(id, limit)
+        return take(queue, limit)
     }
 
     // MARK: - Inside
 
-    private func wake(_ id: Int, token: Int) {
+    /// Resumes the pull waiting on `id`: any (a message came, or the subscription ended), or
+    /// only the one with `token` (its timeout).
+    private func wake(_ id: Int, token: Int?) {
         let w = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            guard let waiter = s.points[id]?.waiter, waiter.token == token else { return nil }
-            s.points[id]!.waiter = nil
+            guard let waiter = s.waiters[id], token == nil || waiter.token == token else { return nil }
+            s.waiters[id] = nil
             return waiter.wake
         }
         w?.resume()
     }
 
-    private func take(_ id: Int, _ limit: Int) -> [EventMessage]? {
-        state.withLock { s in
-            guard let p = s.points[id] else { return nil }
-            let n = min(max(1, limit), p.queue.count)
-            s.points[id]!.queue.removeFirst(n)
-            return Array(p.queue.prefix(n))
+    /// Up to `limit` of its messages ([] when none); nil when it has ended and nothing is left.
+    private func take(_ queue: EventQueue, _ limit: Int) -> [EventMessage]? {
+        var got: [EventMessage] = []
+        while got.count < max(1, limit) {
+            switch queue.next() {
+            case .item(let m): got.append(m)
+            case .wait: return got
+            case .end: return got.isEmpty ? nil : got
+            }
         }
+        return got
     }
 
-    /// Drops the pull points whose term has ended, waking their waiting pulls.
+    /// Takes subscription `id` out and ends it (its waiting pull woken by its queue). False when unknown.
+    @discardableResult
+    private func end(_ id: Int) -> Bool {
+        guard let entry = state.withLock({ $0.points.removeValue(forKey: id) }) else { return false }
+        entry.queue.end()
+        wake(id, token: nil)
+        return true
+    }
+
+    /// Drops the subscriptions whose term has ended, waking their waiting pulls.
     private func sweep(now: Double) {
-        let ended = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            let gone = s.points.filter { $0.value.termination < now }
-            for id in gone.keys { s.points.removeValue(forKey: id) }
-            return gone.values.compactMap { $0.waiter?.wake }
-        }
-        for w in ended { w.resume() }
+        let gone = state.withLock { s in s.points.filter { $0.value.termination < now }.map(\.key) }
+        for id in gone { end(id) }
     }
 
     private static func initialized(_ s: State, _ topics: Set<MotionTopic>) -> [EventMessage] {

@@ -23,12 +23,16 @@ extension CaptureSession {
     /// cannot take its format).
     public nonisolated func soundTrack(_ codec: AudioTrackInfo.Codec) -> AudioTrackInfo? { running(codec)?.track }
 
-    /// Hands each packet of `track` (its codec's) to `deliver` (on the microphone's thread; it
-    /// must not block) until the subscription is cancelled. Nil when no microphone runs.
-    public nonisolated func subscribeSound(_ track: AudioTrackInfo,
-                                           _ deliver: @escaping @Sendable (AudioPacket) -> Void) -> SoundSubscription? {
-        guard let stream = running(track.codec) else { return nil }
-        return SoundSubscription(stream: stream, id: stream.subscribe(track, deliver))
+    /// Each packet of `track` (its codec's) until the subscription is cancelled, for a
+    /// transport whose track is fixed (RTSP's SDP, a movie's): nil when no microphone runs.
+    public nonisolated func subscribeSound(_ track: AudioTrackInfo) -> SoundSubscription? {
+        running(track.codec)?.subscribe(track)
+    }
+
+    /// Each packet in `codec` of the session's microphone, in whatever track it makes, from
+    /// when it runs (a WebRTC viewer's Opus): nil when the session has no microphone.
+    public nonisolated func subscribeSound(_ codec: AudioTrackInfo.Codec) -> SoundSubscription? {
+        graph.microphones[graph.camera.descriptor.id].map { (codec == .aac ? $0.aac : $0.opus).subscribe(nil) }
     }
 
     private nonisolated func running(_ codec: AudioTrackInfo.Codec) -> AudioEncodeStream? {

@@ -1,45 +1,60 @@
 // A transport's sound from the camera a feed shows: every packet of that camera's microphone
-// in one codec, pushed from the microphone's thread (a push only queues). Sound is not pulled
-// as pictures are: a picture may be skipped for the newest, a packet of sound may not — every
-// one goes, in order. A feed that moves to another camera moves its sound at once, beside its
-// hubs' clients (SessionFeed.move): one mechanism for all that follows the main camera. A
-// microphone that starts after the subscription is joined at the next `refresh` (a WebRTC
-// peer's: the WHEP sweep, each second).
+// in one codec, in whatever track it makes (a WebRTC viewer's Opus), as a subscription of the
+// one shape. It is on the microphone before that runs, so a microphone that starts later is
+// heard from its first packet (nothing polls for it). A feed that moves to another camera
+// moves its sound at once, beside its hubs' clients (SessionFeed.move): one mechanism for all
+// that follows the main camera.
 
 import Movie
+import Subscriptions
 import SystemSupport
 
-public final class FeedSound: Sendable {
+public final class FeedSound: Subscription, Sendable {
+    public typealias Item = AudioPacket
     private let feed: SessionFeed
     private let codec: AudioTrackInfo.Codec
-    private let deliver: @Sendable (AudioPacket) -> Void
     private struct Current {
         var session: ObjectIdentifier?
-        var subscription: SoundSubscription?
+        var inner: SoundSubscription?
+        var wake: (@Sendable () -> Void)?
         var cancelled = false
     }
     private let current = Locked(Current())
 
-    init(feed: SessionFeed, codec: AudioTrackInfo.Codec, deliver: @escaping @Sendable (AudioPacket) -> Void) {
+    init(feed: SessionFeed, codec: AudioTrackInfo.Codec) {
         self.feed = feed
         self.codec = codec
-        self.deliver = deliver
     }
 
-    /// The session whose microphone it is on (or waits for): the feed's, once it has followed.
+    /// The session whose microphone it is on: the feed's, once it has followed.
     var session: ObjectIdentifier? { current.withLock { $0.session } }
 
-    /// Joins the microphone of the camera the feed shows now, unless it is on it already. A
-    /// subscription whose microphone stopped is kept: a reopening delivers again.
-    public func refresh() {
+    /// Joins the microphone of the camera the feed shows now, unless it is on it already (the
+    /// feed's call, when it makes this and when it moves).
+    func follow() {
         let session = feed.session
         let id = ObjectIdentifier(session)
-        current.withLock { c in
-            guard !c.cancelled, c.session != id || c.subscription == nil else { return }
-            c.subscription?.cancel()
+        let old = current.withLock { c -> SoundSubscription?? in
+            guard !c.cancelled, c.session != id else { return nil }
+            let old = c.inner
             c.session = id
-            c.subscription = session.soundTrack(codec).flatMap { session.subscribeSound($0, deliver) }
+            c.inner = session.subscribeSound(codec)
+            if let wake = c.wake { c.inner?.attach(wake: wake) }
+            return old
         }
+        old??.cancel()
+    }
+
+    public func attach(wake: @escaping @Sendable () -> Void) {
+        current.withLock { c in
+            c.wake = wake
+            c.inner?.attach(wake: wake)
+        }
+    }
+
+    public func next() -> Pull<AudioPacket> {
+        guard let inner = current.withLock({ $0.inner }) else { return .wait }
+        return inner.next()
     }
 
     deinit { feed.forget(self) }
@@ -47,11 +62,12 @@ public final class FeedSound: Sendable {
     /// No more sound (once the client ends).
     public func cancel() {
         feed.forget(self)
-        current.withLock { c in
+        let inner = current.withLock { c -> SoundSubscription? in
             c.cancelled = true
-            c.subscription?.cancel()
-            c.subscription = nil
             c.session = nil
+            defer { c.inner = nil; c.wake = nil }
+            return c.inner
         }
+        inner?.cancel()
     }
 }

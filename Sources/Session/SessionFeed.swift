@@ -48,7 +48,7 @@ public final class SessionFeed: Sendable {
     /// with the camera's sound when `sound` and its microphone runs.
     public func liveMP4(_ stream: LiveStreamName = .main, sound: Bool = true) -> LiveMP4Subscription {
         let session = sound ? self.session : nil
-        return LiveMP4Subscription(session: session) { id, wake in joinLive(id, stream, kind: "mp4", wake: wake) }
+        return LiveMP4Subscription(session: session) { wake in joinLive(stream, kind: "mp4", wake: wake) }
     }
 
     /// An RTP transport's client (`kind`: `rtsp`, `webrtc`): a live stream's access units,
@@ -56,16 +56,15 @@ public final class SessionFeed: Sendable {
     /// `baseline`: a client that decodes H.264's Constrained Baseline alone (a WebRTC viewer
     /// whose offer has no Main): whichever stream it takes is encoded so while it does.
     public func liveUnits(_ stream: LiveStreamName = .main, kind: String, baseline: Bool = false) -> LiveUnitSubscription {
-        LiveUnitSubscription(stream: stream) { [self] id, stream, wake in joinLive(id, stream, kind: kind, baseline: baseline, wake: wake) }
+        LiveUnitSubscription(stream: stream) { [self] stream, wake in joinLive(stream, kind: kind, baseline: baseline, wake: wake) }
     }
 
-    /// A transport's sound (RTSP: AAC; WebRTC: Opus): each packet of the microphone of the
-    /// camera the feed shows, to `deliver` on the microphone's thread (it must not block) —
-    /// the new camera's from the moment the feed moves — until `cancel`.
-    public func sound(_ codec: AudioTrackInfo.Codec, deliver: @escaping @Sendable (AudioPacket) -> Void) -> FeedSound {
-        let sound = FeedSound(feed: self, codec: codec, deliver: deliver)
+    /// A transport's sound (WebRTC: Opus): each packet of the microphone of the camera the
+    /// feed shows — the new camera's from the moment the feed moves — until `cancel`.
+    public func sound(_ codec: AudioTrackInfo.Codec) -> FeedSound {
+        let sound = FeedSound(feed: self, codec: codec)
         if follows { sounds.withLock { $0[ObjectIdentifier(sound)] = WeakSound(sound: sound) } }
-        sound.refresh()
+        sound.follow()
         return sound
     }
 
@@ -78,15 +77,16 @@ public final class SessionFeed: Sendable {
         return current.withLock { s in (s.hub, s.hub.addViewer(maxFps: maxFps, feed: tag)) }
     }
 
-    /// A live client joins the current session's live hub, woken by `wake`; `kind` names its
-    /// transport in the state (`rtsp`, `webrtc`, `mp4`).
-    func joinLive(_ id: ObjectIdentifier, _ stream: LiveStreamName, kind: String, baseline: Bool = false,
-                  wake: @escaping @Sendable () -> Void) -> LiveHub {
+    /// A live client joins `stream` of the current session, woken by `wake`; `kind` names its
+    /// transport in the state (`rtsp`, `webrtc`, `mp4`). Under the feed's lock, so a move
+    /// either finds it on the old hub (and ends its stream) or it joins the new one.
+    func joinLive(_ stream: LiveStreamName, kind: String, baseline: Bool = false,
+                  wake: @escaping @Sendable () -> Void) -> LiveStreamSubscription {
         let tag = tag
         return current.withLock { s in
-            let hub = s.live(stream)
-            hub.subscribe(id, kind: kind, feed: tag, baseline: baseline, wake: wake)
-            return hub
+            let joined = LiveStreamSubscription(hub: s.live(stream), kind: kind, feed: tag, baseline: baseline)
+            joined.attach(wake: wake)
+            return joined
         }
     }
 
@@ -96,6 +96,6 @@ public final class SessionFeed: Sendable {
         guard old !== session else { return }
         old.hub.detach(feed: ObjectIdentifier(self))
         for stream in LiveStreamName.allCases { old.live(stream).detach(feed: ObjectIdentifier(self)) }
-        for sound in sounds.withLock({ $0.values.compactMap(\.sound) }) { sound.refresh() }
+        for sound in sounds.withLock({ $0.values.compactMap(\.sound) }) { sound.follow() }
     }
 }

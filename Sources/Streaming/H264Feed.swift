@@ -77,13 +77,16 @@ public struct AACFormat: Sendable, Equatable {
     }
 }
 
-/// Pumps `units` into `feed` until the feed closes or `stop`; `onStop` runs once, then.
-/// The units are a live stream's (whose encoder a pipeline may ask for a keyframe) or any
-/// stream of pictures each whole alone (RTP/JPEG's: every one a keyframe).
+/// Pumps a subscription into a feed until the feed closes or `stop`; `onStop` runs once, then.
+/// The units are a live stream's (whose encoder a pipeline may ask for a keyframe), any stream
+/// of pictures each whole alone (RTP/JPEG's: every one a keyframe), or a camera's sound
+/// (encoded packets and their capture times, every one sent in order).
 public final class FeedPump: Sendable {
-    private let feed: H264Feed
-    private let units: any Subscription<EncodedUnit>
-    private let requestKeyframe: @Sendable () -> Void
+    /// Pushes what the subscription has now; true when the feed closed meanwhile.
+    private let pushAll: @Sendable () -> Bool
+    private let isClosed: @Sendable () -> Bool
+    private let attach: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let cancel: @Sendable () -> Void
     private let onStop: @Sendable () -> Void
     /// One drainer at a time, so units go out in order whoever wakes the pump — without a lock
     /// held across a push: a wake that comes while another thread drains is that drainer's to
@@ -97,25 +100,52 @@ public final class FeedPump: Sendable {
     private let pump = Locked(Pump())
     private let alarm = Locked<Alarm?>(nil)
 
-    public init<Units: UnitSubscription>(feed: H264Feed, units: Units, onStop: @escaping @Sendable () -> Void = {}) {
-        self.feed = feed
-        self.units = units
-        requestKeyframe = { [units] in units.requestKeyframe() }
+    private init<S: Subscription>(_ subscription: S, isClosed: @escaping @Sendable () -> Bool, onStop: @escaping @Sendable () -> Void,
+                                  push: @escaping @Sendable (S.Item) -> Bool) {
+        pushAll = {
+            while case .item(let item) = subscription.next() {
+                if !push(item) { return true }
+            }
+            return false
+        }
+        self.isClosed = isClosed
+        attach = { subscription.attach(wake: $0) }
+        cancel = { subscription.cancel() }
         self.onStop = onStop
     }
 
+    public convenience init<Units: UnitSubscription>(feed: H264Feed, units: Units, onStop: @escaping @Sendable () -> Void = {}) {
+        self.init(units, isClosed: { feed.isClosed }, onStop: onStop) { unit in
+            switch feed.push(unit.bytes, time: unit.time, keyframe: unit.keyframe) {
+            case .sent: return true
+            case .keyframeWanted: units.requestKeyframe(); return true
+            case .closed: return false
+            }
+        }
+    }
+
     /// Pictures each whole alone: nothing to ask of an encoder.
-    public init(feed: H264Feed, pictures: any Subscription<EncodedUnit>, onStop: @escaping @Sendable () -> Void = {}) {
-        self.feed = feed
-        units = pictures
-        requestKeyframe = {}
-        self.onStop = onStop
+    public convenience init<Pictures: Subscription<EncodedUnit>>(feed: H264Feed, pictures: Pictures,
+                                                                  onStop: @escaping @Sendable () -> Void = {}) {
+        self.init(pictures, isClosed: { feed.isClosed }, onStop: onStop) { unit in
+            feed.push(unit.bytes, time: unit.time, keyframe: unit.keyframe) != .closed
+        }
+    }
+
+    /// A camera's sound: each packet's bytes and its capture time (`packet`), into its appsrc.
+    public convenience init<Sound: Subscription>(feed: AudioFeed, sound: Sound,
+                                                 packet: @escaping @Sendable (Sound.Item) -> (bytes: [UInt8], time: Double),
+                                                 onStop: @escaping @Sendable () -> Void = {}) {
+        self.init(sound, isClosed: { feed.isClosed }, onStop: onStop) { item in
+            let p = packet(item)
+            return feed.push(p.bytes, time: p.time)
+        }
     }
 
     public func start() {
         let a = Alarm { [weak self] in self?.checkClosed() }
         alarm.withLock { $0 = a }
-        units.attach { [weak self] in self?.drain() }
+        attach { [weak self] in self?.drain() }
         drain()  // a new client is woken only once it has taken the init segment: take it now
         checkClosed()
     }
@@ -123,7 +153,7 @@ public final class FeedPump: Sendable {
     /// A pipeline that went away while no unit was pushed (a camera stopped) is noticed here,
     /// each second: a push would have said so.
     private func checkClosed() {
-        if feed.isClosed { return stop() }
+        if isClosed() { return stop() }
         alarm.withLock { $0?.set(after: 1, leeway: 0.1) }
     }
 
@@ -136,21 +166,15 @@ public final class FeedPump: Sendable {
         }) else { return }
         var closed = false
         while true {
-            while !closed, case .item(let unit) = units.next() {
-                switch feed.push(unit.bytes, time: unit.time, keyframe: unit.keyframe) {
-                case .sent: continue
-                case .keyframeWanted: requestKeyframe()
-                case .closed: closed = true
-                }
-            }
+            if !closed { closed = pushAll() }
             // Done, unless a wake came meanwhile; a stop that came meanwhile is ours to finish.
-            let (more, cancel) = pump.withLock { p -> (Bool, Bool) in
+            let (more, stopping) = pump.withLock { p -> (Bool, Bool) in
                 if p.again && !p.stopped && !closed { p.again = false; return (true, false) }
                 p.draining = false
                 return (false, p.stopped)
             }
             if more { continue }
-            if cancel { units.cancel() }
+            if stopping { cancel() }
             break
         }
         if closed { stop() }
@@ -164,7 +188,7 @@ public final class FeedPump: Sendable {
             p.stopped = true
             return !p.draining
         }) else { return }
-        if cancelNow { units.cancel() }
+        if cancelNow { cancel() }
         alarm.withLock { $0?.cancel(); $0 = nil }
         onStop()
     }

@@ -92,6 +92,11 @@ import Testing
         let s = try session(mic, clock)
         let started = try await s.start()
         #expect(started.state == .running, "the picture does not depend on the sound")
+        // A WebRTC viewer's sound, asked for while no microphone runs: heard from the
+        // microphone's first packets once it comes, with nothing polling for it.
+        let sound = SessionFeed(s).sound(.opus)
+        let heard = DispatchSemaphore(value: 0)
+        sound.attach { heard.signal() }
         let missing = await until(s) { $0.audio?.error != nil }
         #expect(missing.audio?.running == false)
         #expect(missing.audio?.error?.contains("snd_pcm_open hw:CARD=C920,DEV=0") == true, "\(missing.audio?.error ?? "")")
@@ -104,6 +109,10 @@ import Testing
         clock.advance(by: 0.5)
         let back = await until(s) { $0.audio?.running == true }
         #expect(back.audio?.running == true && back.audio?.error == nil)
+        #expect(try await offload { heard.wait(timeout: .now() + TestTime.patience * TestTime.scale) } == .success,
+                "the viewer's sound woke for the microphone's packets")
+        if case .item(let packet) = sound.next() { #expect(!packet.bytes.isEmpty) } else { Issue.record("no Opus packet queued") }
+        sound.cancel()
 
         // Unplugged while running: the loss is reported, the picture goes on, and it comes back.
         mic.unplug()

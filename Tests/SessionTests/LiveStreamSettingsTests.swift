@@ -40,7 +40,8 @@ import Testing
     @Test func theSubOutputTakesFramesAtItsOwnRate() {
         let output = LiveOutput(.sub, hub: LiveHub(), settings: .sub, encoders: .software, pool: EncodePool(threads: 1, name: "sub-test"),
                                 logger: Logger(label: "test"))
-        output.hub.subscribe(ObjectIdentifier(output), kind: "mp4") {}
+        let client = LiveStreamSubscription(hub: output.hub, kind: "mp4")
+        client.attach {}
         let format = VideoFormat(pixelFormat: .yuyv, width: 16, height: 8, fps: 30)
         let bytes = [UInt8](repeating: 0, count: 16 * 8 * 2)
         func offered(_ t: Double) -> Bool {
@@ -52,7 +53,7 @@ import Testing
         #expect(taken.count == 15, "15 of 30 frames: \(taken.count)")
         let afterPause = (0..<4).map { offered(102 + Double($0) / 30) }
         #expect(afterPause == [true, false, true, false], "after a pause: the first frame, then every other one")
-        output.hub.unsubscribe(ObjectIdentifier(output))
+        client.cancel()
         #expect(!offered(103), "nobody watches: no frame")
     }
 }

@@ -157,7 +157,8 @@ import SystemSupport
         let viewer = m.mainFeed.preview(maxFps: 0)
         viewer.attach {}
         // A WebRTC peer's sound, which the feed moves itself, beside the hubs' clients.
-        let sound = m.mainFeed.sound(.opus) { _ in }
+        let sound = m.mainFeed.sound(.opus)
+        sound.attach {}
         #expect(sound.session == ObjectIdentifier(r))
         #expect(r.hub.viewerCount == 1 && r.live.clientCounts["rtsp"] == 1 && !f.live.hasClients)
         _ = try await m.switchMain(to: "front")

@@ -3,7 +3,7 @@
 // working only while something subscribes: a camera nobody records or hears encodes nothing.
 // It takes the microphone's buffers on the capture thread (an AAC frame of 1024 samples or an
 // Opus frame of 10 ms costs tens of microseconds) and hands each packet, stamped with the
-// capture time of its first sample, to every subscriber there. A gap in the buffers' time (a microphone reopened)
+// capture time of its first sample, to every subscription (SoundSubscription) there. A gap in the buffers' time (a microphone reopened)
 // starts a new encoder run at the new time, so a packet's time is always its sound's.
 
 import CameraCore
@@ -17,12 +17,7 @@ final class AudioEncodeStream: AudioConsumer {
         var format: AudioFormat?
         var encoder: AudioEncoder?
         var run = 0
-        var subscribers: [Int: Subscriber] = [:]
-        var nextID = 1
-    }
-    private struct Subscriber {
-        var track: AudioTrackInfo
-        var deliver: @Sendable (AudioPacket) -> Void
+        var subscribers: [ObjectIdentifier: SoundSubscription.Inbox] = [:]
     }
     private let state = Locked(State())
 
@@ -44,21 +39,20 @@ final class AudioEncodeStream: AudioConsumer {
         return AudioTrackInfo.forInput(codec, sampleRate: format.sampleRate, channels: format.channels)
     }
 
-    /// Hands every packet of `track` to `deliver` (on the microphone's thread; it must not
-    /// block) until `unsubscribe`. Packets of another format (a microphone reopened
-    /// differently) are not delivered: the subscriber's track could not hold them.
-    func subscribe(_ track: AudioTrackInfo, _ deliver: @escaping @Sendable (AudioPacket) -> Void) -> Int {
-        state.withLock { s in
-            defer { s.nextID += 1 }
-            s.subscribers[s.nextID] = Subscriber(track: track, deliver: deliver)
-            return s.nextID
-        }
+    /// Every packet of `track` from now until the subscription is cancelled (nil: of whatever
+    /// track the microphone makes, from when it runs — a WebRTC viewer's Opus, which takes
+    /// either). Packets of another track (a microphone reopened differently) are not queued
+    /// for a subscription that asked for one: the track it writes could not hold them.
+    func subscribe(_ track: AudioTrackInfo?) -> SoundSubscription {
+        let inbox = SoundSubscription.Inbox(track: track)
+        state.withLock { $0.subscribers[ObjectIdentifier(inbox)] = inbox }
+        return SoundSubscription(inbox) { [weak self] inbox in self?.remove(inbox) }
     }
 
-    func unsubscribe(_ id: Int) {
+    private func remove(_ inbox: SoundSubscription.Inbox) {
         // The last one leaving closes the encoder (its tail is nobody's).
         state.withLock { s in
-            s.subscribers[id] = nil
+            s.subscribers[ObjectIdentifier(inbox)] = nil
             if s.subscribers.isEmpty { s.encoder = nil }
         }
     }
@@ -75,12 +69,12 @@ final class AudioEncodeStream: AudioConsumer {
     }
 
     func audioEnded() {
-        let (held, subscribers) = state.withLock { s -> (AudioEncoder?, [Subscriber]) in
+        let (held, subscribers) = state.withLock { s -> (AudioEncoder?, [SoundSubscription.Inbox]) in
             defer { s.encoder = nil; s.format = nil }
             return (s.encoder, self.subscribers(of: s))
         }
         let tail = (try? held?.flush()) ?? []
-        for sub in subscribers { for p in tail { sub.deliver(p) } }
+        for inbox in subscribers { inbox.add(tail) }
     }
 
     /// Encodes outside the lock: the encoder is taken out of the state for the encode and put
@@ -89,7 +83,7 @@ final class AudioEncodeStream: AudioConsumer {
     func takeAudio(_ buffer: borrowing AudioBuffer) {
         let timestamp = buffer.timestamp, format = buffer.format
         let samples = buffer.bytes.bindMemory(to: Int16.self)
-        guard let track = track(for: format), let (held, lastRun, subscribers) = state.withLock({ s -> (AudioEncoder?, Int, [Subscriber])? in
+        guard let track = track(for: format), let (held, lastRun, subscribers) = state.withLock({ s -> (AudioEncoder?, Int, [SoundSubscription.Inbox])? in
             guard !s.subscribers.isEmpty, format == s.format else { return nil }
             defer { s.encoder = nil }
             return (s.encoder, s.run, self.subscribers(of: s))
@@ -114,12 +108,12 @@ final class AudioEncodeStream: AudioConsumer {
             s.run = run
             if !s.subscribers.isEmpty, s.format == format { s.encoder = encoder }
         }
-        for sub in subscribers { for p in packets { sub.deliver(p) } }
+        for inbox in subscribers { inbox.add(packets) }
     }
 
-    /// The subscribers whose track the current format's packets fit.
-    private func subscribers(of s: State) -> [Subscriber] {
+    /// The subscriptions whose track the current format's packets fit.
+    private func subscribers(of s: State) -> [SoundSubscription.Inbox] {
         guard let current = s.format.flatMap(track(for:)) else { return [] }
-        return s.subscribers.values.filter { $0.track == current }
+        return s.subscribers.values.filter { $0.takes(current) }
     }
 }

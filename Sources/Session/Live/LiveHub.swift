@@ -26,7 +26,7 @@ public final class LiveHub: Sendable {
     /// Frames a client may be behind before it is cut back to the next keyframe: 2 s at 30 fps.
     static let queueLimit = 60
 
-    enum Next: Sendable {
+    fileprivate enum Next: Sendable {
         /// The current encoder's stream begins for this client (an fMP4 client's init segment).
         case start(LiveStreamInfo)
         case unit(AccessUnit)
@@ -82,7 +82,7 @@ public final class LiveHub: Sendable {
 
     /// A client joins; it is woken (`wake`) whenever it may have more. An IDR is asked for, so
     /// it starts at once.
-    func subscribe(_ id: ObjectIdentifier, kind: String, feed: ObjectIdentifier? = nil, baseline: Bool = false,
+    fileprivate func subscribe(_ id: ObjectIdentifier, kind: String, feed: ObjectIdentifier? = nil, baseline: Bool = false,
                           wake: @escaping @Sendable () -> Void) {
         state.withLock { s in
             s.clients[id] = Client(wake: wake, feed: feed, kind: kind, baseline: baseline)
@@ -97,7 +97,7 @@ public final class LiveHub: Sendable {
     }
 
     /// What a client's link reports (a WebRTC viewer's), for the state.
-    func setReport(_ id: ObjectIdentifier, _ report: ViewerReport) {
+    fileprivate func setReport(_ id: ObjectIdentifier, _ report: ViewerReport) {
         state.withLock { s in s.clients[id]?.report = report }
     }
 
@@ -106,7 +106,7 @@ public final class LiveHub: Sendable {
         state.withLock { s in s.clients.values.compactMap { $0.moved ? nil : $0.report }.sorted { $0.id < $1.id } }
     }
 
-    func unsubscribe(_ id: ObjectIdentifier) {
+    fileprivate func unsubscribe(_ id: ObjectIdentifier) {
         state.withLock { _ = $0.clients.removeValue(forKey: id) }
     }
 
@@ -186,7 +186,7 @@ public final class LiveHub: Sendable {
 
     /// What client `id` sends next: the stream's start first, then its units in order from a
     /// keyframe on.
-    func next(_ id: ObjectIdentifier) -> Next {
+    fileprivate func next(_ id: ObjectIdentifier) -> Next {
         state.withLock { s in
             guard let c = s.clients.index(forKey: id) else { return .end }
             if s.clients.values[c].moved { return .moved }
@@ -202,126 +202,51 @@ public final class LiveHub: Sendable {
     }
 }
 
-/// An RTP transport's subscription (an RTSP media, a WebRTC peer): each access unit from a
-/// keyframe on. A new format (a prepare) ends the hub's
-/// clients; an RTP stream carries on, as a camera's does: it joins the new stream at its
-/// first IDR, whose in-band SPS gives the size. Following a feed, told `.moved` when the main
-/// camera switches, it joins the new camera's hub at once, as an MJPEG viewer does. Moved to
-/// the camera's other stream (a WebRTC viewer whose link cannot carry the main one), it joins
-/// that stream's hub before its next unit, from the IDR the join asks for.
-public final class LiveUnitSubscription: UnitSubscription, Sendable {
-    public typealias Join = @Sendable (_ id: ObjectIdentifier, _ stream: LiveStreamName, _ wake: @escaping @Sendable () -> Void) -> LiveHub
-    private let join: Join
-    private struct State {
-        var hub: LiveHub?
-        var wake: (@Sendable () -> Void)?
-        var cancelled = false
-        /// The stream it takes now, and the one it is to take.
-        var stream: LiveStreamName
-        var wanted: LiveStreamName
-    }
-    private let state: Locked<State>
-    private var id: ObjectIdentifier { ObjectIdentifier(self) }
-
-    init(stream: LiveStreamName, join: @escaping Join) {
-        self.join = join
-        state = Locked(State(stream: stream, wanted: stream))
-    }
-
-    /// The stream it takes (or is about to).
-    public var stream: LiveStreamName { state.withLock { $0.wanted } }
-
-    /// Takes `stream` from its next unit on (nothing when it takes it already).
-    public func switchStream(to stream: LiveStreamName) {
-        let wake = state.withLock { s -> (@Sendable () -> Void)? in
-            guard s.wanted != stream else { return nil }
-            s.wanted = stream
-            return s.wake
-        }
-        wake?()
-    }
-
-    public func attach(wake: @escaping @Sendable () -> Void) {
-        let stream = state.withLock { $0.wanted }
-        let hub = join(id, stream, wake)
-        let cancelled = state.withLock { s -> Bool in
-            if !s.cancelled { s.hub = hub; s.wake = wake; s.stream = stream }
-            return s.cancelled
-        }
-        if cancelled { hub.unsubscribe(id) }
-    }
-
-    public func next() -> Pull<EncodedUnit> {
-        while case let (hub, wake, moveTo)? = state.withLock({ s in
-            s.hub.map { ($0, s.wake, s.wanted != s.stream ? s.wanted : nil) }
-        }) {
-            let result: LiveHub.Next = moveTo == nil ? hub.next(id) : .moved
-            switch result {
-            case .start: continue
-            case .unit(let u): return .item(EncodedUnit(bytes: u.bytes, pts: u.pts, time: u.time, keyframe: u.keyframe))
-            case .wait: return .wait
-            case .end, .moved:  // a new stream, the feed moved, or the other stream wanted: joined again, from its next IDR
-                hub.unsubscribe(id)
-                guard let wake else { return .end }
-                let stream = moveTo ?? state.withLock { $0.wanted }
-                let joined = join(id, stream, wake)
-                let cancelled = state.withLock { s -> Bool in
-                    if !s.cancelled { s.hub = joined; s.stream = stream }
-                    return s.cancelled
-                }
-                if cancelled { joined.unsubscribe(id); return .end }
-            }
-        }
-        return .end
-    }
-
-    public func requestKeyframe() { state.withLock { $0.hub }?.requestKeyframe() }
-
-    /// What this client's link reports, shown with the stream it takes now.
-    public func report(_ r: ViewerReport) { state.withLock { $0.hub }?.setReport(id, r) }
-
-    public func cancel() {
-        state.withLock { s in
-            s.cancelled = true
-            defer { s.hub = nil; s.wake = nil }
-            return s.hub
-        }?.unsubscribe(id)
-    }
-}
-
-/// A recording's subscription (LiveRecording, MotionRecording), pumped by its recording as
-/// FeedPump pumps an RTP client's: one stream of its own camera's hub — its start, with the
-/// hub's generation then, and its units from a keyframe on — ended with that stream (a new
-/// encoder): a movie does not go on into another stream, and a recording is never moved.
-final class LiveStreamSubscription: Subscription, Sendable {
-    enum Item: Sendable {
-        case start(generation: Int)
+/// A client of one stream of one hub, the hub's own subscription: the stream's start (what it
+/// is, and the hub's generation then), then its units from a keyframe on; it ends with that
+/// stream (a new encoder) or when the feed it follows moves. A recording pumps it as it is
+/// (LiveRecording, MotionRecording: a movie does not go on into another stream, and is never
+/// moved); the transports' subscriptions are made of it (LiveUnitSubscription joins the next
+/// stream, LiveMP4Subscription ends with it). It joins the hub when attached.
+public final class LiveStreamSubscription: Subscription, Sendable {
+    public enum Item: Sendable {
+        case start(LiveStreamInfo, generation: Int)
         case unit(AccessUnit)
     }
     private let hub: LiveHub
     private let kind: String
+    private let feed: ObjectIdentifier?
+    private let baseline: Bool
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
-    init(hub: LiveHub, kind: String) {
+    /// `kind` names its transport in the state (`rtsp`, `webrtc`, `mp4`, `movie`, `motion`);
+    /// `feed`, the SessionFeed it follows (nil: this hub for good); `baseline`, a client that
+    /// decodes Constrained Baseline alone.
+    init(hub: LiveHub, kind: String, feed: ObjectIdentifier? = nil, baseline: Bool = false) {
         self.hub = hub
         self.kind = kind
+        self.feed = feed
+        self.baseline = baseline
     }
 
-    func attach(wake: @escaping @Sendable () -> Void) { hub.subscribe(id, kind: kind, wake: wake) }
+    public func attach(wake: @escaping @Sendable () -> Void) { hub.subscribe(id, kind: kind, feed: feed, baseline: baseline, wake: wake) }
 
-    func next() -> Pull<Item> {
+    public func next() -> Pull<Item> {
         switch hub.next(id) {
-        case .start: .item(.start(generation: hub.generation))
+        case .start(let info): .item(.start(info, generation: hub.generation))
         case .unit(let u): .item(.unit(u))
         case .wait: .wait
         case .end, .moved: .end
         }
     }
 
-    /// The movie's fragments start at a keyframe: one is asked of the stream's encoder.
-    func requestKeyframe() { hub.requestKeyframe() }
+    /// The client's fragments start at a keyframe: one is asked of the stream's encoder.
+    public func requestKeyframe() { hub.requestKeyframe() }
 
-    func cancel() { hub.unsubscribe(id) }
+    /// What this client's link reports (a WebRTC viewer's), for the state.
+    func report(_ r: ViewerReport) { hub.setReport(id, r) }
+
+    public func cancel() { hub.unsubscribe(id) }
 
     deinit { hub.unsubscribe(id) }
 }

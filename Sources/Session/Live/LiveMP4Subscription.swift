@@ -15,24 +15,22 @@ import SystemSupport
 
 public final class LiveMP4Subscription: Subscription, Sendable {
     private struct State {
-        var hub: LiveHub?
+        /// Its stream of the hub (it ends with it).
+        var units: LiveStreamSubscription?
         var wake: (@Sendable () -> Void)?
         /// Made at the stream's start.
         var mux: LiveClientMux?
         var sound: SoundSubscription?
     }
     private let state = Locked(State())
-    /// AAC packets as the microphone's thread delivers them, until the pump muxes them.
-    private let packets = Locked(SoundQueue())
     /// The session whose microphone the stream takes, when it should carry sound.
     private let session: CaptureSession?
-    private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
-    init(session: CaptureSession?, join: (_ id: ObjectIdentifier, _ wake: @escaping @Sendable () -> Void) -> LiveHub) {
+    init(session: CaptureSession?, join: (_ wake: @escaping @Sendable () -> Void) -> LiveStreamSubscription) {
         self.session = session
         let state = self.state
-        let hub = join(ObjectIdentifier(self)) { state.withLock { $0.wake }?() }
-        state.withLock { $0.hub = hub }
+        let units = join { state.withLock { $0.wake }?() }
+        state.withLock { $0.units = units }
     }
 
     public func attach(wake: @escaping @Sendable () -> Void) {
@@ -43,17 +41,19 @@ public final class LiveMP4Subscription: Subscription, Sendable {
     public func next() -> Pull<[UInt8]> {
         // One pump calls next at a time; the lock orders it with cancel.
         state.withLock { s in
-            guard let hub = s.hub else { return .end }
-            // Sound once the first keyframe set time 0 (until then it waits in the queue).
-            if let mux = s.mux, mux.started {
-                switch mux.sound(packets.withLock { $0.take() }) {
+            guard let units = s.units else { return .end }
+            // Sound once the first keyframe set time 0 (until then it waits in its subscription).
+            if let mux = s.mux, mux.started, let sound = s.sound {
+                var packets: [AudioPacket] = []
+                while case .item(let p) = sound.next() { packets.append(p) }
+                switch mux.sound(packets) {
                 case .bytes(let b) where !b.isEmpty: return .item(b)
                 case .bytes: break
                 case .end: return .end
                 }
             }
-            switch hub.next(id) {
-            case .start(let info):
+            switch units.next() {
+            case .item(.start(let info, _)):
                 if let session, let (mux, sound) = withSound(session, info) {
                     (s.mux, s.sound) = (mux, sound)
                 } else {
@@ -61,14 +61,14 @@ public final class LiveMP4Subscription: Subscription, Sendable {
                     s.mux = mux
                 }
                 return .item(s.mux!.initSegment)
-            case .unit(let u):
+            case .item(.unit(let u)):
                 guard let mux = s.mux else { return .end }
                 switch mux.picture(u) {
                 case .bytes(let b): return .item(b)
                 case .end: return .end
                 }
             case .wait: return .wait
-            case .end, .moved: return .end
+            case .end: return .end
             }
         }
     }
@@ -77,44 +77,24 @@ public final class LiveMP4Subscription: Subscription, Sendable {
     /// packets; nil when no microphone runs (the stream is then the picture alone).
     private func withSound(_ session: CaptureSession, _ info: LiveStreamInfo) -> (LiveClientMux, SoundSubscription)? {
         guard let track = session.soundTrack(.aac),
-              let mux = try? LiveClientMux(info, sound: track) else { return nil }
-        let packets = self.packets, state = self.state
-        guard let sound = session.subscribeSound(track, { packet in
-            packets.withLock { $0.add(packet) }
-            state.withLock { $0.wake }?()
-        }) else { return nil }
+              let mux = try? LiveClientMux(info, sound: track), let sound = session.subscribeSound(track) else { return nil }
+        let state = self.state
+        sound.attach { state.withLock { $0.wake }?() }
         return (mux, sound)
     }
 
     public func cancel() {
-        let (hub, sound) = state.withLock { s in
+        let (units, sound) = state.withLock { s in
             defer { s = State() }
-            return (s.hub, s.sound)
+            return (s.units, s.sound)
         }
         sound?.cancel()
-        hub?.unsubscribe(id)
+        units?.cancel()
     }
 
     deinit {  // never pumped (a HEAD, or an answer not sent)
-        let (hub, sound) = state.withLock { ($0.hub, $0.sound) }
+        let (units, sound) = state.withLock { ($0.units, $0.sound) }
         sound?.cancel()
-        hub?.unsubscribe(id)
-    }
-}
-
-/// The packets a client has not muxed yet, bounded: a client that stops reading holds at
-/// most five seconds of sound (its picture is cut back by the hub).
-struct SoundQueue {
-    static let limit = 240
-    private var packets: [AudioPacket] = []
-
-    mutating func add(_ packet: AudioPacket) {
-        if packets.count >= Self.limit { packets.removeFirst(packets.count - Self.limit + 1) }
-        packets.append(packet)
-    }
-
-    mutating func take() -> [AudioPacket] {
-        defer { packets.removeAll(keepingCapacity: true) }
-        return packets
+        units?.cancel()
     }
 }

@@ -51,7 +51,7 @@ final class LiveRecording: Sendable {
             guard !s.stopped else { return false }
             while true {
                 switch units.next() {
-                case .item(.start(let g)):
+                case .item(.start(_, let g)):
                     guard g == generation else { return true }  // another stream than the movie's
                 case .item(.unit(let u)):
                     if s.needKeyframe && !u.keyframe { continue }

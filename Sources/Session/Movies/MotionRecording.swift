@@ -46,10 +46,10 @@ final class MotionRecording: Sendable {
     private let state: Locked<State>
     /// The camera's AAC subscription, when its microphone runs (asked again at each keyframe
     /// while there is none: a microphone may start later).
-    private let subscribeSound: @Sendable (@escaping @Sendable (AudioPacket) -> Void) -> (AudioTrackInfo, SoundSubscription)?
+    private let subscribeSound: @Sendable () -> SoundSubscription?
 
     init(hub: LiveHub, preRoll: Double,
-         sound: @escaping @Sendable (@escaping @Sendable (AudioPacket) -> Void) -> (AudioTrackInfo, SoundSubscription)?,
+         sound: @escaping @Sendable () -> SoundSubscription?,
          onDone: @escaping @Sendable (MovieRecorder, RecordingEndReason) -> Void) {
         self.hub = hub
         self.onDone = onDone
@@ -109,9 +109,10 @@ final class MotionRecording: Sendable {
 
     /// Joins the camera's AAC encode when none is joined and a microphone runs.
     private func joinSound(_ s: inout State) {
-        guard s.soundFeed == nil, let (track, feed) = subscribeSound({ [weak self] in self?.take($0) }) else { return }
+        guard s.soundFeed == nil, let feed = subscribeSound(), let track = feed.track else { return }
         s.soundTrack = track
         s.soundFeed = feed
+        feed.deliver { [weak self] in self?.take($0) }  // on the microphone's thread: take only queues
     }
 
     func setPreRoll(_ seconds: Double) { state.withLock { $0.preRoll = seconds } }
@@ -173,7 +174,7 @@ final class MotionRecording: Sendable {
             guard !s.stopped else { return }
             while let units = s.units {
                 switch units.next() {
-                case .item(.start(let generation)):
+                case .item(.start(_, let generation)):
                     // A new stream (a new format, a turn by 90°): the ring's units are another
                     // stream's, and a movie of them cannot go on.
                     s.ring = []

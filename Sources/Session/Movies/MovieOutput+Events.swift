@@ -19,11 +19,11 @@ extension MovieOutput {
         if let ring { ring.setPreRoll(settings.preRoll) }
         if wanted, ring == nil {
             let microphones = self.microphones
-            let made = MotionRecording(hub: live, preRoll: settings.preRoll, sound: { deliver in
+            let made = MotionRecording(hub: live, preRoll: settings.preRoll, sound: {
                 // The session's microphone that runs (the camera's own), in AAC.
                 guard let stream = microphones.values.map(\.aac).first(where: { $0.track != nil }), let track = stream.track
                 else { return nil }
-                return (track, SoundSubscription(stream: stream, id: stream.subscribe(track, deliver)))
+                return stream.subscribe(track)
             }) { [weak self] recorder, reason in
                 self?.complete(.eventMovieDue(recorder, reason))
             }

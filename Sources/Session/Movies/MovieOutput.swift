@@ -99,7 +99,11 @@ final class MovieOutput: CaptureOutput {
             }
         }
         let soundFeed = stream.flatMap { stream in
-            setup.audio.map { track in SoundSubscription(stream: stream, id: stream.subscribe(track) { r.submit(audio: $0) }) }
+            setup.audio.map { track in
+                let sound = stream.subscribe(track)
+                sound.deliver { r.submit(audio: $0) }  // the recorder's submit only queues
+                return sound
+            }
         }
         movies.withLock { $0.recording = (r, feeder, soundFeed) }
         feeder?.start()

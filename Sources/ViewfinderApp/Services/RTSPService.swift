@@ -85,16 +85,16 @@ final class RTSPService: RTSPServerDelegate {
         } else {
             return
         }
-        // The sound, from the microphone's thread straight into its appsrc (a push only
-        // queues), until the picture's pump stops: the media is gone.
+        // The sound, pumped into its appsrc on the microphone's thread (a push only queues),
+        // until the picture's pump stops: the media is gone.
         let listening = Self.isJPEG(path) ? nil : sound.flatMap { sound in
             described.withLock { $0[path] }.flatMap { track in
-                session(path)?.subscribeSound(track) { packet in sound.push(packet.bytes, time: packet.time) }
+                session(path)?.subscribeSound(track).map { FeedPump(feed: sound, sound: $0) { ($0.bytes, $0.time) } }
             }
         }
         let box = Locked<ObjectIdentifier?>(nil)
         let stopped = { @Sendable [feeders] in
-            listening?.cancel()
+            listening?.stop()
             if let id = box.withLock({ $0 }) { feeders.withLock { _ = $0.removeValue(forKey: id) } }
         }
         let feeder = Self.isJPEG(path) ? FeedPump(feed: feed, pictures: source.previewPictures(), onStop: stopped)
@@ -102,6 +102,7 @@ final class RTSPService: RTSPServerDelegate {
         box.withLock { $0 = ObjectIdentifier(feeder) }
         feeders.withLock { $0[ObjectIdentifier(feeder)] = feeder }
         feeder.start()
+        listening?.start()
         logger.info("RTSP \(path): streaming\(listening == nil ? "" : " with sound")")
     }
 

@@ -18,13 +18,14 @@ final class WHEPService: Sendable {
         let peer: WebRTCPeer
         let feeder: FeedPump
         let units: LiveUnitSubscription
-        let sound: FeedSound?
+        /// Its sound's pump (nil: the offer takes no Opus, or the camera has no microphone).
+        let sound: FeedPump?
         /// Reads the link's reports (its send rate); when `adaptive`, chooses the stream by them.
         let adapter: Locked<StreamAdapter>
         /// False: the stream the viewer asked for, kept.
         let adaptive: Bool
 
-        init(peer: WebRTCPeer, feeder: FeedPump, units: LiveUnitSubscription, sound: FeedSound?, adapter: StreamAdapter, adaptive: Bool) {
+        init(peer: WebRTCPeer, feeder: FeedPump, units: LiveUnitSubscription, sound: FeedPump?, adapter: StreamAdapter, adaptive: Bool) {
             self.peer = peer
             self.feeder = feeder
             self.units = units
@@ -37,7 +38,7 @@ final class WHEPService: Sendable {
         var silence: Double? { peer.silence }
         func named(_ id: String) -> String { "WHEP session \(id)" }
         func end() {
-            sound?.cancel()
+            sound?.stop()
             feeder.stop()
             peer.close()
         }
@@ -92,11 +93,13 @@ final class WHEPService: Sendable {
         let units = source.liveUnits(peer.codec == .vp8 ? .vp8 : stream ?? (adapts ? adapter.stream : .main), kind: "webrtc",
                                      baseline: peer.codec == .h264 && !peer.acceptsMain)
         let feeder = FeedPump(feed: peer.feed, units: units)
-        // Its sound, from the microphone's thread straight into the peer's appsrc (a push only
-        // queues), following the feed as its picture does.
-        let sound = peer.sound.map { audio in source.sound(.opus) { packet in audio.push(packet.bytes, time: packet.time) } }
+        // Its sound, pumped into the peer's appsrc on the microphone's thread (a push only
+        // queues), following the feed as its picture does; a microphone that starts later is
+        // heard from its first packet.
+        let sound = peer.sound.map { audio in FeedPump(feed: audio, sound: source.sound(.opus)) { ($0.bytes, $0.time) } }
         let id = viewers.add(Viewer(peer: peer, feeder: feeder, units: units, sound: sound, adapter: adapter, adaptive: adapts))
         feeder.start()
+        sound?.start()
         return (id, peer.answer)
     }
 
@@ -113,10 +116,9 @@ final class WHEPService: Sendable {
 
     /// Each connected viewer's link, read from webrtcbin's stats (outside any lock: each read
     /// waits for webrtcbin), moves an adaptive viewer between the streams and is shown in the
-    /// state. A microphone that started since is joined here too.
+    /// state.
     private func adapt(now: Double) {
         for (id, viewer) in viewers.all {
-            viewer.sound?.refresh()
             guard viewer.peer.state == .connected, let link = viewer.peer.link else { continue }
             let (to, report) = viewer.adapter.withLock { a in
                 let to = a.update(link, now: now)
