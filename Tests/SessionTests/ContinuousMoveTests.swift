@@ -48,8 +48,10 @@ import Testing
                 let mid = await s.state().zoom
                 #expect(mid.panning && abs(mid.center.x - 0.625) < 1e-9, "the state reads where the pan is: \(mid)")
             }
+            // Asked before the last tenth: that one reaches the timeout, whose waiter may
+            // announce the end on its own task at any moment after.
+            if tenth == 49 { #expect(drain(events).isEmpty, "no step is announced") }
         }
-        #expect(drain(events).isEmpty, "no step is announced")
         // The move's own end, on the session's clock: its timeout's waiter ran.
         let deadline = TestTime.deadline(10)
         var ended: [SessionState] = []
