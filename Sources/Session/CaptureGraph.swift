@@ -68,7 +68,7 @@ final class CaptureGraph: Sendable {
         photo = PhotoOutput(pool: c.pool)
         preview = PreviewOutput(hub: hub, settings: pipelineSettings, workers: c.streamWorkers, pool: c.pool, logger: logger)
         liveOutput = LiveOutput(.main, hub: live, settings: c.live, encoders: c.liveEncoders, pool: c.pool, logger: logger)
-        subOutput = LiveOutput(.sub, hub: liveSub, settings: c.sub, encoders: c.liveEncoders, pool: c.pool, logger: logger)
+        subOutput = LiveOutput(.sub, hub: liveSub, settings: c.sub.under(c.live), encoders: c.liveEncoders, pool: c.pool, logger: logger)
         vp8Output = LiveOutput(.vp8, hub: liveVP8, settings: c.live, encoders: LiveEncoderChain([.libavcodec(.libvpx)], probe: false),
                                pool: c.pool, logger: logger)
         motion = MotionOutput(settings: c.motion, pool: c.pool)

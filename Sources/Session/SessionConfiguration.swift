@@ -29,7 +29,8 @@ public struct SessionConfiguration: Sendable {
     public var metadataRate: Double
     /// The live H.264 main stream's keyframe interval, rate control and preset.
     public var live: LiveEncoderSettings
-    /// The sub stream's: 640 wide at the camera's aspect, 15 fps, 500 kbit/s unless configured.
+    /// The sub stream's: 640 wide at the camera's aspect, 15 fps, 500 kbit/s unless configured;
+    /// never more than half the main stream's width and height (`LiveEncoderSettings.under`).
     public var sub = LiveEncoderSettings.sub
     /// The encoders both streams are made by, in order (`live.encoders`): the application's one
     /// chain, shared by every camera. Without one: libx264 alone.

@@ -1,7 +1,7 @@
 // Each camera's two live streams as the session has them, for the media service's suites: the
 // main stream is the camera's format — 1920x1080 at 30 or 15 fps, 1280x720 at 60 or 30,
 // 640x480 at 30 — and a rate the format lacks becomes the nearest it has (as the session's
-// prepare resolves it); the sub stream is 640 wide at the main's aspect, at most 15 fps, and
+// prepare resolves it); the sub stream is 640 wide at the main's aspect (at most half its width), at most 15 fps, and
 // neither its size nor its rate can be set. Each stream has its own cap (100…100 000 kbit/s).
 // A third profile per camera is its preview's JPEG pictures (RTP/JPEG) at the main stream's
 // size and rate, quality 8 (the preview's 80), offered only as it is.
@@ -44,7 +44,8 @@ final class StreamModel: Sendable {
     }
 
     static func sub(_ s: Streams) -> (width: Int, height: Int, fps: Int) {
-        (640, Int((640.0 * Double(s.height) / Double(s.width) / 2).rounded()) * 2, min(15, s.fps))
+        let width = min(640, s.width / 2) & ~1
+        return (width, Int((Double(width) * Double(s.height) / Double(s.width) / 2).rounded()) * 2, min(15, s.fps))
     }
 
     func options(_ token: String) -> EncoderOptions? {

@@ -26,6 +26,26 @@ import Testing
         #expect(sub.rate(ofCamera: 30) == 15 && sub.rate(ofCamera: 10) == 10 && LiveEncoderSettings().rate(ofCamera: 60) == 60)
     }
 
+    /// Found with Home Assistant: a 640x480 camera's sub stream was 640x480 too, so HA enabled
+    /// both profiles and showed the camera twice. Under its main stream, the sub stream is at
+    /// most half the main's width and height, whatever was configured.
+    @Test func theSubStreamIsAtMostHalfTheMainStream() {
+        let sub = LiveEncoderSettings.sub.under(LiveEncoderSettings())
+        #expect(sub.size(ofCamera: 640, 480) == (320, 240))
+        #expect(sub.size(ofCamera: 1280, 720) == (640, 360), "a 720p camera: the sub stream as before")
+        #expect(sub.size(ofCamera: 1920, 1080) == (640, 360))
+        #expect(sub.size(ofCamera: 1600, 1200) == (640, 480))
+        #expect(sub.size(ofCamera: 352, 288) == (176, 144))
+        #expect(sub.size(ofCamera: 641, 481) == (320, 240), "half the main stream's even size")
+        var big = LiveEncoderSettings(width: 1280).under(LiveEncoderSettings())
+        #expect(big.size(ofCamera: 1280, 720) == (640, 360), "a configured sub stream as large as the main: cut to half")
+        big.height = 720
+        #expect(big.size(ofCamera: 640, 480) == (320, 180), "both given: their aspect, within half the main")
+        #expect(LiveEncoderSettings.sub.under(LiveEncoderSettings(width: 800)).size(ofCamera: 1920, 1080) == (400, 224),
+                "under a smaller main stream: half of that")
+        #expect(sub.rate(ofCamera: 30) == 15 && sub.cap(width: 320, height: 240, fps: 15) == 500)
+    }
+
     @Test func defaultCapsAreWhatIPCamerasShip() {
         #expect(LiveEncoderSettings.defaultBitrate(width: 1920, height: 1080, fps: 30) == 4000)
         #expect(LiveEncoderSettings.defaultBitrate(width: 1280, height: 720, fps: 30) == 2200)

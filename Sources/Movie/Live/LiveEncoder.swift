@@ -74,6 +74,15 @@ public struct LiveEncoderSettings: Sendable, Equatable {
     public var fps: Int?
     /// H.264's profile (VP8 has none).
     public var profile: H264Profile = .main
+    /// A sub stream's main stream (`under(_:)`): the sub stream is at most half its width and
+    /// height, so a camera never offers two streams of one size (an NVR that finds two profiles
+    /// enables both and shows the camera twice); nil: a stream bounded by the camera alone.
+    public var main: MainSize?
+
+    /// The size a main stream was asked for (nil: the camera's).
+    public struct MainSize: Sendable, Equatable {
+        public var width: Int?, height: Int?
+    }
 
     public init(keyframeInterval: Double = 2, bitrate: Int? = nil, preset: String = "superfast", crf: Int = 23,
                 width: Int? = nil, height: Int? = nil, fps: Int? = nil) {
@@ -86,8 +95,21 @@ public struct LiveEncoderSettings: Sendable, Equatable {
         self.fps = fps
     }
 
+    /// These settings as the sub stream of `main`: at most half its size.
+    public func under(_ main: LiveEncoderSettings) -> LiveEncoderSettings {
+        var s = self
+        s.main = MainSize(width: main.width, height: main.height)
+        return s
+    }
+
     /// The size this stream encodes a camera's `width`×`height` at (even numbers, unturned).
     public func size(ofCamera width: Int, _ height: Int) -> (width: Int, height: Int) {
+        if let main {  // a sub stream: sized as if the camera were half its main stream
+            let m = LiveEncoderSettings(width: main.width, height: main.height).size(ofCamera: width, height)
+            var alone = self
+            alone.main = nil
+            return alone.size(ofCamera: m.width / 2, m.height / 2)
+        }
         let (cw, ch) = (max(2, width & ~1), max(2, height & ~1))
         let aspect = Double(cw) / Double(ch)
         var (w, h): (Int, Int)

@@ -19,7 +19,8 @@ extension Configuration {
         public var maxClients = 50
     }
 
-    /// `live.sub`: the sub stream's size (640 wide at the camera's aspect unless given), rate and cap.
+    /// `live.sub`: the sub stream's size (640 wide at the camera's aspect unless given; at most
+    /// half the main stream's width and height whatever is given), rate and cap.
     public struct SubStreamSettings: Sendable, Equatable {
         public var width: Int?, height: Int?
         public var fps = 15, bitrate = 500
