@@ -166,11 +166,11 @@ class GridTest(unittest.TestCase):
         d.get(server.url)
         self.wait(lambda: len(d.find_elements(By.CSS_SELECTOR, "#tiles .tile")) == 5, "a tile per camera")
 
-        # Every other camera's tile plays its sub stream (640 wide) by WebRTC; the main
+        # Every other camera's tile plays its sub stream (320 wide: half its 640x480) by WebRTC; the main
         # camera's tile keeps the preview's picture (an <img>).
         def all_webrtc():
             p = self.pictures()
-            return all(p[c]["kind"] == "webrtc" and p[c]["playing"] and p[c]["width"] == 640 for c in TILES)
+            return all(p[c]["kind"] == "webrtc" and p[c]["playing"] and p[c]["width"] == 320 for c in TILES)
         self.wait(all_webrtc, "every tile plays WebRTC", 30)
         print(f"four tiles playing WebRTC {time.monotonic() - started:.1f} s after the page was asked for",
               file=sys.stderr)

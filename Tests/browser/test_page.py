@@ -410,7 +410,8 @@ class CamerasTest(ServedPage):
         # front's tile plays its sub stream by WebRTC (a session on its liveSub, no MJPEG).
         self.tile("front", ".tile-power").click()
         self.wait(lambda: server.cameras()["front"] == ("running", False), "the server started front")
-        self.wait(lambda: self.tile_kind("front") == "webrtc" and self.tile_width("front") == 352,
+        # (352x288 camera: its sub stream is half that, 176x144.)
+        self.wait(lambda: self.tile_kind("front") == "webrtc" and self.tile_width("front") == 176,
                   "the front tile shows its own frames by WebRTC")
         self.wait(lambda: "running" in self.tile("front", ".tile-state").text, "the front tile says running")
         self.assertIn(self.tile_width("rear"), (640, 160))
@@ -420,7 +421,8 @@ class CamerasTest(ServedPage):
         self.assertEqual(server.state()["camera"]["id"], "rear")
         self.assertEqual(self.js("return document.getElementById('camera').value"), "rear")
         self.assertIn("640×480", d.find_element(By.ID, "format").text)
-        self.assertEqual(self.js("return window.viewfinderPreview.size()[0]"), 640)
+        # (A preview that has just gone WebRTC starts on the sub stream, 320 wide, and moves up.)
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "the preview at the main camera's size")
         self.assertIn("main", self.tile_class("rear"))
         self.assertNotIn("main", self.tile_class("front"))
         # The main preview goes WebRTC (its MJPEG stream closes; the main tile refreshes from
@@ -460,7 +462,7 @@ class CamerasTest(ServedPage):
         self.js("delete document.hidden; document.dispatchEvent(new Event('visibilitychange'));")
         self.wait(lambda: self.js(live_preview), "shown: the preview by WebRTC again")
         self.wait(lambda: self.sub_webrtc("front") == 1, "shown: the tile's WebRTC session again")
-        self.wait(lambda: self.tile_width("rear") in (640, 160) and self.tile_width("front") == 352, "tiles live again")
+        self.wait(lambda: self.tile_width("rear") in (640, 160) and self.tile_width("front") == 176, "tiles live again")
         self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 640, "preview again")
 
         self.js("document.activeElement.blur()")
@@ -492,10 +494,10 @@ class CamerasTest(ServedPage):
         # Start rear from its tile: it runs beside the main camera, which stays front.
         self.tile("rear", ".tile-power").click()
         self.wait(lambda: server.cameras()["rear"] == ("running", False), "the server started rear")
-        self.wait(lambda: self.tile_width("rear") == 640 and self.tile_kind("rear") == "webrtc",
-                  "the rear tile shows frames by WebRTC")
+        self.wait(lambda: self.tile_width("rear") == 320 and self.tile_kind("rear") == "webrtc",
+                  "the rear tile shows frames by WebRTC (its sub stream, half its 640x480)")
         self.assertEqual(server.state()["camera"]["id"], "front")
-        self.assertEqual(self.js("return window.viewfinderPreview.size()[0]"), 352)
+        self.wait(lambda: self.js("return window.viewfinderPreview.size()[0]") == 352, "the preview still front's")
 
         # Stop the main camera from its tile: idle at the server; the main view offers to start it.
         self.tile("front", ".tile-power").click()
@@ -505,7 +507,7 @@ class CamerasTest(ServedPage):
         self.assertEqual(d.find_element(By.ID, "status").text, "idle")
         self.wait(lambda: self.tile_width("front") is None and "idle" in self.tile_class("front"), "front tile idle")
         self.assertEqual(server.cameras()["rear"], ("running", False))
-        self.assertEqual(self.tile_width("rear"), 640)
+        self.assertEqual(self.tile_width("rear"), 320)
         d.find_element(By.ID, "start-main").click()
         self.wait(lambda: server.cameras()["front"] == ("running", True), "started again from the main view")
         self.wait(lambda: not d.find_element(By.ID, "stopped").is_displayed(), "the stopped mark goes")
@@ -994,7 +996,10 @@ class WebRTCPreviewTest(ServedPage):
         d.get(server.url)
         WebDriverWait(d, 20, 0.05).until(lambda _: d.execute_script("return window.viewfinderPreview && window.viewfinderPreview.transport()") == "WebRTC",
                                          "the preview goes WebRTC")
-        self.assertEqual(d.find_element(By.ID, "transport").text, "WebRTC")
+        # An adaptive viewer starts on the sub stream (320x240 under this 640x480 camera: the
+        # badge says "WebRTC · sub") and moves up to the main one after 2 s of a quiet link.
+        WebDriverWait(d, 20, 0.1).until(lambda _: d.find_element(By.ID, "transport").text == "WebRTC",
+                                        "the preview moves up to the main stream")
         self.assertTrue(d.find_element(By.ID, "live").is_displayed())
         self.assertFalse(d.find_element(By.ID, "preview").is_displayed())
         WebDriverWait(d, 10, 0.1).until(lambda _: d.execute_script("return window.viewfinderPreview.framesDecoded()") >= 60,

@@ -518,7 +518,7 @@ SCHEMA_CALLS = [
     "<trt:GetCompatibleAudioSourceConfigurations><trt:ProfileToken>rear_sub</trt:ProfileToken></trt:GetCompatibleAudioSourceConfigurations>",
     "<trt:GetGuaranteedNumberOfVideoEncoderInstances><trt:ConfigurationToken>rear</trt:ConfigurationToken></trt:GetGuaranteedNumberOfVideoEncoderInstances>",
     "<trt:SetVideoEncoderConfiguration><trt:Configuration token=\"front_sub\"><tt:Name>front_sub</tt:Name><tt:UseCount>1</tt:UseCount>"
-    "<tt:Encoding>H264</tt:Encoding><tt:Resolution><tt:Width>640</tt:Width><tt:Height>480</tt:Height></tt:Resolution>"
+    "<tt:Encoding>H264</tt:Encoding><tt:Resolution><tt:Width>320</tt:Width><tt:Height>240</tt:Height></tt:Resolution>"
     "<tt:Quality>5</tt:Quality><tt:RateControl><tt:FrameRateLimit>15</tt:FrameRateLimit><tt:EncodingInterval>1</tt:EncodingInterval>"
     "<tt:BitrateLimit>400</tt:BitrateLimit></tt:RateControl><tt:SessionTimeout>PT60S</tt:SessionTimeout></trt:Configuration>"
     "<trt:ForcePersistence>true</trt:ForcePersistence></trt:SetVideoEncoderConfiguration>"]
