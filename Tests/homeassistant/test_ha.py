@@ -99,8 +99,12 @@ def onvif_as_home_assistant(hbase, base, token, vport, work):
 
     cameras = eventually(lambda: states("camera.viewfinder_rear_"), 60, 0.5) or []
     names = sorted(st["entity_id"] for st in cameras)
-    check(any(n.endswith("rear_main") for n in names) and any(n.endswith("front_sub") for n in names),
-          f"ONVIF: a camera per H.264 profile ({', '.join(names)})")
+    # HA enables the profiles at the device's largest width only: with the sub stream at most
+    # half the main one (issue 56), each camera is one camera entity, its main stream — before,
+    # a 640x480 camera's sub stream was as wide and HA showed every camera twice.
+    check(any(n.endswith("rear_main") for n in names) and any(n.endswith("front_main") for n in names)
+          and not any(n.endswith("_sub") for n in names),
+          f"ONVIF: one camera entity per camera, its main stream's ({', '.join(names)})")
     motion = eventually(lambda: [st for st in states("binary_sensor.viewfinder_rear_") if "motion" in st["entity_id"]], 60, 0.5) or []
     check(len(motion) >= 1 and all(st["state"] == "off" for st in motion),
           f"ONVIF: motion sensors from the events, off ({', '.join(st['entity_id'] + ' ' + st['state'] for st in motion)})")
