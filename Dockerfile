@@ -17,7 +17,7 @@
 FROM swift:6.1-bookworm AS build
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends pkg-config libasound2-dev libmicrohttpd-dev libturbojpeg0-dev libcrypt-dev libgnutls28-dev \
-    libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libzbar-dev libqrencode-dev libmosquitto-dev libxml2-dev libcurl4-gnutls-dev \
+    libavcodec-dev libavformat-dev libswscale-dev libswresample-dev libavutil-dev libzbar-dev libqrencode-dev libmosquitto-dev libxml2-dev libcurl4-gnutls-dev libcamera-dev \
     libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstreamer-plugins-bad1.0-dev libgstrtspserver-1.0-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -35,7 +35,7 @@ RUN swift build -c release --static-swift-stdlib --product viewfinder \
 FROM debian:bookworm-slim
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends libmicrohttpd12 libturbojpeg0 libcrypt1 libgnutls30 \
-    libavcodec59 libavformat59 libswscale6 libavutil57 libzbar0 libqrencode4 libmosquitto1 libxml2 libcurl3-gnutls libasound2 ca-certificates \
+    libavcodec59 libavformat59 libswscale6 libavutil57 libzbar0 libqrencode4 libmosquitto1 libcamera0.0.3 libcamera-ipa libxml2 libcurl3-gnutls libasound2 ca-certificates \
     libgstrtspserver-1.0-0 libgstreamer-plugins-bad1.0-0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
     gstreamer1.0-plugins-bad gstreamer1.0-nice \
  && rm -rf /var/lib/apt/lists/* \

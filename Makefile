@@ -111,6 +111,13 @@ test-uvc: deps
 	SWIFT=$(SWIFT) scripts/fresh-binary
 	$(VM) --uvc c920,c270 --timeout 1500 -- /usr/bin/python3 Tests/uvc/test_uvc.py
 
+## A camera through libcamera (Debian's 0.0.3) on the kernel's vimc driver, in the VM:
+## libcamera's vimc pipeline handler and IPA, cross-checked with its `cam` (Tests/libcamera/).
+.PHONY: test-libcamera
+test-libcamera: test-deps
+	SWIFT=$(SWIFT) scripts/fresh-binary
+	$(VM) --vimc --timeout 900 -- /usr/bin/python3 Tests/libcamera/test_vimc.py
+
 ## Eight hosts in network namespaces on a bridge, one broker: synchronized sets, a host's link
 ## cut and mended (Tests/fleet/). Needs root (ip netns); CI runs it.
 .PHONY: test-fleet

@@ -70,6 +70,12 @@ let package = Package(
             .linkedLibrary("gstreamer-1.0"), .linkedLibrary("gobject-2.0"), .linkedLibrary("glib-2.0"),
         ]),
 
+        // libcamera (C++) behind a C facade: its manager, one camera's stream and requests, its
+        // controls by name. Debian's libcamera.pc gives -I/usr/include/libcamera; its -l flags
+        // are the two libraries (built with gcc against libstdc++, which SwiftPM links for C++).
+        .target(name: "CLibcamera", cxxSettings: [.unsafeFlags(["-I/usr/include/libcamera"])],
+                linkerSettings: [.linkedLibrary("camera"), .linkedLibrary("camera-base")]),
+
         // Pure Swift domain: frames, formats, the CaptureDevice protocol, errors.
         .target(name: "CameraCore", dependencies: ["SystemSupport"]),
         // The system leaf every module stands on: the one lock (a pthread mutex ThreadSanitizer
@@ -95,7 +101,7 @@ let package = Package(
         // Optimized in every build: the synthetic camera stands in for a device, whose frames
         // cost the host nothing to draw. Drawn by debug code they cost several times a release
         // build's, and make test runs dozens of them at once on two cores.
-        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "CSensorNoise", "Barcodes", "SystemSupport"],
+        .target(name: "Capture", dependencies: ["CameraCore", "JPEG", "CV4L2", "CLibcamera", "CSensorNoise", "Barcodes", "SystemSupport"],
                 swiftSettings: [.unsafeFlags(["-O"])]),
         // Microphones and speakers: ALSA capture and playback, the synthetic microphone, and
         // which sound card is a camera's own.
@@ -162,5 +168,6 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

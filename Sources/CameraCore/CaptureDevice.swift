@@ -5,7 +5,7 @@ import SystemSupport
 /// What a camera is, as `/api/cameras` lists it.
 public struct CameraDescriptor: Sendable, Equatable, Codable {
     public enum Position: String, Sendable, Codable { case front, rear, external, unspecified }
-    public enum Kind: String, Sendable, Codable { case v4l2, synthetic, image }
+    public enum Kind: String, Sendable, Codable { case v4l2, libcamera, synthetic, image }
 
     public var id: String
     public var name: String

@@ -12,13 +12,16 @@ enum CameraFactory {
         case .synthetic:
             return syntheticPair()
         case .auto:
-            // Every V4L2 node that can capture; the simulator's pair only when there is none.
-            // Ids come from the camera's identity (USB ids and serial, else bus_info), never
-            // from the node number, which changes when a camera is replugged.
-            let nodes = V4L2Discovery.captureNodes()
-            if nodes.isEmpty { return syntheticPair() }
-            var used = Set<String>()
-            return nodes.map { node in
+            // Every V4L2 node that can capture and every libcamera camera but a USB one (a
+            // webcam stays a V4L2 camera: its controls are all there, libcamera's uvcvideo
+            // handler maps fewer); the simulator's pair only when there is none. V4L2 ids come
+            // from the camera's identity (USB ids and serial, else bus_info), never from the
+            // node number, which changes when a camera is replugged; libcamera's are its own.
+            let nodes = V4L2Discovery.captureNodes().filter { !$0.isLibcameraStage }
+            let libcamera = libcameraCameras(logger: logger)
+            if nodes.isEmpty && libcamera.isEmpty { return syntheticPair() }
+            var used = Set(libcamera.map(\.descriptor.id))
+            return libcamera + nodes.map { node -> any CaptureDevice in
                 let identity = V4L2Identity.identify(node: node.path)?.id
                 var id = identity ?? (node.path as NSString).lastPathComponent
                 var locate = identity
@@ -38,6 +41,18 @@ enum CameraFactory {
                 switch e.source {
                 case .synthetic: return SyntheticCamera(id: e.id, position: position)
                 case .image: return ImageCamera(id: e.id, path: e.path!, position: position)
+                case .libcamera:
+                    guard case .success(let manager) = LibcameraManager.shared else {
+                        logger.error("camera \(e.id): libcamera could not start its camera manager")
+                        return nil
+                    }
+                    let known = manager.cameras().map(\.id)
+                    guard known.contains(e.device!) else {
+                        logger.error("camera \(e.id): libcamera has no camera '\(e.device!)' (it has \(known.isEmpty ? "none" : known.joined(separator: ", "))); left out")
+                        return nil
+                    }
+                    return LibcameraCamera(id: e.id, camera: e.device!, manager: manager,
+                                           position: e.position.flatMap { CameraDescriptor.Position(rawValue: $0) })
                 case .v4l2:
                     // `device` may be a /dev/v4l/by-id name: its identity is the node's it points at.
                     let node = URL(fileURLWithPath: e.device!).resolvingSymlinksInPath().path
@@ -46,6 +61,17 @@ enum CameraFactory {
                                       locate: locator(V4L2Identity.identify(node: node)?.id))
                 }
             }
+        }
+    }
+
+    /// libcamera's cameras but its USB ones (ids ending in the USB vendor:product), each under
+    /// an id made from libcamera's (a name a URL and a config can carry: "platform-vimc.0-sensor-b").
+    static func libcameraCameras(logger: Logger) -> [any CaptureDevice] {
+        guard LibcameraManager.mediaBeyondWebcams(), case .success(let manager) = LibcameraManager.shared else { return [] }
+        return manager.cameras().filter { $0.id.range(of: #"-[0-9a-f]{4}:[0-9a-f]{4}$"#, options: .regularExpression) == nil }.map { info in
+            let id = LibcameraCamera.identifier(info.id)
+            logger.info("camera \(id): libcamera \(info.id) (\(info.model))")
+            return LibcameraCamera(id: id, camera: info.id, manager: manager)
         }
     }
 

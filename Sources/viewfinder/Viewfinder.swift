@@ -178,7 +178,7 @@ struct CheckConfig: AsyncParsableCommand {
         if case .list(let entries) = c.cameras {
             for (i, e) in entries.enumerated() {
                 if let p = e.path, !Sys.exists(p) { notes.append("warning: cameras[\(i)].path: '\(p)' does not exist") }
-                if let d = e.device, !Sys.exists(d) { notes.append("warning: cameras[\(i)].device: '\(d)' does not exist (yet)") }
+                if let d = e.device, e.source == .v4l2, !Sys.exists(d) { notes.append("warning: cameras[\(i)].device: '\(d)' does not exist (yet)") }
             }
         }
         let source = options.config ?? (Sys.exists("config.json") ? "config.json" : "built-in defaults")

@@ -40,7 +40,7 @@ import Testing
         (#"{"session": {"preset": "huge"}}"#, "session.preset: unknown preset 'huge'"),
         (#"{"session": {"autostart": "yes"}}"#, "session.autostart: expected true or false, found a string"),
         (#"{"cameras": "all"}"#, #"cameras: expected "auto", "synthetic" or a list of cameras"#),
-        (#"{"cameras": [{"id": "x", "source": "webcam"}]}"#, "cameras[0].source: 'webcam' is not one of v4l2, synthetic, image"),
+        (#"{"cameras": [{"id": "x", "source": "webcam"}]}"#, "cameras[0].source: 'webcam' is not one of v4l2, libcamera, synthetic, image"),
         (#"{"cameras": [{"id": "x", "source": "image"}]}"#, "cameras[0].path: required for an image camera"),
         (#"{"cameras": [{"id": "a", "source": "synthetic"}], "session": {"camera": "b"}}"#, "session.camera: no camera with id 'b'"),
         (#"[1, 2]"#, "expected an object, found an array"),

@@ -19,7 +19,6 @@ aplay (alsa-utils). Every wait polls against a deadline. Prints PASS/FAIL per ch
 import json
 import math
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -29,35 +28,15 @@ import time
 import urllib.error
 import urllib.request
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SERVER = os.environ.get("VIEWFINDER_BINARY", os.path.join(REPO, ".build", "debug", "viewfinder"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vm"))
+import vmtest  # noqa: E402
+from vmtest import check, poll  # noqa: E402
 CAPTURE = "hw:CARD=Loopback,DEV=1,SUBDEV=0"
 PLAYBACK = "hw:CARD=Loopback,DEV=0,SUBDEV=0"
 SPEAKER = "hw:CARD=Loopback,DEV=0,SUBDEV=1"
 SPEAKER_CAPTURE = "hw:CARD=Loopback,DEV=1,SUBDEV=1"
 TALK_HZ = 440
 TONE_HZ, TONE_DBFS = 1000, -12.0
-passed, failed = 0, []
-
-
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print("PASS: %s" % name, flush=True)
-    else:
-        failed.append(name)
-        print("FAIL: %s%s" % (name, (" -- " + str(detail)) if detail else ""), flush=True)
-    return ok
-
-
-def poll(fn, timeout, interval=0.1):
-    deadline = time.monotonic() + timeout
-    value = fn()
-    while not value and time.monotonic() < deadline:
-        time.sleep(interval)
-        value = fn()
-    return value
 
 
 def http(port, method, path, body=None, timeout=20):
@@ -145,32 +124,17 @@ def sounding(values):
 
 
 def start_server(tmp):
-    cfg = os.path.join(tmp, "config.json")
     cameras = [{"id": "loop", "source": "synthetic", "position": "rear", "audio": CAPTURE, "speaker": SPEAKER, "autostart": True},
                {"id": "busy", "source": "synthetic", "position": "front", "audio": CAPTURE},
                {"id": "none", "source": "synthetic", "position": "external", "audio": "hw:CARD=NoSuchCard,DEV=0"}]
-    with open(cfg, "w") as f:
-        json.dump({"server": {"host": "127.0.0.1", "port": 0, "publicDirectory": os.path.join(REPO, "Public")},
-                   "cameras": cameras, "session": {"preset": "352x288", "camera": "loop"},
-                   "synthetic": {"noise": False}, "rtsp": {"enabled": False},
-                   "capture": {"directory": os.path.join(tmp, "p")}, "recording": {"directory": os.path.join(tmp, "m")}}, f)
-    err = open(os.path.join(tmp, "server.log"), "w")
-    p = subprocess.Popen([SERVER, "--config", cfg, "--port", "0"], stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp)
-    port = []
-
-    def read_port():
-        for line in p.stdout:
-            m = re.search(r"listening on http://[^:]+:(\d+)/", line)
-            if m:
-                port.append(int(m.group(1)))
-                break
-    t = threading.Thread(target=read_port, daemon=True)
-    t.start()
-    t.join(120)
-    if not port:
+    p, ports = vmtest.start_server(tmp, {
+        "cameras": cameras, "session": {"preset": "352x288", "camera": "loop"},
+        "synthetic": {"noise": False}, "rtsp": {"enabled": False},
+        "capture": {"directory": os.path.join(tmp, "p")}, "recording": {"directory": os.path.join(tmp, "m")}})
+    if "http" not in ports:
         p.kill()
-        sys.exit("the server did not start: " + open(os.path.join(tmp, "server.log")).read()[-2000:])
-    return p, port[0]
+        sys.exit("the server did not start: " + vmtest.server_log(tmp))
+    return p, ports["http"]
 
 
 def talk(port, listen=None):
@@ -357,8 +321,7 @@ def main():
             server.kill()
         player.kill()
         subprocess.run(["pkill", "-f", "aplay -q -D %s" % PLAYBACK])
-    print("%d passed, %d failed" % (passed, len(failed)), flush=True)
-    sys.exit(1 if failed else 0)
+    sys.exit(vmtest.summary())
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import io
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -27,7 +26,9 @@ import urllib.error
 import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SERVER = os.path.join(REPO, ".build", "debug", "viewfinder")
+sys.path.insert(0, os.path.join(REPO, "Tests", "vm"))
+import vmtest  # noqa: E402
+from vmtest import check, failed, poll, SERVER, jpeg_size, stop_server  # noqa: E402
 CTL = os.environ.get("UVC_CAMERA_CTL", "uvc-camera-ctl")
 LOG0 = os.environ.get("UVC_RESPONDER_LOG", "/tmp/uvc-responder.log")
 LOG1 = (os.environ.get("UVC_RESPONDER_LOGS", "").split() + [None, None])[1] or "/tmp/uvc-responder-1.log"
@@ -36,33 +37,10 @@ C270 = "usb-046d_0825-UVCTB0002"
 T0 = time.monotonic()
 RTSP_PORT = None
 
-passed = 0
-failed = []
 
 
 def note(msg):
     print("  [%6.1f s] %s" % (time.monotonic() - T0, msg), flush=True)
-
-
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print("PASS: %s" % name, flush=True)
-    else:
-        failed.append(name)
-        print("FAIL: %s%s" % (name, (" -- " + detail) if detail else ""), flush=True)
-    return ok
-
-
-def poll(fn, timeout, interval=0.1):
-    """fn() until it returns a truthy value or `timeout` s pass; the last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = fn()
-        if v or time.monotonic() >= deadline:
-            return v
-        time.sleep(interval)
 
 
 # ---------------------------------------------------------------- the camera side
@@ -174,21 +152,6 @@ def dig(obj, *keys):
 def error_of(reply):
     j = reply.json or {}
     return j.get("error") if isinstance(j.get("error"), dict) else {}
-
-
-def jpeg_size(data):
-    """(width, height) from a JPEG's SOF marker, None if not a JPEG."""
-    if data[:2] != b"\xff\xd8":
-        return None
-    i = 2
-    while i + 9 < len(data):
-        if data[i] != 0xFF:
-            return None
-        marker, length = data[i + 1], int.from_bytes(data[i + 2:i + 4], "big")
-        if marker in (0xC0, 0xC1, 0xC2):
-            return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7], "big")
-        i += 2 + length
-    return None
 
 
 def jpeg_comments(data):
@@ -365,43 +328,15 @@ def sse_states(data):
 
 # ---------------------------------------------------------------- server
 def start_server(tmp):
-    cfg = os.path.join(tmp, "config.json")
-    with open(cfg, "w") as f:
-        json.dump({"server": {"host": "127.0.0.1", "port": 0, "publicDirectory": os.path.join(REPO, "Public")},
-                   "cameras": "auto",
-                   "session": {"preset": "640x480", "fps": 15, "autostart": True},
-                   "capture": {"directory": os.path.join(tmp, "photos")},
-                   "recording": {"directory": os.path.join(tmp, "movies"), "preset": "ultrafast"},
-                   "rtsp": {"port": 0}}, f)
-    err = open(os.path.join(tmp, "server.log"), "w")
-    p = subprocess.Popen([SERVER, "--config", cfg, "--port", "0"], stdout=subprocess.PIPE, stderr=err,
-                         text=True, cwd=tmp)
-    port = []
-
-    def read_port():
-        global RTSP_PORT
-        for line in p.stdout:
-            m = re.search(r"listening on http://[^:]+:(\d+)/", line)
-            if m:
-                port.append(int(m.group(1)))
-            m = re.search(r"RTSP on rtsp://[^:]+:(\d+)/", line)
-            if m:
-                RTSP_PORT = int(m.group(1))
-                break
-    t = threading.Thread(target=read_port, daemon=True)
-    t.start()
-    t.join(120)
-    return p, (port[0] if port else None)
-
-
-def stop_server(p):
-    if p.poll() is None:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(15)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
+    global RTSP_PORT
+    p, ports = vmtest.start_server(tmp, {
+        "cameras": "auto",
+        "session": {"preset": "640x480", "fps": 15, "autostart": True},
+        "capture": {"directory": os.path.join(tmp, "photos")},
+        "recording": {"directory": os.path.join(tmp, "movies"), "preset": "ultrafast"},
+        "rtsp": {"port": 0}})
+    RTSP_PORT = ports.get("rtsp")
+    return p, ports.get("http")
 
 
 # ---------------------------------------------------------------- checks
@@ -1188,9 +1123,9 @@ def main():
     if failed:
         tail = open(os.path.join(tmp, "server.log"), errors="replace").read().splitlines()[-25:]
         print("server log (last lines):\n  " + "\n  ".join(tail))
-    print("%d passed, %d failed" % (passed, len(failed)))
+    status = vmtest.summary()
     note("done")
-    return 1 if failed else 0
+    return status
 
 
 if __name__ == "__main__":

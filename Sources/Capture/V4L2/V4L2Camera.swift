@@ -221,32 +221,19 @@ enum V4L2Stream {
                      lost: @escaping @Sendable (CameraError) -> Void) -> SteppingThread {
         let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
         let stride = device.bytesPerLine > 0 ? device.bytesPerLine : format.pixelFormat.bytesPerLine(width: format.width) ?? 0
-        let progress = Locked((last: clock.now, failure: CameraError?.none))
-        return SteppingThread(name: "v4l2-\(device.path)", step: {
-            do throws(CameraError) {
-                var delivered = false
-                let got = try device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp, lease in
-                    if let expected, bytes.count < expected { return }
-                    if format.pixelFormat == .mjpeg && !looksLikeJPEG(bytes) { return }
-                    delivered = true
-                    handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp,
-                                     lease: lease))
-                }
-                if got && !delivered { rejected() }
-                let now = clock.now
-                if got { progress.withLock { $0.last = now } }
-                else if now - progress.withLock({ $0.last }) > timeout {
-                    throw CameraError.unavailable("\(device.path): no frame in \(timeout) s")
-                }
-                return true
-            } catch {
-                progress.withLock { $0.failure = error }
-                return false
+        return DeviceCaptureThread.start(name: "v4l2-\(device.path)", device: device.path, timeout: timeout, clock: clock, step: {
+            () throws(CameraError) -> Bool in
+            var delivered = false
+            let got = try device.withNextFrame(timeoutMs: 200) { bytes, sequence, timestamp, lease in
+                if let expected, bytes.count < expected { return }
+                if format.pixelFormat == .mjpeg && !looksLikeJPEG(bytes) { return }
+                delivered = true
+                handler(RawFrame(format: format, bytes: bytes, stride: stride, sequence: sequence, timestamp: timestamp,
+                                 lease: lease))
             }
-        }, end: { stoppedByOwner in
-            device.close()
-            if !stoppedByOwner, let failure = progress.withLock({ $0.failure }) { lost(failure) }
-        })
+            if got && !delivered { rejected() }
+            return got
+        }, release: { device.close() }, lost: lost)
     }
 
     static func looksLikeJPEG(_ b: UnsafeRawBufferPointer) -> Bool {

@@ -11,7 +11,18 @@ public struct V4L2Node: Sendable, Equatable {
     public var path: String
     public var name: String
     public var bus: String
+    /// The kernel driver (`VIDIOC_QUERYCAP`'s `driver`: "uvcvideo", "vimc", "unicam").
+    public var driver: String = ""
     public var formats: [FormatOption]
+
+    /// Drivers whose nodes are one stage of a media-controller pipeline that a libcamera
+    /// pipeline handler drives (a sensor's raw Bayer, an ISP's input or output): offered
+    /// through libcamera, never as V4L2 cameras of their own.
+    public static let libcameraDrivers: Set<String> = ["vimc", "unicam", "rp1-cfe", "bcm2835-isp", "pispbe", "rkisp1",
+                                                       "ipu3-cio2", "ipu3-imgu", "mxc-isi", "sun6i-csi"]
+
+    /// Whether libcamera owns this node (see `libcameraDrivers`).
+    public var isLibcameraStage: Bool { Self.libcameraDrivers.contains(driver) }
 }
 
 public enum V4L2Discovery {
@@ -37,7 +48,8 @@ public enum V4L2Discovery {
         guard caps & UInt32(V4L2_CAP_VIDEO_CAPTURE) != 0, caps & UInt32(V4L2_CAP_STREAMING) != 0 else { return nil }
         let formats = enumerateFormats(device.fd)
         guard !formats.isEmpty else { return nil }
-        return V4L2Node(path: path, name: V4L2Call.string(cap.card), bus: V4L2Call.string(cap.bus_info), formats: formats)
+        return V4L2Node(path: path, name: V4L2Call.string(cap.card), bus: V4L2Call.string(cap.bus_info),
+                        driver: V4L2Call.string(cap.driver), formats: formats)
     }
 
     static let standardSizes = [(320, 240), (352, 288), (640, 360), (640, 480), (800, 600), (1024, 768),

@@ -27,7 +27,7 @@ public struct Configuration: Sendable, Equatable {
     }
 
     public struct CameraEntry: Sendable, Equatable {
-        public enum Source: String, Sendable { case v4l2, synthetic, image }
+        public enum Source: String, Sendable { case v4l2, libcamera, synthetic, image }
         public var id: String
         public var source: Source
         public var device: String?
@@ -67,7 +67,7 @@ public struct Configuration: Sendable, Equatable {
             switch source {
             case .v4l2, nil: .auto
             case .synthetic: .synthetic
-            case .image: .none
+            case .image, .libcamera: .none
             }
         }
     }
@@ -231,8 +231,8 @@ public struct Configuration: Sendable, Equatable {
                 guard let id = try r.string("id"), !id.isEmpty else {
                     throw JSONFieldError(path: "cameras[\(i)].id", problem: "required")
                 }
-                guard let source = try r.string("source", allowed: ["v4l2", "synthetic", "image"]) else {
-                    throw JSONFieldError(path: "cameras[\(i)].source", problem: "required (v4l2, synthetic or image)")
+                guard let source = try r.string("source", allowed: ["v4l2", "libcamera", "synthetic", "image"]) else {
+                    throw JSONFieldError(path: "cameras[\(i)].source", problem: "required (v4l2, libcamera, synthetic or image)")
                 }
                 let entry = CameraEntry(id: id, source: .init(rawValue: source)!, device: try r.string("device"),
                                         path: try r.string("path"),
@@ -269,6 +269,9 @@ public struct Configuration: Sendable, Equatable {
                 }
                 if entry.source == .v4l2 && entry.device == nil {
                     throw JSONFieldError(path: "cameras[\(i)].device", problem: "required for a v4l2 camera")
+                }
+                if entry.source == .libcamera && entry.device == nil {
+                    throw JSONFieldError(path: "cameras[\(i)].device", problem: "required for a libcamera camera: its id, as `viewfinder cameras` lists it")
                 }
                 if entries.contains(where: { $0.id == id }) {
                     throw JSONFieldError(path: "cameras[\(i)].id", problem: "'\(id)' is used twice")

@@ -1,0 +1,160 @@
+// A libcamera camera behind the same CaptureDevice seam as a V4L2 one. `start` acquires it,
+// configures its video stream, maps the buffers and starts; its capture thread waits on the
+// facade's completion descriptor, lends each completed request's buffer to the outputs (as
+// a V4L2 mmap buffer is lent) and queues it again once they let go. libcamera may adjust a
+// configuration: a size it gave instead of the one asked is refused by name, never used
+// silently. `stop` stops, waits for the lent buffers and releases the camera.
+
+import CLibcamera
+import CameraCore
+import Foundation
+import SystemSupport
+
+public final class LibcameraCamera: CaptureDevice, Sendable {
+    public let descriptor: CameraDescriptor
+    public let formats: [FormatOption]
+    /// No frame for this long means the camera is gone.
+    public let captureTimeout: Double
+    /// Frames lent at once (see V4L2Camera's `lending`).
+    public let lending = ProcessInfo.processInfo.activeProcessorCount + 1
+    private let manager: LibcameraManager
+    private let state = Locked(State())
+    private let rejected = Locked<UInt64>(0)
+
+    private struct State {
+        var loop: SteppingThread?
+        var interrupted: (@Sendable (CameraError) -> Void)?
+    }
+
+    public init(id: String, camera: String, manager: LibcameraManager, position: CameraDescriptor.Position? = nil,
+                captureTimeout: Double = 3) {
+        self.manager = manager
+        self.captureTimeout = captureTimeout
+        let info = manager.cameras().first { $0.id == camera }
+        descriptor = CameraDescriptor(id: id, name: info?.model ?? camera, position: position ?? info?.position ?? .external,
+                                      kind: .libcamera, device: camera)
+        formats = (try? manager.formats(of: camera)) ?? []
+    }
+
+    /// A camera id from libcamera's: lower case, runs of anything but letters, digits, '.' and
+    /// '_' as one '-' ("platform/vimc.0 Sensor B" → "platform-vimc.0-sensor-b").
+    public static func identifier(_ libcameraID: String) -> String {
+        var out = ""
+        for ch in libcameraID.lowercased() {
+            if ch.isLetter && ch.isASCII || ch.isNumber && ch.isASCII || ch == "." || ch == "_" { out.append(ch) }
+            else if !out.isEmpty && out.last != "-" { out.append("-") }
+        }
+        while out.last == "-" { out.removeLast() }
+        return out.isEmpty ? "libcamera" : out
+    }
+
+    /// What libcamera lets the session set, beyond the picture: nothing yet, but the crop
+    /// every camera has (digital zoom) — the controls are mapped with libcamera's ControlInfoMap.
+    public var capabilities: Capabilities { .fixed }
+
+    /// Completed requests that came back failed or cancelled while running: dropped frames.
+    public var rejectedFrames: UInt64 { rejected.withLock { $0 } }
+
+    public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {
+        state.withLock { $0.interrupted = handler }
+    }
+
+    public func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError) {
+        stop()
+        let id = descriptor.device ?? descriptor.id
+        guard let fourcc = LibcameraManager.fourcc(format.pixelFormat) else {
+            throw .unsupportedFormat("libcamera camera \(id) has no \(format.pixelFormat.rawValue)")
+        }
+        let camera = try LibcameraHandle(manager: manager, id: id)
+        var stream = lc_stream()
+        // The frames it lends at once come on top of what the pipeline needs to keep filling (as V4L2's).
+        var r = lc_camera_configure(camera.pointer, fourcc, UInt32(format.width), UInt32(format.height),
+                                    UInt32(V4L2Device.bufferCount(lending: lending)), &stream)
+        guard r == 0 else { throw .system(call: "libcamera configure(\(id), \(format.width)x\(format.height) \(format.pixelFormat.rawValue))", errno: -r) }
+        guard stream.adjusted == 0 else {
+            let got = LibcameraManager.pixelFormat(fourcc: stream.fourcc)?.rawValue ?? "0x" + String(stream.fourcc, radix: 16)
+            throw .unsupportedFormat("libcamera camera \(id) gave \(stream.width)x\(stream.height) \(got) for \(format.width)x\(format.height) \(format.pixelFormat.rawValue)")
+        }
+        r = lc_camera_start(camera.pointer)
+        guard r == 0 else { throw .system(call: "libcamera start(\(id))", errno: -r) }
+        rejected.withLock { $0 = 0 }
+        let onLoss = state.withLock { $0.interrupted }
+        let loop = LibcameraStream.loop(camera: camera, id: id, format: format, stride: Int(stream.stride), timeout: captureTimeout,
+                                        handler: handler, rejected: { [weak self] in self?.rejected.withLock { $0 += 1 } },
+                                        lost: { onLoss?($0) })
+        state.withLock { $0.loop = loop }
+    }
+
+    public func stop() {
+        let loop = state.withLock { s -> SteppingThread? in defer { s.loop = nil }; return s.loop }
+        loop?.stop()
+    }
+}
+
+/// The acquired camera: one owner of the facade's handle. The capture thread closes it at its
+/// end once every lent buffer is back (so the next start can acquire the camera again); a
+/// buffer never given back keeps it, mapped, until the last lease lets go.
+final class LibcameraHandle: Sendable {
+    nonisolated(unsafe) let pointer: OpaquePointer  // used by the capture thread alone, then closed
+    private let closed = Locked(false)
+
+    init(manager: LibcameraManager, id: String) throws(CameraError) {
+        var p: OpaquePointer?
+        let r = lc_camera_open(manager.handle, id, &p)
+        guard r == 0, let p else {
+            throw r == -EBUSY || r == -EACCES ? .unavailable("libcamera camera \(id) is in use (by another process, or still by this one's last run)")
+                : .system(call: "libcamera acquire(\(id))", errno: -r)
+        }
+        pointer = p
+    }
+
+    func close() {
+        if closed.withLock({ c in defer { c = true }; return !c }) { lc_camera_close(pointer) }
+    }
+
+    deinit { close() }
+}
+
+/// The capture thread of one libcamera stream.
+enum LibcameraStream {
+    static func loop(camera: LibcameraHandle, id: String, format: VideoFormat, stride: Int, timeout: Double,
+                     clock: any Timekeeper = SystemTimekeeper(), handler: @escaping FrameHandler, rejected: @escaping @Sendable () -> Void,
+                     lost: @escaping @Sendable (CameraError) -> Void) -> SteppingThread {
+        let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
+        let lent = LentBuffers()
+        return DeviceCaptureThread.start(name: "libcamera-\(id)", device: "libcamera camera \(id)", timeout: timeout, clock: clock,
+                                         step: { () throws(CameraError) -> Bool in
+            for index in lent.takeReturned() { _ = lc_camera_queue(camera.pointer, UInt32(index)) }
+            var fd = pollfd(fd: lc_camera_completion_fd(camera.pointer), events: Int16(POLLIN), revents: 0)
+            do throws(SystemError) { _ = try Sys.poll(&fd, timeout: 200, "libcamera \(id)") } catch { throw .system(error) }
+            var got = false
+            var done = lc_completion()
+            while lc_camera_next(camera.pointer, &done) == 0 {
+                got = true
+                let bytes = Int(done.bytes)
+                guard done.ok != 0, let data = done.data, expected.map({ bytes >= $0 }) ?? (bytes > 0) else {
+                    rejected()
+                    _ = lc_camera_queue(camera.pointer, done.index)
+                    continue
+                }
+                // The lease holds the handle: a buffer still read after a stop keeps the mapping.
+                let lease = lent.lend(Int(done.index), holding: camera) { lc_camera_wake(camera.pointer) }
+                handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(start: data, count: expected ?? bytes), stride: stride,
+                                 sequence: UInt64(done.sequence), timestamp: wallClock(done.timestamp_ns), lease: lease))
+            }
+            return got
+        }, release: {
+            _ = lc_camera_stop(camera.pointer)
+            // Outputs give their buffers back when detached, before a stop; a camera lost on its
+            // own may still have some out: wait for them (the handle outlives them anyway).
+            if lent.waitUntilAllReturned(timeout: 5) { camera.close() }
+        }, lost: lost)
+    }
+
+    /// A monotonic timestamp in nanoseconds as wall-clock seconds, as every input stamps.
+    static func wallClock(_ ns: UInt64) -> Double {
+        let mono = Double(ns) / 1e9
+        guard mono > 0 else { return Clock.now() }
+        return Clock.now() - (Clock.monotonic() - mono)
+    }
+}
