@@ -112,10 +112,12 @@ test-uvc: deps
 	$(VM) --uvc c920,c270 --timeout 1500 -- /usr/bin/python3 Tests/uvc/test_uvc.py
 
 ## A camera through libcamera (Debian's 0.0.3) on the kernel's vimc driver, in the VM:
-## libcamera's vimc pipeline handler and IPA, cross-checked with its `cam` (Tests/libcamera/).
+## libcamera's vimc pipeline handler and IPA, cross-checked with its `cam` (Tests/libcamera/);
+## the C facade built against 0.0.3 and bookworm-backports' 0.3.2 and run on both there too.
 .PHONY: test-libcamera
 test-libcamera: test-deps
 	SWIFT=$(SWIFT) scripts/fresh-binary
+	Tests/libcamera/facade-versions
 	$(VM) --vimc --timeout 900 -- /usr/bin/python3 Tests/libcamera/test_vimc.py
 
 ## Eight hosts in network namespaces on a bridge, one broker: synchronized sets, a host's link

@@ -4,8 +4,10 @@
 // and gives it back (`lc_camera_queue`) with whatever controls were set meanwhile.
 
 #include "private.h"
+#include "compat.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <sys/eventfd.h>
@@ -34,12 +36,22 @@ void lc_camera::unmap() {
     stream = nullptr;
 }
 
+// The camera's control `name` (and its ControlInfo), or null when the camera lacks it.
 static const ControlId *find(lc_camera *c, const char *name, const ControlInfo **info) {
     for (const auto &[id, i] : c->camera->controls()) {
         if (id->name() == name) {
             if (info) *info = &i;
             return id;
         }
+    }
+    return nullptr;
+}
+
+// Any control libcamera defines by `name` (metadata carries some a camera does not take: AfState).
+static const ControlId *known(lc_camera *c, const char *name) {
+    if (const ControlId *id = find(c, name, nullptr)) return id;
+    for (const auto &[number, id] : controls::controls) {
+        if (id->name() == name) return id;
     }
     return nullptr;
 }
@@ -79,30 +91,6 @@ extern "C" void lc_camera_close(lc_camera *c) {
     }
     close(c->completions);
     delete c;
-}
-
-extern "C" int lc_camera_controls(lc_camera *c, lc_control_info *out, size_t cap, size_t *count) {
-    try {
-        std::map<unsigned, lc_control_info> sorted;  // libcamera's map has no order
-        for (const auto &[id, info] : c->camera->controls()) {
-            lc_control_info x{};
-            x.id = id->id();
-            lc::copy(x.name, sizeof x.name, id->name());
-            x.type = id->type();
-            x.has_range = lc::toDouble(info.min(), &x.min) && lc::toDouble(info.max(), &x.max) ? 1 : 0;
-            if (!lc::toDouble(info.def(), &x.def)) x.def = NAN;
-            sorted[x.id] = x;
-        }
-        size_t n = 0;
-        for (const auto &[id, x] : sorted) {
-            if (n < cap) out[n] = x;
-            n++;
-        }
-        *count = n;
-        return n > cap ? -ENOSPC : 0;
-    } catch (...) {
-        return -EIO;
-    }
 }
 
 extern "C" int lc_camera_configure(lc_camera *c, uint32_t fourcc, uint32_t width, uint32_t height, uint32_t buffers, lc_stream *out) {
@@ -162,37 +150,64 @@ extern "C" int lc_camera_configure(lc_camera *c, uint32_t fourcc, uint32_t width
     }
 }
 
-extern "C" int lc_camera_set_control(lc_camera *c, const char *name, double value) {
+extern "C" int64_t lc_camera_set_control(lc_camera *c, const char *name, const double *values, size_t count) {
     try {
         const ControlInfo *info = nullptr;
         const ControlId *id = find(c, name, &info);
         if (!id) return -ENOTSUP;
+        // libcamera takes any value for any control: the range (each element's, for an array)
+        // and an enumerated control's values are checked here.
         double min, max;
-        if (lc::toDouble(info->min(), &min) && lc::toDouble(info->max(), &max) && (value < min || value > max)) return -ERANGE;
+        bool ranged = lc::toDouble(info->min(), &min) && lc::toDouble(info->max(), &max);
+        for (size_t i = 0; i < count; i++) {
+            if (!std::isfinite(values[i])) return -EINVAL;
+            if (ranged && (values[i] < min || values[i] > max)) return -ERANGE;
+            if (!info->values().empty() && id->type() != ControlTypeBool) {
+                bool listed = false;
+                for (const ControlValue &v : info->values()) {
+                    double d;
+                    listed = listed || (lc::toDouble(v, &d) && d == values[i]);
+                }
+                if (!listed) return -ERANGE;
+            }
+        }
         ControlValue v;
-        if (!lc::fromDouble(id->type(), value, &v)) return -EINVAL;
+        if (!lc::fromDoubles(id->type(), lc::isArray(*id), values, count, &v)) return -EINVAL;
         std::lock_guard<std::mutex> guard(c->lock);
         c->pending[id->id()] = v;
         c->current[id->id()] = v;
-        return 0;
+        return ++c->generation;
     } catch (...) {
         return -EIO;
     }
 }
 
-extern "C" int lc_camera_get_control(lc_camera *c, const char *name, double *value) {
+extern "C" int lc_camera_get_control(lc_camera *c, const char *name, double *out, size_t cap, size_t *count, int32_t *from_metadata) {
     try {
-        const ControlId *id = find(c, name, nullptr);
+        const ControlId *id = known(c, name);
         if (!id) return -ENOTSUP;
         std::lock_guard<std::mutex> guard(c->lock);
         for (auto *values : {&c->latest, &c->current}) {
             auto it = values->find(id->id());
-            if (it != values->end() && lc::toDouble(it->second, value)) return 0;
+            if (it == values->end()) continue;
+            long n = lc::toDoubles(it->second, out, cap);
+            if (n < 0) return -EINVAL;
+            *count = size_t(n);
+            *from_metadata = values == &c->latest;
+            return size_t(n) > cap ? -ENOSPC : 0;
         }
         return -ENOENT;
     } catch (...) {
         return -EIO;
     }
+}
+
+extern "C" int lc_camera_wait_applied(lc_camera *c, int64_t generation, int timeout_ms) {
+    std::unique_lock<std::mutex> guard(c->lock);
+    if (!c->running) return -EACCES;
+    bool done = c->applied.wait_for(guard, std::chrono::milliseconds(timeout_ms),
+                                    [&] { return c->done_generation >= generation || !c->running; });
+    return done && c->running ? 0 : done ? -EACCES : -ETIMEDOUT;
 }
 
 extern "C" int lc_camera_start(lc_camera *c) {
@@ -204,6 +219,9 @@ extern "C" int lc_camera_start(lc_camera *c) {
             for (const auto &[id, v] : c->current) initial.set(id, v);
             c->pending.clear();
             c->done.clear();
+            c->latest.clear();  // a new run's metadata only
+            c->done_generation = c->generation;  // what was set before is in the start's controls
+            c->request_generation.assign(c->requests.size(), c->generation);
         }
         int r = c->camera->start(&initial);
         if (r < 0) return r;
@@ -228,6 +246,7 @@ extern "C" int lc_camera_stop(lc_camera *c) {
         int r = c->camera->stop();  // every queued request completes, cancelled, before it returns
         std::lock_guard<std::mutex> guard(c->lock);
         c->done.clear();
+        c->applied.notify_all();  // a wait for settings ends: nothing will apply them now
         return r;
     } catch (...) {
         return -EIO;
@@ -269,6 +288,10 @@ extern "C" int lc_camera_next(lc_camera *c, lc_completion *out) {
         if (out->ok) {
             std::lock_guard<std::mutex> guard(c->lock);
             for (const auto &[id, v] : r->metadata()) c->latest[id] = v;
+            if (c->request_generation[out->index] > c->done_generation) {
+                c->done_generation = c->request_generation[out->index];
+                c->applied.notify_all();
+            }
         }
         return 0;
     } catch (...) {
@@ -286,6 +309,7 @@ extern "C" int lc_camera_queue(lc_camera *c, uint32_t index) {
             std::lock_guard<std::mutex> guard(c->lock);
             for (const auto &[id, v] : c->pending) r->controls().set(id, v);
             c->pending.clear();
+            c->request_generation[index] = c->generation;
         }
         return c->camera->queueRequest(r);
     } catch (...) {

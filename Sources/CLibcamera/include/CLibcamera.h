@@ -31,6 +31,7 @@ enum { LC_TYPE_NONE, LC_TYPE_BOOL, LC_TYPE_BYTE, LC_TYPE_INT32, LC_TYPE_INT64, L
 #define LC_ID_MAX 256
 #define LC_NAME_MAX 64
 #define LC_MAX_PLANES 3
+#define LC_VALUES_MAX 16
 
 typedef struct {
     char id[LC_ID_MAX];         // libcamera's camera id ("platform/vimc.0 Sensor B")
@@ -46,14 +47,19 @@ typedef struct {
     uint32_t width, height;
 } lc_stream_format;
 
-/// A control the camera has (its ControlInfoMap), its range and default as doubles (a bool
-/// as 0/1; a rectangle or an array reports no range: has_range 0).
+/// A control the camera has (its ControlInfoMap): its range and default as doubles (a bool
+/// as 0/1), the values an enumerated one takes (AfMode's modes), and for a rectangle (ScalerCrop)
+/// its largest as x, y, width, height. An array's range is its elements'.
 typedef struct {
     uint32_t id;
     char name[LC_NAME_MAX];
     int32_t type;               // LC_TYPE_*
     int32_t has_range;
     double min, max, def;
+    uint32_t nvalues;           // 0: not an enumerated control
+    int32_t values[LC_VALUES_MAX];
+    int32_t has_rect_max;
+    double rect_max[4];
 } lc_control_info;
 
 /// The stream as configured: what libcamera applied (validate() may have adjusted it).
@@ -86,21 +92,31 @@ void lc_manager_stop(lc_manager *m);
 int lc_manager_cameras(lc_manager *m, lc_camera_info *out, size_t cap, size_t *count);
 /// The sizes a camera's video stream takes as they are, per pixel format (without acquiring it).
 int lc_manager_formats(lc_manager *m, const char *id, lc_stream_format *out, size_t cap, size_t *count);
+/// The controls a camera takes (its ControlInfoMap, without acquiring it), by id.
+int lc_manager_controls(lc_manager *m, const char *id, lc_control_info *out, size_t cap, size_t *count);
 
 /// Acquires the camera (-EBUSY: another process holds it).
 int lc_camera_open(lc_manager *m, const char *id, lc_camera **out);
 /// Stops, frees the buffers and releases the camera.
 void lc_camera_close(lc_camera *c);
-int lc_camera_controls(lc_camera *c, lc_control_info *out, size_t cap, size_t *count);
 /// Configures the one video stream (fourcc, size, `buffers` requests to cycle where the pipeline
 /// lets the count be chosen; 0: its own) and maps its buffers; `out` says what was applied.
 int lc_camera_configure(lc_camera *c, uint32_t fourcc, uint32_t width, uint32_t height, uint32_t buffers, lc_stream *out);
-/// Sets a scalar control (bool, int32, int64 or float, converted from `value`) on the requests
-/// queued from now on; -ENOTSUP for a control it lacks.
-int lc_camera_set_control(lc_camera *c, const char *name, double value);
-/// The control's value in the newest completed request's metadata (or the last one set);
-/// -ENOENT when neither has it.
-int lc_camera_get_control(lc_camera *c, const char *name, double *value);
+/// Sets a control on the requests queued from now on, as `count` numbers: one for a scalar,
+/// x, y, width, height for a rectangle, element after element for an array (FrameDurationLimits'
+/// two, AfWindows' rectangles). libcamera does not check a value against its control: the
+/// facade does — -ENOTSUP a control the camera lacks, -ERANGE a number outside its range or
+/// not among an enumerated control's values, -EINVAL the wrong count for its type. Answers the
+/// generation of this setting (see lc_camera_wait_applied) or -errno.
+int64_t lc_camera_set_control(lc_camera *c, const char *name, const double *values, size_t count);
+/// A control's value, flattened as set takes it: from the newest completed request's metadata
+/// (*from_metadata 1), else the last value set (0); -ENOENT when neither has it, -ENOSPC when
+/// `cap` is too small (*count says how many). Names any control libcamera defines, the camera's
+/// or metadata's only (AfState, SensorTimestamp).
+int lc_camera_get_control(lc_camera *c, const char *name, double *out, size_t cap, size_t *count, int32_t *from_metadata);
+/// Waits at most `timeout_ms` until a request carrying every setting up to `generation` has
+/// completed (its metadata is what get reads); 0 then, -ETIMEDOUT otherwise, -EACCES not running.
+int lc_camera_wait_applied(lc_camera *c, int64_t generation, int timeout_ms);
 /// Starts, queueing every request.
 int lc_camera_start(lc_camera *c);
 /// Stops; every request comes back (cancelled ones are dropped).

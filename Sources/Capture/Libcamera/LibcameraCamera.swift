@@ -4,6 +4,11 @@
 // a V4L2 mmap buffer is lent) and queues it again once they let go. libcamera may adjust a
 // configuration: a size it gave instead of the one asked is refused by name, never used
 // silently. `stop` stops, waits for the lent buffers and releases the camera.
+//
+// Settings go to the camera as libcamera's controls (LibcameraControlMapping), on the requests
+// queued next, and are read back from the first completed request that carries them. Those
+// made while it is not running, and the picture adjustments, are kept and given again with
+// the start's controls: a camera reopened after an unplug starts with them.
 
 import CLibcamera
 import CameraCore
@@ -18,12 +23,23 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
     /// Frames lent at once (see V4L2Camera's `lending`).
     public let lending = ProcessInfo.processInfo.activeProcessorCount + 1
     private let manager: LibcameraManager
+    private let mapping: LibcameraControlMapping
     private let state = Locked(State())
     private let rejected = Locked<UInt64>(0)
 
     private struct State {
         var loop: SteppingThread?
         var interrupted: (@Sendable (CameraError) -> Void)?
+        /// The running camera, for its controls.
+        var camera: LibcameraHandle?
+        /// How long a setting may take to reach a completed request: a few frames.
+        var applyTimeout = 1.0
+        /// What the camera was last told and read back: given again at every start.
+        var settings: DeviceSettings?
+        /// The picture adjustments set (libcamera's name → value), given again at every start.
+        var adjustments: [String: Double] = [:]
+        /// Settings refused when given again at a start, for the session to report.
+        var restoreRefusals: [CameraError] = []
     }
 
     public init(id: String, camera: String, manager: LibcameraManager, position: CameraDescriptor.Position? = nil,
@@ -34,6 +50,7 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         descriptor = CameraDescriptor(id: id, name: info?.model ?? camera, position: position ?? info?.position ?? .external,
                                       kind: .libcamera, device: camera)
         formats = (try? manager.formats(of: camera)) ?? []
+        mapping = LibcameraControlMapping(manager.controls(of: camera), pixelArray: info?.pixelArray)
     }
 
     /// A camera id from libcamera's: lower case, runs of anything but letters, digits, '.' and
@@ -48,9 +65,55 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         return out.isEmpty ? "libcamera" : out
     }
 
-    /// What libcamera lets the session set, beyond the picture: nothing yet, but the crop
-    /// every camera has (digital zoom) — the controls are mapped with libcamera's ControlInfoMap.
-    public var capabilities: Capabilities { .fixed }
+    /// What the camera's ControlInfoMap has, in AVFoundation's terms (digital zoom is the
+    /// pipeline's crop, as on every camera).
+    public var capabilities: Capabilities { mapping.capabilities }
+
+    public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings {
+        let (camera, timeout) = state.withLock { ($0.camera, $0.applyTimeout) }
+        guard let camera else {
+            state.withLock { $0.settings = change.new }  // given with the next start's controls
+            return change.new
+        }
+        let read = try mapping.apply(change, to: camera, timeout: timeout)
+        state.withLock { $0.settings = read }
+        return read
+    }
+
+    public func readBack(_ settings: DeviceSettings) -> DeviceSettings? {
+        guard let camera = state.withLock({ $0.camera }) else { return nil }
+        let read = mapping.read(settings, from: camera)
+        state.withLock { $0.settings = read }
+        return read
+    }
+
+    public func takeRestoreRefusals() -> [CameraError] {
+        state.withLock { s in defer { s.restoreRefusals = [] }; return s.restoreRefusals }
+    }
+
+    /// The picture adjustments (Brightness, Contrast, Saturation, Sharpness) in thousandths:
+    /// what the camera reports, else what was set, else its default.
+    public func controls() throws(CameraError) -> [DeviceControl] {
+        let (camera, set) = state.withLock { ($0.camera, $0.adjustments) }
+        return mapping.adjustmentControls { c in camera?.get(c.name)?.values.first ?? set[c.name] }
+    }
+
+    public func setControls(_ values: [String: Int]) throws(CameraError) {
+        let all = try controls()
+        let byKey = Dictionary(all.map { ($0.key, $0) }) { a, _ in a }
+        for key in values.keys.sorted() where byKey[key] == nil {
+            throw .unsupportedControl(key, known: all.map(\.key).sorted())
+        }
+        let (camera, timeout) = state.withLock { ($0.camera, $0.applyTimeout) }
+        var generation: Int64 = 0
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+            let c = byKey[key]!, v = Double(c.clamp(value)) / 1000
+            if let camera { generation = try camera.set(c.name, [v]) }
+            state.withLock { $0.adjustments[c.name] = v }
+        }
+        // Answered once a frame has them, so what is read next is what the camera did.
+        if let camera, generation > 0 { _ = camera.waitApplied(generation, timeout: timeout) }
+    }
 
     /// Completed requests that came back failed or cancelled while running: dropped frames.
     public var rejectedFrames: UInt64 { rejected.withLock { $0 } }
@@ -75,44 +138,46 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
             let got = LibcameraManager.pixelFormat(fourcc: stream.fourcc)?.rawValue ?? "0x" + String(stream.fourcc, radix: 16)
             throw .unsupportedFormat("libcamera camera \(id) gave \(stream.width)x\(stream.height) \(got) for \(format.width)x\(format.height) \(format.pixelFormat.rawValue)")
         }
+        // What was set before (or on the camera's last run) goes with the start's controls: the
+        // first frame already has it.
+        let (settings, adjustments) = state.withLock { ($0.settings, $0.adjustments) }
+        var refused: [CameraError] = []
+        for (name, value) in adjustments.sorted(by: { $0.key < $1.key }) {
+            do throws(CameraError) { _ = try camera.set(name, [value]) } catch { refused.append(error) }
+        }
+        if let rate = mapping.frameDuration(fps: format.fps) {
+            do throws(CameraError) { _ = try camera.set(rate.name, rate.values) } catch { refused.append(error) }
+        }
+        if let settings {
+            for w in mapping.writes(for: SettingsChange(old: nil, new: settings)) {
+                do throws(CameraError) { _ = try camera.set(w.name, w.values) } catch { refused.append(error) }
+            }
+        }
         r = lc_camera_start(camera.pointer)
         guard r == 0 else { throw .system(call: "libcamera start(\(id))", errno: -r) }
         rejected.withLock { $0 = 0 }
-        let onLoss = state.withLock { $0.interrupted }
+        let onLoss = state.withLock { s -> (@Sendable (CameraError) -> Void)? in
+            s.camera = camera
+            s.applyTimeout = min(2, max(0.3, 4 / Double(max(format.fps, 1))))
+            s.restoreRefusals += refused
+            return s.interrupted
+        }
         let loop = LibcameraStream.loop(camera: camera, id: id, format: format, stride: Int(stream.stride), timeout: captureTimeout,
                                         handler: handler, rejected: { [weak self] in self?.rejected.withLock { $0 += 1 } },
-                                        lost: { onLoss?($0) })
+                                        lost: { [weak self] error in
+                                            self?.state.withLock { $0.camera = nil }
+                                            onLoss?(error)
+                                        })
         state.withLock { $0.loop = loop }
     }
 
     public func stop() {
-        let loop = state.withLock { s -> SteppingThread? in defer { s.loop = nil }; return s.loop }
+        let loop = state.withLock { s -> SteppingThread? in
+            defer { s.loop = nil; s.camera = nil }
+            return s.loop
+        }
         loop?.stop()
     }
-}
-
-/// The acquired camera: one owner of the facade's handle. The capture thread closes it at its
-/// end once every lent buffer is back (so the next start can acquire the camera again); a
-/// buffer never given back keeps it, mapped, until the last lease lets go.
-final class LibcameraHandle: Sendable {
-    nonisolated(unsafe) let pointer: OpaquePointer  // used by the capture thread alone, then closed
-    private let closed = Locked(false)
-
-    init(manager: LibcameraManager, id: String) throws(CameraError) {
-        var p: OpaquePointer?
-        let r = lc_camera_open(manager.handle, id, &p)
-        guard r == 0, let p else {
-            throw r == -EBUSY || r == -EACCES ? .unavailable("libcamera camera \(id) is in use (by another process, or still by this one's last run)")
-                : .system(call: "libcamera acquire(\(id))", errno: -r)
-        }
-        pointer = p
-    }
-
-    func close() {
-        if closed.withLock({ c in defer { c = true }; return !c }) { lc_camera_close(pointer) }
-    }
-
-    deinit { close() }
 }
 
 /// The capture thread of one libcamera stream.
