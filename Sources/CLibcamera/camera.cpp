@@ -203,11 +203,15 @@ extern "C" int lc_camera_get_control(lc_camera *c, const char *name, double *out
 }
 
 extern "C" int lc_camera_wait_applied(lc_camera *c, int64_t generation, int timeout_ms) {
-    std::unique_lock<std::mutex> guard(c->lock);
-    if (!c->running) return -EACCES;
-    bool done = c->applied.wait_for(guard, std::chrono::milliseconds(timeout_ms),
-                                    [&] { return c->done_generation >= generation || !c->running; });
-    return done && c->running ? 0 : done ? -EACCES : -ETIMEDOUT;
+    try {
+        std::unique_lock<std::mutex> guard(c->lock);
+        if (!c->running) return -EACCES;
+        bool done = c->applied.wait_for(guard, std::chrono::milliseconds(timeout_ms),
+                                        [&] { return c->done_generation >= generation || !c->running; });
+        return done && c->running ? 0 : done ? -EACCES : -ETIMEDOUT;
+    } catch (...) {
+        return -EIO;
+    }
 }
 
 extern "C" int lc_camera_start(lc_camera *c) {
@@ -285,6 +289,13 @@ extern "C" int lc_camera_next(lc_camera *c, lc_completion *out) {
         out->timestamp_ns = meta.timestamp;
         out->data = c->data[out->index];
         for (const auto &plane : meta.planes()) out->bytes += plane.bytesused;
+        if (!out->ok) {
+            // A request that failed took its controls with it: they go with the next one queued
+            // (unless set again since). (A wait for them may still end on a later request that
+            // was queued before this one came back: rare, as requests fail at a stop.)
+            std::lock_guard<std::mutex> guard(c->lock);
+            for (const auto &[id, v] : r->controls()) c->pending.emplace(id, v);
+        }
         if (out->ok) {
             std::lock_guard<std::mutex> guard(c->lock);
             for (const auto &[id, v] : r->metadata()) c->latest[id] = v;
@@ -305,13 +316,20 @@ extern "C" int lc_camera_queue(lc_camera *c, uint32_t index) {
         if (index >= c->requests.size()) return -EINVAL;
         Request *r = c->requests[index].get();
         r->reuse(Request::ReuseBuffers);
+        std::map<unsigned, ControlValue> carried;
         {
             std::lock_guard<std::mutex> guard(c->lock);
             for (const auto &[id, v] : c->pending) r->controls().set(id, v);
-            c->pending.clear();
+            carried.swap(c->pending);
             c->request_generation[index] = c->generation;
         }
-        return c->camera->queueRequest(r);
+        int result = c->camera->queueRequest(r);
+        if (result < 0) {
+            // Not queued: what it was to carry waits for the next request (newer settings win).
+            std::lock_guard<std::mutex> guard(c->lock);
+            for (auto &[id, v] : carried) c->pending.emplace(id, v);
+        }
+        return result;
     } catch (...) {
         return -EIO;
     }

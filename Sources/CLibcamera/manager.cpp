@@ -91,6 +91,21 @@ bool fromDoubles(ControlType type, bool array, const double *v, size_t n, Contro
     }
 }
 
+int32_t type(ControlType t) {
+    // By name, not number: libcamera adds types between versions (its enum's order is its own).
+    switch (t) {
+    case ControlTypeBool: return LC_TYPE_BOOL;
+    case ControlTypeByte: return LC_TYPE_BYTE;
+    case ControlTypeInteger32: return LC_TYPE_INT32;
+    case ControlTypeInteger64: return LC_TYPE_INT64;
+    case ControlTypeFloat: return LC_TYPE_FLOAT;
+    case ControlTypeString: return LC_TYPE_STRING;
+    case ControlTypeRectangle: return LC_TYPE_RECTANGLE;
+    case ControlTypeSize: return LC_TYPE_SIZE;
+    default: return LC_TYPE_NONE;
+    }
+}
+
 void copy(char *to, size_t size, const std::string &from) {
     std::strncpy(to, from.c_str(), size - 1);
     to[size - 1] = 0;
@@ -199,7 +214,7 @@ extern "C" int lc_manager_controls(lc_manager *m, const char *camera_id, lc_cont
             lc_control_info x{};
             x.id = id->id();
             lc::copy(x.name, sizeof x.name, id->name());
-            x.type = id->type();
+            x.type = lc::type(id->type());
             x.has_range = lc::toDouble(info.min(), &x.min) && lc::toDouble(info.max(), &x.max) ? 1 : 0;
             if (!lc::toDouble(info.def(), &x.def)) x.def = NAN;
             for (const ControlValue &v : info.values()) {

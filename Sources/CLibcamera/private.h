@@ -64,5 +64,7 @@ bool toDouble(const libcamera::ControlValue &v, double *out);
 // `n` numbers as a value of `type`: a scalar (n 1; a rectangle: 4), or, with `array`, a Span
 // of them; false for a count that does not fit the type or a type the facade does not set.
 bool fromDoubles(libcamera::ControlType type, bool array, const double *v, size_t n, libcamera::ControlValue *out);
+// libcamera's ControlType as the facade's LC_TYPE_*.
+int32_t type(libcamera::ControlType t);
 void copy(char *to, size_t size, const std::string &from);
 }

@@ -1,11 +1,14 @@
 // A libcamera camera behind LibcameraControlPort that behaves as a Raspberry Pi Camera Module 3
 // (imx708) does on its pipeline: the facade's checks (a control the camera lacks, a number
-// outside its range or not among an enumerated control's values are refused), controls taking
-// effect two frames after the request that carried them (the sensor's delay), the exposure
+// outside its range or not among an enumerated control's values are refused), a setting going
+// into the next request queued, behind `depth` already in flight (so it is carried by a request
+// completing `depth` frames later: what the facade's wait is for), reaching the sensor two
+// frames after it was queued (its delay; the IPA schedules it so), the exposure
 // time quantized to whole sensor lines and the gain to the sensor's gain codes, and the
 // algorithms choosing for themselves while they are on — AE its exposure, AF a lens position
 // after a scan, AWB a colour temperature — each reported in the completed request's metadata.
-// Frames are stepped by the test (`frame()`), or by a wait for a setting to apply.
+// Frames are stepped by the test (`frame()`), or by a wait for a setting to apply: as many as
+// `fps` makes of its timeout, no more.
 
 import Capture
 import CameraCore
@@ -49,10 +52,13 @@ public final class FakeLibcameraPipeline: LibcameraControlPort, Sendable {
     public static let aeExposure = 0.012, aeGain = 2.5, afLens = 2.2, awbTemperature = 4650.0
     /// Frames an autofocus scan takes.
     public static let scanFrames = 4
+    /// Requests in flight ahead of a new setting, and the frame rate a wait is counted in.
+    public static let depth = 4, fps = 30.0
 
     private struct State {
         var generation: Int64 = 0
         var pending: [(gen: Int64, name: String, values: [Double], due: Int)] = []
+        var carrying: [(gen: Int64, completes: Int)] = []
         var applied: [String: [Double]] = [:]
         var metadata: [String: [Double]] = [:]
         var doneGeneration: Int64 = 0
@@ -89,8 +95,10 @@ public final class FakeLibcameraPipeline: LibcameraControlPort, Sendable {
             }
             s.generation += 1
             s.sets.append((name, values))
-            // Queued into the next request; the sensor has it two frames later.
+            // Queued into the next request: the sensor has it two frames later, the request that
+            // carried it completes `depth` frames later.
             s.pending.append((s.generation, name, values, s.frame + 2))
+            s.carrying.append((s.generation, s.frame + Self.depth))
             return s.generation
         }
     }
@@ -104,7 +112,7 @@ public final class FakeLibcameraPipeline: LibcameraControlPort, Sendable {
     }
 
     public func waitApplied(_ generation: Int64, timeout: Double) -> Bool {
-        for _ in 0..<8 {
+        for _ in 0..<Int(timeout * Self.fps) {
             if state.withLock({ $0.doneGeneration >= generation }) { return true }
             frame()
         }
@@ -116,9 +124,10 @@ public final class FakeLibcameraPipeline: LibcameraControlPort, Sendable {
     public func frame() {
         state.withLock { s in
             s.frame += 1
+            for c in s.carrying where c.completes <= s.frame { s.doneGeneration = max(s.doneGeneration, c.gen) }
+            s.carrying.removeAll { $0.completes <= s.frame }
             for p in s.pending where p.due <= s.frame {
                 s.applied[p.name] = p.values
-                s.doneGeneration = max(s.doneGeneration, p.gen)
                 if p.name == "AfTrigger", p.values == [0], s.applied["AfMode"] == [1] { s.scanning = Self.scanFrames }
             }
             s.pending.removeAll { $0.due <= s.frame }

@@ -1,6 +1,7 @@
 // AVFoundation's settings through libcamera's controls, against a pipeline that behaves as a
-// Camera Module 3's does (FakeLibcameraPipeline: controls two frames late, exposure in whole
-// lines, gain in the sensor's codes, AE/AF/AWB choosing for themselves): what the session is
+// Camera Module 3's does (FakeLibcameraPipeline: a setting carried by a request four frames
+// on, on the sensor two frames late, exposure in whole lines, gain in the sensor's codes,
+// AE/AF/AWB choosing for themselves): what the session is
 // told is what the metadata says, not what was asked; capabilities are only what the
 // ControlInfoMap has; a refusal names the control and puts back what the change had set.
 
@@ -128,5 +129,19 @@ import Testing
         #expect(pi.frameDuration(fps: 15) == .init("FrameDurationLimits", [66_667, 66_667]))
         #expect(pi.frameDuration(fps: 60) == .init("FrameDurationLimits", [33_333, 33_333]), "its fastest mode is 30 fps")
         #expect(LibcameraControlMapping(FakeLibcameraPipeline.vimc).frameDuration(fps: 30) == nil)
+    }
+
+    @Test func aWaitThatEndsFirstAnswersWhatWasAskedNotTheMetadataBefore() throws {
+        let camera = FakeLibcameraPipeline()
+        let old = settings { $0.exposure.mode = .custom; $0.exposure.duration = 0.02 }
+        _ = try pi.apply(SettingsChange(old: nil, new: old), to: camera, timeout: 1)
+        var new = old
+        new.exposure.duration = 0.005
+        // One frame's wait: the request carrying 5 ms is four frames away.
+        let read = try pi.apply(SettingsChange(old: old, new: new), to: camera, timeout: 1 / FakeLibcameraPipeline.fps)
+        #expect(read.exposure.duration == 0.005, "not the 20 ms the last metadata still says: \(read.exposure.duration)")
+        #expect(camera.get("ExposureTime")?.values == [19_993])
+        for _ in 0..<FakeLibcameraPipeline.depth { camera.frame() }
+        #expect(pi.read(read, from: camera).exposure.duration == 0.004991, "then the sensor's whole lines of 5 ms")
     }
 }

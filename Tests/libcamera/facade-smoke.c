@@ -1,7 +1,9 @@
 // The facade run end to end from C, on whichever libcamera it was linked with (facade-versions
 // builds it against each): the manager lists the camera named on the command line, its
 // formats and controls; the camera is opened, configured, started; frames complete through
-// the descriptor; a control set is carried by a completed request (wait_applied) and read back;
+// the descriptor; a control set is carried by a completed request (wait_applied) and read
+// back (from metadata where the pipeline reports it; vimc's does not report Brightness, so
+// there the value is the one set — test_vimc.py reads the sensor's V4L2 control for that);
 // an out-of-range value and a control it lacks are refused; stop and close. Prints what it
 // found, one `key: value` a line, and exits non-zero at the first thing that fails.
 //

@@ -24,7 +24,7 @@ typedef struct lc_manager lc_manager;
 typedef struct lc_camera lc_camera;
 
 enum { LC_LOCATION_NONE = -1, LC_LOCATION_FRONT = 0, LC_LOCATION_BACK = 1, LC_LOCATION_EXTERNAL = 2 };
-/// libcamera's ControlType, in its order.
+/// A control's value type (libcamera's ControlType, mapped by name: its numbering changes).
 enum { LC_TYPE_NONE, LC_TYPE_BOOL, LC_TYPE_BYTE, LC_TYPE_INT32, LC_TYPE_INT64, LC_TYPE_FLOAT,
        LC_TYPE_STRING, LC_TYPE_RECTANGLE, LC_TYPE_SIZE };
 

@@ -23,11 +23,14 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
     /// Frames lent at once (see V4L2Camera's `lending`).
     public let lending = ProcessInfo.processInfo.activeProcessorCount + 1
     private let manager: LibcameraManager
-    private let mapping: LibcameraControlMapping
-    private let state = Locked(State())
+    private let pixelArray: (width: Int, height: Int)?
+    private let state: Locked<State>
     private let rejected = Locked<UInt64>(0)
 
     private struct State {
+        /// The camera's controls: its ControlInfoMap as enumerated, then as configured (libcamera
+        /// sets the ranges of ExposureTime, FrameDurationLimits and ScalerCrop in configure()).
+        var mapping: LibcameraControlMapping
         var loop: SteppingThread?
         var interrupted: (@Sendable (CameraError) -> Void)?
         /// The running camera, for its controls.
@@ -50,8 +53,11 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         descriptor = CameraDescriptor(id: id, name: info?.model ?? camera, position: position ?? info?.position ?? .external,
                                       kind: .libcamera, device: camera)
         formats = (try? manager.formats(of: camera)) ?? []
-        mapping = LibcameraControlMapping(manager.controls(of: camera), pixelArray: info?.pixelArray)
+        pixelArray = info?.pixelArray
+        state = Locked(State(mapping: LibcameraControlMapping(manager.controls(of: camera), pixelArray: info?.pixelArray)))
     }
+
+    private var mapping: LibcameraControlMapping { state.withLock { $0.mapping } }
 
     /// A camera id from libcamera's: lower case, runs of anything but letters, digits, '.' and
     /// '_' as one '-' ("platform/vimc.0 Sensor B" → "platform-vimc.0-sensor-b").
@@ -70,7 +76,7 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
     public var capabilities: Capabilities { mapping.capabilities }
 
     public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings {
-        let (camera, timeout) = state.withLock { ($0.camera, $0.applyTimeout) }
+        let (camera, timeout, mapping) = state.withLock { ($0.camera, $0.applyTimeout, $0.mapping) }
         guard let camera else {
             state.withLock { $0.settings = change.new }  // given with the next start's controls
             return change.new
@@ -138,6 +144,7 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
             let got = LibcameraManager.pixelFormat(fourcc: stream.fourcc)?.rawValue ?? "0x" + String(stream.fourcc, radix: 16)
             throw .unsupportedFormat("libcamera camera \(id) gave \(stream.width)x\(stream.height) \(got) for \(format.width)x\(format.height) \(format.pixelFormat.rawValue)")
         }
+        let mapping = LibcameraControlMapping(manager.controls(of: id), pixelArray: pixelArray)
         // What was set before (or on the camera's last run) goes with the start's controls: the
         // first frame already has it.
         let (settings, adjustments) = state.withLock { ($0.settings, $0.adjustments) }
@@ -158,11 +165,14 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         rejected.withLock { $0 = 0 }
         let onLoss = state.withLock { s -> (@Sendable (CameraError) -> Void)? in
             s.camera = camera
-            s.applyTimeout = min(2, max(0.3, 4 / Double(max(format.fps, 1))))
+            s.mapping = mapping
+            // A setting rides on the next request queued, behind every one queued already.
+            s.applyTimeout = min(3, (Double(stream.buffers) + 3) / Double(max(format.fps, 1)) + 0.2)
             s.restoreRefusals += refused
             return s.interrupted
         }
-        let loop = LibcameraStream.loop(camera: camera, id: id, format: format, stride: Int(stream.stride), timeout: captureTimeout,
+        let loop = LibcameraStream.loop(camera: camera, id: id, format: format, stride: Int(stream.stride),
+                                        frameSize: Int(stream.frame_size), timeout: captureTimeout,
                                         handler: handler, rejected: { [weak self] in self?.rejected.withLock { $0 += 1 } },
                                         lost: { [weak self] error in
                                             self?.state.withLock { $0.camera = nil }
@@ -182,31 +192,37 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
 
 /// The capture thread of one libcamera stream.
 enum LibcameraStream {
-    static func loop(camera: LibcameraHandle, id: String, format: VideoFormat, stride: Int, timeout: Double,
+    static func loop(camera: LibcameraHandle, id: String, format: VideoFormat, stride: Int, frameSize: Int, timeout: Double,
                      clock: any Timekeeper = SystemTimekeeper(), handler: @escaping FrameHandler, rejected: @escaping @Sendable () -> Void,
                      lost: @escaping @Sendable (CameraError) -> Void) -> SteppingThread {
-        let expected = format.pixelFormat.frameBytes(width: format.width, height: format.height)
+        // A whole frame is libcamera's frame size (its rows padded to the stride, as a Pi's ISP
+        // pads them), not the format's packed size; an MJPEG frame is however long it is.
+        let expected = format.pixelFormat == .mjpeg || frameSize <= 0 ? nil : frameSize
         let lent = LentBuffers()
         return DeviceCaptureThread.start(name: "libcamera-\(id)", device: "libcamera camera \(id)", timeout: timeout, clock: clock,
                                          step: { () throws(CameraError) -> Bool in
-            for index in lent.takeReturned() { _ = lc_camera_queue(camera.pointer, UInt32(index)) }
+            for index in lent.takeReturned() { try queue(camera, id, index) }
             var fd = pollfd(fd: lc_camera_completion_fd(camera.pointer), events: Int16(POLLIN), revents: 0)
             do throws(SystemError) { _ = try Sys.poll(&fd, timeout: 200, "libcamera \(id)") } catch { throw .system(error) }
             var got = false
             var done = lc_completion()
-            while lc_camera_next(camera.pointer, &done) == 0 {
+            var r: Int32 = 0
+            while true {
+                r = lc_camera_next(camera.pointer, &done)
+                guard r == 0 else { break }
                 got = true
                 let bytes = Int(done.bytes)
                 guard done.ok != 0, let data = done.data, expected.map({ bytes >= $0 }) ?? (bytes > 0) else {
                     rejected()
-                    _ = lc_camera_queue(camera.pointer, done.index)
+                    try queue(camera, id, Int(done.index))
                     continue
                 }
                 // The lease holds the handle: a buffer still read after a stop keeps the mapping.
                 let lease = lent.lend(Int(done.index), holding: camera) { lc_camera_wake(camera.pointer) }
-                handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(start: data, count: expected ?? bytes), stride: stride,
+                handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(start: data, count: bytes), stride: stride,
                                  sequence: UInt64(done.sequence), timestamp: wallClock(done.timestamp_ns), lease: lease))
             }
+            guard r == -EAGAIN else { throw .system(call: "libcamera next(\(id))", errno: -r) }
             return got
         }, release: {
             _ = lc_camera_stop(camera.pointer)
@@ -214,6 +230,12 @@ enum LibcameraStream {
             // own may still have some out: wait for them (the handle outlives them anyway).
             if lent.waitUntilAllReturned(timeout: 5) { camera.close() }
         }, lost: lost)
+    }
+
+    /// Gives a request back; a camera that will not take it is lost, with libcamera's reason.
+    static func queue(_ camera: LibcameraHandle, _ id: String, _ index: Int) throws(CameraError) {
+        let r = lc_camera_queue(camera.pointer, UInt32(index))
+        guard r == 0 || r == -EACCES else { throw .system(call: "libcamera queueRequest(\(id))", errno: -r) }
     }
 
     /// A monotonic timestamp in nanoseconds as wall-clock seconds, as every input stamps.

@@ -168,7 +168,7 @@ public struct LibcameraControlMapping: Sendable {
     /// Sets the change one control at a time. If the camera refuses one, what this change
     /// already set is put back (newest first) and the refusal is thrown, naming the control.
     /// Then waits (at most `timeout` s) for a completed request carrying it and answers the
-    /// settings read back from that request's metadata.
+    /// settings read back from that request's metadata (what was asked, when none came in time).
     public func apply(_ change: SettingsChange, to port: any LibcameraControlPort, timeout: Double) throws(CameraError) -> DeviceSettings {
         var undo: [Write] = []
         var generation: Int64 = 0
@@ -183,7 +183,9 @@ public struct LibcameraControlMapping: Sendable {
             // A trigger is an event, not a state to put back.
             if w.name != Self.afTrigger, let before, !before.isEmpty { undo.append(Write(w.name, before)) }
         }
-        if generation > 0 { _ = port.waitApplied(generation, timeout: timeout) }
+        // Metadata older than the change would report the settings before it as the camera's:
+        // when no request has carried it in time, the state is what was asked, until a read back.
+        if generation > 0, !port.waitApplied(generation, timeout: timeout) { return change.new }
         return read(change.new, from: port)
     }
 
