@@ -81,7 +81,9 @@ let package = Package(
         // The system leaf every module stands on: the one lock (a pthread mutex ThreadSanitizer
         // sees), the typed errno error, thread names, the clocks, the one timer mechanism
         // (Alarm) and the one atomic file write.
-        .target(name: "SystemSupport"),
+        .target(name: "SystemSupport", dependencies: ["CSystemCalls"]),
+        // The libc calls Swift's Glibc module does not import (fallocate: GNU), for the Sys funnel.
+        .target(name: "CSystemCalls"),
         // The one subscription shape every client of every output takes (an MJPEG viewer, a
         // live.mp4 or SSE client, an RTSP media, a WebRTC peer, the MQTT bridge): a leaf the
         // hubs and the transports both import.

@@ -1,7 +1,9 @@
 // One movie file: libavformat's MP4 muxer writing fragments (moof + mdat) to a FileSink,
 // fed by libx264 through libavcodec (H.264) or by JPEGs as they are (MJPEG). Fragments are
 // cut at a keyframe once a second of movie has gathered (every frame for a timelapse), and
-// each is made durable at once: a crash leaves the file whole up to its last fragment.
+// each is made durable at once: a crash leaves the file whole up to its last fragment. Disk
+// for each packet, its fragment and the file's end is reserved before the muxer gets it: a
+// full disk ends the movie at the last packet that fitted, its fragment and index whole.
 // One owner, one thread: the recorder's encoding thread.
 
 import CFFmpeg
@@ -49,6 +51,10 @@ final class FragmentedMP4Writer {
     private var fragmentPackets = 0
     /// Packet bytes the muxer holds for the fragment it has not written yet.
     private(set) var pendingBytes: Int64 = 0
+    /// Samples of both tracks in the fragment being gathered; fragments cut; the largest's bytes.
+    private var fragmentSamples = 0, fragmentsCut = 0, largestFragment: Int64 = 0
+    /// The reservation that found the disk full: the movie ends with what fitted.
+    private var full: MovieError?
     private(set) var frames = 0
     /// The end of the last frame written, in ticks.
     private(set) var endTicks: Int64 = 0
@@ -210,6 +216,7 @@ final class FragmentedMP4Writer {
     /// A packet not after the last one is skipped (a track's time only grows).
     func write(audio packet: AudioPacket, pts: Int64) throws(MovieError) {
         guard let a = audioStream, let p = self.packet, pts > lastAudioPts else { return }
+        try makeRoom(for: Int64(packet.bytes.count))
         try FragmentedMP4.load(p, packet, pts: pts, stream: a)
         let size = Int64(p.pointee.size)
         let rc = av_write_frame(format, p)
@@ -217,6 +224,7 @@ final class FragmentedMP4Writer {
         try check(rc, "av_write_frame (audio)")
         lastAudioPts = pts
         audioPackets += 1
+        fragmentSamples += 1
         pendingBytes += size
     }
 
@@ -226,8 +234,12 @@ final class FragmentedMP4Writer {
         guard !finished else { return }
         finished = true
         if let encoder {
-            try check(avcodec_send_frame(encoder, nil), "avcodec_send_frame (flush)")
-            try drain()
+            do throws(MovieError) {
+                try check(avcodec_send_frame(encoder, nil), "avcodec_send_frame (flush)")
+                try drain()
+            } catch {
+                guard full != nil else { throw error }  // those still in the encoder did not fit
+            }
         }
         try check(av_write_trailer(format), "av_write_trailer")
         pendingBytes = 0
@@ -256,6 +268,10 @@ final class FragmentedMP4Writer {
     private func mux(_ p: UnsafeMutablePointer<AVPacket>) throws(MovieError) {
         let key = p.pointee.flags & AV_PKT_FLAG_KEY != 0
         let pts = p.pointee.pts
+        do throws(MovieError) { try makeRoom(for: Int64(p.pointee.size)) } catch {
+            av_packet_unref(p)
+            throw error
+        }
         if fragmentPackets > 0 && key && pts - fragmentStart >= Self.ticksPerSecond - frameTicks / 2 && soundIsIn(at: pts) {
             try cutFragment()
         }
@@ -268,6 +284,7 @@ final class FragmentedMP4Writer {
         av_packet_unref(p)
         try check(rc, "av_write_frame")
         fragmentPackets += 1
+        fragmentSamples += 1
         pendingBytes += size
         frames += 1
         endTicks = max(endTicks, pts + frameTicks)
@@ -285,10 +302,30 @@ final class FragmentedMP4Writer {
         audioStream == nil || audioPackets > 0 || pts >= 3 * Self.ticksPerSecond
     }
 
+    /// Reserves disk for a packet of `size` bytes, its fragment and what the end writes: the
+    /// moof (at most 32 bytes a sample), a movie with sound's moov and the index (mfra: an
+    /// entry a fragment and track); ahead, two of the largest fragments so far (4 MiB or more).
+    private func makeRoom(for size: Int64) throws(MovieError) {
+        if let full { throw full }
+        let end: Int64 = 64 * 1024 + 32 * Int64(fragmentSamples + 1) + 64 * Int64(fragmentsCut + 1)
+        do throws(MovieError) {
+            try sink.reserve(pendingBytes + size + end, ahead: max(4 << 20, 2 * largestFragment) + end)
+        } catch {
+            if error.isStorageFull { full = error }
+            throw error
+        }
+    }
+
     /// Writes the fragment gathered so far and makes it durable.
     private func cutFragment() throws(MovieError) {
         try check(av_write_frame(format, nil), "av_write_frame (fragment)")
+        // With sound, the first flush writes the moov alone (delay_moov) and keeps the
+        // fragment's samples: a second one writes them, so the first fragment is a second too.
+        if fragmentsCut == 0 && audioStream != nil { try check(av_write_frame(format, nil), "av_write_frame (first fragment)") }
+        fragmentsCut += 1
+        largestFragment = max(largestFragment, pendingBytes)
         fragmentPackets = 0
+        fragmentSamples = 0
         pendingBytes = 0
         try makeDurable()
     }

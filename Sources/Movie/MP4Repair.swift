@@ -48,6 +48,7 @@ enum MP4Repair {
             let size = Int64(try Sys.fstat(fd, path).st_size)
             let (length, fragments) = wholeLength(fd: fd, size: size)
             if length < size { try Sys.ftruncate(fd, to: length, path) }
+            FileSink.releaseReservation(fd, end: length, path)  // what the writer had reserved ahead
             try Sys.fsync(fd, path)
             return fragments
         }

@@ -128,7 +128,7 @@ public final class MovieRecorder: CaptureOutput {
         let work = try RecorderWork(setup, path: store.partialPath(setup.id))
         let shared = self.shared, stoppedItself = self.stoppedItself
         let limit = setup.encoded == nil ? Self.queueLimit : max(Self.unitQueueLimit, setup.unitBacklog ?? 0)
-        handoff = FrameHandoff(name: "\(setup.camera)-movie", policy: .queue(limit: limit), pool: pool) {
+        handoff = FrameHandoff(name: "\(setup.camera ?? "camera")-movie", policy: .queue(limit: limit), pool: pool) {
             { frame, job in
                 guard !shared.withLock({ $0.stoppedItself }) else { return }
                 var stop = work.write(frame.bytes, stride: frame.stride, timestamp: frame.timestamp, zoom: job.zoom, center: job.center,

@@ -1,7 +1,8 @@
 // A whole file or none: the bytes go to a temporary name in the same directory, are made
 // durable (fsync), renamed over the final name, and the directory is made durable so the
-// rename survives a power cut. Photos, movie records and the accounts file are written this
-// way; a crash leaves at most the temporary file, which its owner removes at start-up.
+// rename survives a power cut. Photos, movie records, the accounts file and the saved state
+// are written this way; a crash leaves at most the temporary file, which its owner removes
+// at start-up.
 
 #if canImport(Glibc)
 import Glibc
@@ -9,10 +10,12 @@ import Glibc
 
 public enum AtomicFile {
     /// Writes `bytes` to `path` through `temporary` (default: `path` + ".tmp-PID"), with
-    /// `mode` (default: the mode `path` has now, else 0600). Throws the failed call's error;
+    /// `mode` (default: the mode `path` has now, else 0600). With `keepingPrevious`, the file
+    /// `path` was becomes that one once the new bytes are durable, just before they take its
+    /// name (a crash between leaves it there, and no `path`). Throws the failed call's error;
     /// the temporary file never outlives a failure.
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String, temporary: String? = nil,
-                             mode: mode_t? = nil) throws(SystemError) {
+                             mode: mode_t? = nil, keepingPrevious previous: String? = nil) throws(SystemError) {
         let temp = temporary ?? path + ".tmp-\(getpid())"
         let mode = mode ?? ((try? Sys.stat(path)).map { $0.st_mode & 0o7777 } ?? 0o600)
         let fd = try Sys.open(temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: mode)
@@ -22,6 +25,9 @@ public enum AtomicFile {
             try Sys.fsync(fd, temp)
         } catch { failure = error }
         try? Sys.close(fd, temp)  // after a good fsync the bytes are on disk whatever close answers
+        if failure == nil, let previous {
+            do throws(SystemError) { try Sys.rename(path, to: previous) } catch { if error.errno != ENOENT { failure = error } }
+        }
         if failure == nil {
             do throws(SystemError) { try Sys.rename(temp, to: path) } catch { failure = error }
         }
@@ -32,9 +38,10 @@ public enum AtomicFile {
         syncDirectory(of: path)
     }
 
-    public static func write(_ bytes: [UInt8], to path: String, temporary: String? = nil, mode: mode_t? = nil) throws(SystemError) {
+    public static func write(_ bytes: [UInt8], to path: String, temporary: String? = nil, mode: mode_t? = nil,
+                             keepingPrevious previous: String? = nil) throws(SystemError) {
         let done = bytes.withUnsafeBytes { b in
-            Result { () throws(SystemError) in try write(b, to: path, temporary: temporary, mode: mode) }
+            Result { () throws(SystemError) in try write(b, to: path, temporary: temporary, mode: mode, keepingPrevious: previous) }
         }
         try done.get()
     }

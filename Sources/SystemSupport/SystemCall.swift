@@ -4,14 +4,16 @@
 // it as a SystemError naming the call and what it was called on ("open /var/lib/x.mp4").
 // Every libc call of the Swift modules that reports failure through errno has a thin wrapper
 // here; V4L2's ioctl (Capture's V4L2Call, through a C shim this module cannot import) goes
-// through the same funnel. A library's own failures (FFmpeg, libmicrohttpd, libmosquitto)
-// are that library's to report.
+// through the same funnel, and so do the calls Swift's Glibc does not import (fallocate, a
+// GNU extension: CSystemCalls, a C target this module alone imports). A library's own
+// failures (FFmpeg, libmicrohttpd, libmosquitto) are that library's to report.
 //
 // Whole files and directory listings (where Foundation's FileManager answered nil) are in
 // Files.swift. Not here: calls that cannot fail with the arguments the project gives them
 // (clock_gettime on a standard clock, getpid), pthread mutexes (they answer an error number,
 // not errno), and the bench tool's (ViewfinderBench) Foundation file calls.
 
+import CSystemCalls
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -110,6 +112,23 @@ public enum Sys {
         var st = Glibc.stat()
         _ = try valueOrErrno(named("fstat", what(), fd: fd)) { Glibc.fstat(fd, &st) }
         return st
+    }
+
+    /// What fallocate(2) is asked to do to a range, the file's size unchanged either way.
+    public enum Allocation: Sendable {
+        /// Give it disk blocks now (FALLOC_FL_KEEP_SIZE): a later write there cannot find the disk full.
+        case reserve
+        /// Give its blocks back (FALLOC_FL_PUNCH_HOLE).
+        case release
+    }
+
+    public static func fallocate(_ fd: Int32, _ allocation: Allocation, offset: Int64, length: Int64,
+                                 _ what: @autoclosure () -> String = "") throws(SystemError) {
+        let mode: Int32 = switch allocation {
+        case .reserve: Int32(VF_FALLOC_KEEP_SIZE)
+        case .release: Int32(VF_FALLOC_KEEP_SIZE | VF_FALLOC_PUNCH_HOLE)
+        }
+        _ = try valueOrErrno(named("fallocate", what(), fd: fd)) { vf_fallocate(fd, mode, offset, length) }
     }
 
     public static func ftruncate(_ fd: Int32, to length: Int64, _ what: @autoclosure () -> String = "") throws(SystemError) {

@@ -1,0 +1,127 @@
+// When the saved state is written (issue 57): coalesced, so a slider dragged for a minute is
+// at most one write a second, and the last change is always written within that second. A
+// change with nothing written in the last `interval` is written at once; one that comes
+// sooner waits for the interval's end and goes with every other change until then. A write
+// that fails (a full disk, a read-only directory) leaves the change in memory, says why in
+// `status`, and is tried again `retry` seconds on. One write at a time. Time is the injected
+// Timekeeper's: a test moves it.
+
+import JSON
+import SystemSupport
+
+public final class StateWriter: Sendable {
+    /// What became of the writes.
+    public struct Status: Sendable, Equatable {
+        /// Whether everything changed so far is on disk.
+        public var saved = true
+        /// The last write's failure, until a write succeeds.
+        public var error: String?
+        /// Writes made (those that succeeded).
+        public var writes = 0
+
+        public init(saved: Bool = true, error: String? = nil, writes: Int = 0) {
+            self.saved = saved
+            self.error = error
+            self.writes = writes
+        }
+    }
+
+    private struct State {
+        var dirty = false
+        /// A write is due (a task waits for its time) or running.
+        var pending = false
+        var lastWrite = -Double.infinity
+        var status = Status()
+        var closed = false
+    }
+
+    private let file: StateFile
+    private let clock: any Timekeeper
+    private let interval: Double
+    private let retry: Double
+    private let snapshot: @Sendable () -> JSONValue
+    private let written: @Sendable (Status) -> Void
+    private let state = Locked(State())
+    /// Held for a write (the file's temporary name is one): never while `state` is.
+    private let writing = Locked(())
+
+    /// `snapshot` answers the state as it is now (called for each write, off any lock of
+    /// the writer's); `written` hears each write's outcome (the log, a test).
+    public init(file: StateFile, clock: any Timekeeper = SystemTimekeeper(), interval: Double = 1, retry: Double = 10,
+                snapshot: @escaping @Sendable () -> JSONValue, written: @escaping @Sendable (Status) -> Void = { _ in }) {
+        self.file = file
+        self.clock = clock
+        self.interval = interval
+        self.retry = retry
+        self.snapshot = snapshot
+        self.written = written
+    }
+
+    public var status: Status { state.withLock { $0.status } }
+
+    /// Something saved changed: it is written within `interval`.
+    public func changed() {
+        let delay = state.withLock { s -> Double? in
+            guard !s.closed else { return nil }
+            s.dirty = true
+            s.status.saved = false
+            return schedule(&s)
+        }
+        if let delay { start(after: delay) }
+    }
+
+    /// Writes what is not written yet, now (at the server's stop), and writes no more.
+    public func close() {
+        let due = state.withLock { s -> Bool in
+            s.closed = true
+            return s.dirty
+        }
+        if due { write(closing: true) }
+    }
+
+    /// Marks a write due and answers its delay, unless one is due already.
+    private func schedule(_ s: inout State, after failure: Bool = false) -> Double? {
+        guard !s.pending, s.dirty, !s.closed else { return nil }
+        s.pending = true
+        return max(0, s.lastWrite + (failure ? retry : interval) - clock.now)
+    }
+
+    private func start(after delay: Double) {
+        Task { [self] in
+            if delay > 0 { try? await clock.sleep(delay) }
+            write(closing: false)
+        }
+    }
+
+    private func write(closing: Bool) {
+        writing.withLock { _ in
+            let go = state.withLock { s -> Bool in
+                guard closing || !s.closed else { return false }  // the stop's write came first
+                s.dirty = false
+                return true
+            }
+            if go { save() }
+        }
+    }
+
+    private func save() {
+        let result = Result { () throws(SystemError) in try file.save(snapshot()) }
+        let (status, again) = state.withLock { s -> (Status, Double?) in
+            s.lastWrite = clock.now
+            s.pending = false
+            switch result {
+            case .success:
+                s.status.writes += 1
+                s.status.error = nil
+            case .failure(let error):
+                s.dirty = true  // still to be written
+                s.status.error = error.description
+            }
+            s.status.saved = !s.dirty
+            if case .failure = result { return (s.status, schedule(&s, after: true)) }
+            return (s.status, schedule(&s))  // a change made while this one was written
+        }
+        written(status)
+        if let again { start(after: again) }
+    }
+}
