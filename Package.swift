@@ -138,7 +138,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "viewfinder", dependencies: [
-            "ViewfinderApp", "HTTPServer", "CMalloc", "SystemSupport",
+            "ViewfinderApp", "HTTPServer", "JSON", "CMalloc", "SystemSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

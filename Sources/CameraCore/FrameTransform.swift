@@ -91,6 +91,12 @@ public struct ZoomRamp: Sendable, Equatable {
 
     public func isRamping(at t: Double) -> Bool { factor(at: t) != to }
 
+    /// When the factor reaches `to` (`start` for a ramp that is not one).
+    public var end: Double {
+        guard let rate, rate > 0, from != to, from > 0 else { return start }
+        return start + abs(log2(to / from)) / rate
+    }
+
     private func pow2(_ x: Double) -> Double { exp2(x) }
 }
 

@@ -37,6 +37,7 @@ extension CaptureSession {
             lens.ramping = false
             let from = pipelineSettings.ramp.factor(at: now)
             pipelineSettings.ramp = rate == nil ? .fixed(target) : ZoomRamp(from: from, to: target, rate: rate, start: now)
+            if rate != nil { let ramp = pipelineSettings.ramp; Task { await announceEnd(of: ramp) } }
         } else {
             // A ramp: the crop follows the curve per frame; the lens is stepped along it.
             let from = pipelineSettings.ramp.factor(at: now)
@@ -51,6 +52,14 @@ extension CaptureSession {
         moving.zooming = false
         if let c = r.center { place(c) }
         moving.endIfIdle()
+    }
+
+    /// A ramp of the crop alone has no lens stepper to say where it ended: the state (and what
+    /// follows it: SSE, MQTT, the saved state) hears of its end from here.
+    private func announceEnd(of ramp: ZoomRamp) async {
+        let wait = ramp.end - timekeeper.now
+        if wait > 0 { try? await timekeeper.sleep(wait + 0.001) }
+        if pipelineSettings.ramp == ramp { announce() }
     }
 
     /// Moves the crop's centre (digital pan and tilt), the zoom as it is: the next frame of

@@ -131,6 +131,19 @@ public actor CaptureSession {
         return announce()
     }
 
+    /// Chooses the format as `prepare` would, without starting a camera that is not running
+    /// (a saved state replayed before the first start: the camera opens at it); a running one
+    /// is prepared in place.
+    @discardableResult
+    public func configure(_ request: PrepareRequest) throws(SessionError) -> SessionState {
+        guard run.state == .idle || run.state == .failed, run.pipeline == nil else { return try prepare(request) }
+        let resolved = try FormatResolution.resolve(request, formats: camera.formats, currentPreset: preset,
+                                                    currentFps: format.fps)
+        format = resolved.format
+        preset = resolved.preset
+        return announce()
+    }
+
     /// A photo ticket: the first frame exposed after now, at `quality`. Awaited by the
     /// caller outside the actor, so the session keeps serving while the photo is taken.
     public func capture(quality: Int?) throws(SessionError) -> CaptureTicket {

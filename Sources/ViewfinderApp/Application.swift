@@ -53,6 +53,10 @@ public final class Application: Sendable {
     let discoveryStatus = Locked("off (not started)")
     /// ONVIF's event subscriptions (pull points and push subscriptions), ended at stop.
     let onvifEvents = EventBroker()
+    /// The saved state (`state.persist`): replayed at start, followed after.
+    let keeper: StateKeeper?
+    /// The camera the configuration makes main (the saved state may name another).
+    private let configuredMain: String
 
     /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
     var liveClientCount: Int { whep.count + liveMP4Count + rtspClientCount }
@@ -130,10 +134,13 @@ public final class Application: Sendable {
         } else {
             main = CameraDescriptor.defaultIndex(in: devices.map(\.descriptor)) ?? 0
         }
+        configuredMain = devices[main].descriptor.id
+        keeper = configuration.state.persist ? StateKeeper(file: StateFile(path: configuration.state.file), logger: logger) : nil
+        let savedMain = keeper?.savedMain.flatMap { id in devices.firstIndex { $0.descriptor.id == id } }
         for l in configuration.server.listen where !devices.contains(where: { $0.descriptor.id == l.camera }) {
             throw Configuration.Error(description: "server.listen: no camera with id '\(l.camera)'")
         }
-        cameras = MultiCamSession(sessions: sessions, main: main, events: events)
+        cameras = MultiCamSession(sessions: sessions, main: savedMain ?? main, events: events)
         staticFiles = StaticFiles(directory: configuration.server.publicDirectory)
         access = AccessControl(configuration.auth, logger: logger)
         if configuration.auth.mode == .none && !configuration.server.host.hasPrefix("127.") {
@@ -154,6 +161,8 @@ public final class Application: Sendable {
     public var port: Int { server?.port ?? 0 }
 
     public func start() async throws {
+        // Before anything can start a camera: the saved settings are its first frame's.
+        await keeper?.restore(cameras, configuredMain: configuredMain)
         let files = OpenFileLimit.raise()
         if files >= 0 && files < configuration.server.maxConnections + 64 {
             logger.warning("open files limited to \(files): fewer than server.maxConnections (\(configuration.server.maxConnections)) can be served")
@@ -334,6 +343,7 @@ public final class Application: Sendable {
             if let recorder = await s.endEventMovie() { _ = await recorder.outcome() }
             await s.stop()
         }
+        keeper?.close()  // the last change written before the exit
         return quiet
     }
 }

@@ -1,6 +1,6 @@
 // viewfinder: parse flags, load config.json, build the application, serve until SIGINT or
 // SIGTERM, then stop gracefully (streams end, camera released) and exit 0. Operators'
-// subcommands beside it: `cameras`, `check-config`, `user`, `token`, and `--version`.
+// subcommands beside it: `cameras`, `check-config`, `user`, `token`, `state`, and `--version`.
 
 import ArgumentParser
 import CMalloc
@@ -18,7 +18,7 @@ struct Viewfinder: AsyncParsableCommand {
         abstract: "An HTTP camera server with AVFoundation's capture-session model.",
         discussion: "Without a subcommand viewfinder serves: `viewfinder --port 9000` is `viewfinder serve --port 9000`.",
         version: viewfinderVersion,
-        subcommands: [Serve.self, Cameras.self, CheckConfig.self, User.self, Token.self],
+        subcommands: [Serve.self, Cameras.self, CheckConfig.self, User.self, Token.self, StateCommand.self],
         defaultSubcommand: Serve.self)
 }
 

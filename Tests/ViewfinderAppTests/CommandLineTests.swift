@@ -32,6 +32,23 @@ import JSON
         }
     }
 
+    /// `state show` prints what is saved; `state reset CAMERA` forgets one camera's, `state
+    /// reset` all of it (issue 57).
+    @Test func stateShowAndReset() async throws {
+        let dir = NSTemporaryDirectory() + "vf-cli-state-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir + "/state", withIntermediateDirectories: true)
+        try StateFile(path: dir + "/state/state.json").save(.object(["main": .string("front"), "cameras": .object([
+            "rear": .object(["zoom": .object(["factor": .number(2)])]), "front": .object(["zoom": .object(["factor": .number(3)])])])]))
+        func shown() async throws -> JSONValue { try JSONValue.parse(Array(try await run(["state", "show"], directory: dir).out.utf8)) }
+        #expect(try await shown()["cameras"]?["front"]?["zoom"]?["factor"] == .number(3))
+        let one = try await run(["state", "reset", "front"], directory: dir)
+        #expect(one.status == 0 && one.err.contains("camera 'front': saved settings removed"), "\(one.err)")
+        let after = try await shown()
+        #expect(after["cameras"]?["front"] == nil && after["main"] == nil && after["cameras"]?["rear"] != nil, "\(after)")
+        #expect(try await run(["state", "reset"], directory: dir).status == 0)
+        #expect(try await shown() == .object([:]), "nothing saved")
+    }
+
     @Test func versionIsStamped() async throws {
         let r = try await run(["--version"])
         #expect(r.status == 0)

@@ -25,7 +25,10 @@ import Session
                                  "--public-directory", packageRoot + "/Public", "--log-level", "warning"] + args
         p.executableURL = URL(fileURLWithPath: command[0])
         p.arguments = Array(command.dropFirst())
-        p.currentDirectoryURL = URL(fileURLWithPath: NSTemporaryDirectory())
+        // A directory of its own: the saved state (state/, relative) is this process's alone.
+        let cwd = NSTemporaryDirectory() + "vf-process-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
+        p.currentDirectoryURL = URL(fileURLWithPath: cwd)
         let out = Pipe(), err = Pipe()
         p.standardOutput = out
         p.standardError = err

@@ -111,7 +111,9 @@ final class NotifyListener: @unchecked Sendable {
         p.arguments = ["--port", "0", "--cameras", "synthetic", "--preset", "352x288",
                        "--public-directory", packageRoot + "/Public", "--log-level", "warning"]
         p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        p.currentDirectoryURL = URL(fileURLWithPath: NSTemporaryDirectory())
+        let cwd = NSTemporaryDirectory() + "vf-service-\(UUID().uuidString)"  // its saved state its own
+        try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: true)
+        p.currentDirectoryURL = URL(fileURLWithPath: cwd)
         p.standardOutput = Pipe()
         p.standardError = Pipe()
         try p.run()

@@ -109,9 +109,10 @@ import ViewfinderApp
 
     @Test func aFailedWriteKeepsTheChangeSaysWhyAndIsTriedAgain() async throws {
         let clock = ManualTimekeeper()
-        // The state's directory is not there (gone, or not yet mounted): the write fails,
-        // whoever runs the test, and works once it is back.
+        // A file stands where the state's directory should be (a missing directory is made):
+        // the write fails, whoever runs the test, and works once the directory is there.
         let away = StateFile(path: dir + "/data/state.json")
+        try put("not a directory", "data")
         let (outcomes, sink) = AsyncStream.makeStream(of: StateWriter.Status.self)
         let writer = StateWriter(file: away, clock: clock, retry: 10, snapshot: { [self] in state(5) }, written: { sink.yield($0) })
         var heard = outcomes.makeAsyncIterator()
@@ -121,6 +122,7 @@ import ViewfinderApp
         #expect(failed?.error?.contains("open \(dir)/data/state.json.tmp-") == true, "\(failed?.error ?? "")")
         #expect(await clock.waitForSleepers(1))
         #expect(clock.requested == [10], "tried again 10 s on")
+        try FileManager.default.removeItem(atPath: dir + "/data")
         try FileManager.default.createDirectory(atPath: dir + "/data", withIntermediateDirectories: true)
         clock.advance(by: 10)
         let again = await heard.next()

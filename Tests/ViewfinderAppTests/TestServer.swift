@@ -18,6 +18,8 @@ func testConfiguration(_ edit: (inout Configuration) -> Void = { _ in }) -> Conf
     c.capture.directory = NSTemporaryDirectory() + "vf-photos-\(UUID().uuidString)"
     c.recording.directory = NSTemporaryDirectory() + "vf-movies-\(UUID().uuidString)"
     c.recording.preset = "ultrafast"
+    // Each server its own saved state: one test's changes are never another's start.
+    c.state.directory = NSTemporaryDirectory() + "vf-state-\(UUID().uuidString)"
     c.rtsp.port = 0
     // A flat test card: the suites run dozens of cameras at once on 2 cores, and noise makes
     // every frame costlier to encode (SensorNoiseTests and bench/live.py measure it).

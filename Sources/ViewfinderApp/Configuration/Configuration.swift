@@ -128,6 +128,7 @@ public struct Configuration: Sendable, Equatable {
     public var motion = MotionSettings()
     /// Retention of movies and photos.
     public var storage = StorageSettings()
+    public var state = StateSettings()  // what a user changes at runtime, saved (issue 57)
     /// The broker, Home Assistant discovery and the fleet.
     public var mqtt = MQTTSettings()
     public var auth = AuthSettings()
@@ -201,6 +202,7 @@ public struct Configuration: Sendable, Equatable {
         try decodeSynthetic(root, into: &c)
         try decodeMotion(root, into: &c)
         try decodeMQTT(root, into: &c)
+        try decodeState(root, into: &c)
         if let s = try root.object("recording") {
             c.recording.directory = try s.string("directory") ?? c.recording.directory
             if let p = try s.string("preset") {

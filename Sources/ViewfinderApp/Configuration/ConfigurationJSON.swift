@@ -84,7 +84,8 @@ extension Configuration {
                              ("motion", Self.motionJSON(MotionChange(enabled: motion.enabled, threshold: motion.threshold, masks: motion.masks,
                                                                      preRoll: motion.preRoll, postRoll: motion.postRoll, record: motion.record))),
                              ("storage", "{\"maxBytes\": \(storage.maxBytes.map { "\($0)" } ?? "null"), \"maxAge\": \(storage.maxAge.map { "\($0)" } ?? "null"), \"minFreeBytes\": \(storage.minFreeBytes.map { "\($0)" } ?? "null")}"),
-                             ("mqtt", mqttJSON(str))]
+                             ("mqtt", mqttJSON(str)),
+                             ("state", object([("persist", "\(state.persist)"), ("directory", str(state.directory))]))]
             + authSection
         
         return "{\n" + sections.map { "  \(str($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}\n"

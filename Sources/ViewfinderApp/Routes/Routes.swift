@@ -28,6 +28,7 @@ extension Application {
         r.get("/metrics") { [self] _ in await metrics() }
         r.get("/api/cameras") { [self] request in json(CameraList(cameras: await cameraList(), encoders: encoders.entries, services: services(request))) }
         r.get("/api/events") { [self] request in try await events(request) }
+        addStateRoutes(&r)
 
         addSessionRoutes(&r, "/api/session", main, isMain: true)
         addSessionRoutes(&r, "/api/cameras/:id/session", named, isMain: false)

@@ -72,7 +72,33 @@ public struct StateFile: Sendable {
     /// that failed (a full disk, a read-only directory); the files are then as they were.
     public func save(_ state: JSONValue) throws(SystemError) {
         let bytes = JSONValue.object(["version": .number(Double(Self.version)), "state": state]).encoded()
-        try AtomicFile.write(bytes, to: path, keepingPrevious: previousPath)
+        do throws(SystemError) { try AtomicFile.write(bytes, to: path, keepingPrevious: previousPath) } catch {
+            guard error.errno == ENOENT else { throw error }
+            try makeDirectory()  // the first write: the directory is made (0700, the service's user's)
+            try AtomicFile.write(bytes, to: path, keepingPrevious: previousPath)
+        }
+    }
+
+    /// Makes the file's directory and those above it that are missing.
+    private func makeDirectory() throws(SystemError) {
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+        let directory = path[..<slash]
+        var made = directory.hasPrefix("/") ? "" : "."
+        for part in directory.split(separator: "/") {
+            made += "/" + part
+            do throws(SystemError) { try Sys.mkdir(made, mode: 0o700) } catch { if error.errno != EEXIST { throw error } }
+        }
+    }
+
+    /// Forgets one camera's saved settings (`viewfinder state reset CAMERA`); false when none
+    /// were saved. The previous copy is the state before the reset.
+    public func removeCamera(_ id: String) throws(SystemError) -> Bool {
+        guard case .object(var top)? = load().state, case .object(var cameras)? = top["cameras"],
+              cameras.removeValue(forKey: id) != nil else { return false }
+        top["cameras"] = .object(cameras)
+        if case .string(id)? = top["main"] { top["main"] = nil }
+        try save(.object(top))
+        return true
     }
 
     /// Removes both copies (a factory reset of what was saved).

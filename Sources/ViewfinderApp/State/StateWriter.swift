@@ -27,11 +27,16 @@ public final class StateWriter: Sendable {
     }
 
     private struct State {
+        /// A change not written yet (its write due, or failed).
         var dirty = false
+        /// A write is running: what it took is not on disk until it returns.
+        var writing = false
+        var error: String?
+        var writes = 0
+        var status: Status { Status(saved: !dirty && !writing, error: error, writes: writes) }
         /// A write is due (a task waits for its time) or running.
         var pending = false
         var lastWrite = -Double.infinity
-        var status = Status()
         var closed = false
     }
 
@@ -45,8 +50,9 @@ public final class StateWriter: Sendable {
     /// Held for a write (the file's temporary name is one): never while `state` is.
     private let writing = Locked(())
 
-    /// `snapshot` answers the state as it is now (called for each write, off any lock of
-    /// the writer's); `written` hears each write's outcome (the log, a test).
+    /// `snapshot` answers the state as it is now, called for each write while the writer
+    /// holds its write lock (never `state`'s): it must not wait on anything a `changed()`
+    /// caller may hold. `written` hears each write's outcome (the log, a test).
     public init(file: StateFile, clock: any Timekeeper = SystemTimekeeper(), interval: Double = 1, retry: Double = 10,
                 snapshot: @escaping @Sendable () -> JSONValue, written: @escaping @Sendable (Status) -> Void = { _ in }) {
         self.file = file
@@ -64,7 +70,6 @@ public final class StateWriter: Sendable {
         let delay = state.withLock { s -> Double? in
             guard !s.closed else { return nil }
             s.dirty = true
-            s.status.saved = false
             return schedule(&s)
         }
         if let delay { start(after: delay) }
@@ -98,6 +103,7 @@ public final class StateWriter: Sendable {
             let go = state.withLock { s -> Bool in
                 guard closing || !s.closed else { return false }  // the stop's write came first
                 s.dirty = false
+                s.writing = true
                 return true
             }
             if go { save() }
@@ -109,15 +115,15 @@ public final class StateWriter: Sendable {
         let (status, again) = state.withLock { s -> (Status, Double?) in
             s.lastWrite = clock.now
             s.pending = false
+            s.writing = false
             switch result {
             case .success:
-                s.status.writes += 1
-                s.status.error = nil
+                s.writes += 1
+                s.error = nil
             case .failure(let error):
                 s.dirty = true  // still to be written
-                s.status.error = error.description
+                s.error = error.description
             }
-            s.status.saved = !s.dirty
             if case .failure = result { return (s.status, schedule(&s, after: true)) }
             return (s.status, schedule(&s))  // a change made while this one was written
         }

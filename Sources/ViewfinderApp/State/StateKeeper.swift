@@ -1,0 +1,168 @@
+// What lasts (issue 57): the saved state's one owner. At start it reads state.json, and
+// before any camera starts it replays each camera's saved parts (SavedCamera) through the API
+// calls' own validation, so the first frame already has them; from then on it follows the
+// sessions' state events and saves what differs from where the configuration started them:
+//
+//   {"main": "<camera id>"?, "cameras": {"<id>": {"zoom": {…}, "focus": {…}, …}}}
+//
+// A part equal to the configuration's starting point is not saved (setting zoom back to 1
+// removes it), so an edited config.json still decides everything nobody changed since. A
+// camera absent now (unplugged while the server was down, removed from the configuration)
+// keeps its saved parts, unapplied, for when it is back; a part today's camera refuses is
+// dropped and said. Writes are StateWriter's: coalesced, at most one a second.
+
+import CameraCore
+import JSON
+import Logging
+import Session
+import SystemSupport
+
+final class StateKeeper: Sendable {
+    typealias Parts = [String: JSONValue]
+
+    /// What the state file held, where it came from, and what became of it.
+    struct Report: Sendable {
+        var loaded: StateFile.Loaded.Source
+        /// Files set aside at start (unusable), each with why.
+        var problems: [String]
+        /// Saved parts not applied (refused by the camera or the configuration now), each with why.
+        var dropped: [String]
+    }
+
+    private struct Held {
+        /// Where each camera started (the configuration's values), by camera id.
+        var baseline: [String: Parts] = [:]
+        var baselineMain: String?
+        /// The main camera as the last event found it.
+        var mainNow: String?
+        /// Each camera's parts as its last state event had them.
+        var current: [String: Parts] = [:]
+        /// Saved parts of cameras not here now, kept as they were.
+        var absent: [String: JSONValue] = [:]
+        /// The last snapshot handed to the writer.
+        var last: JSONValue?
+        var report: Report
+    }
+
+    let file: StateFile
+    private let held: Locked<Held>
+    /// What was read at start: the main camera and each camera's parts.
+    private let saved: (main: String?, cameras: [String: JSONValue])
+    private let subscription = Locked<EventSubscription?>(nil)
+    private let writer = Locked<StateWriter?>(nil)
+    private let logger: Logger
+
+    init(file: StateFile, logger: Logger) {
+        self.file = file
+        self.logger = logger
+        let loaded = file.load()
+        for p in loaded.problems { logger.error("state: \(p)") }
+        if loaded.source == .previous { logger.warning("state: using the last good copy, \(file.previousPath)") }
+        var main: String?
+        var cameras: [String: JSONValue] = [:]
+        if case .object(let top)? = loaded.state {
+            if case .string(let m)? = top["main"] { main = m }
+            if case .object(let c)? = top["cameras"] { cameras = c }
+        }
+        saved = (main, cameras)
+        held = Locked(Held(report: Report(loaded: loaded.source, problems: loaded.problems, dropped: [])))
+    }
+
+    /// The main camera the saved state names, for the application to start with.
+    var savedMain: String? { saved.main }
+
+    var report: Report { held.withLock { $0.report } }
+    var status: StateWriter.Status { writer.withLock { $0 }?.status ?? StateWriter.Status() }
+
+    /// Before any camera starts: takes each camera's starting point, replays its saved parts
+    /// and then follows its changes. `configuredMain`: the camera the configuration makes main
+    /// (the saved main differs from it, or is not saved).
+    func restore(_ cameras: MultiCamSession, configuredMain: String, clock: any Timekeeper = SystemTimekeeper()) async {
+        var baseline: [String: Parts] = [:], dropped: [String] = []
+        for s in cameras.sessions { baseline[s.id] = SavedCamera.parts(of: await s.state(), s.camera.capabilities) }
+        if let m = saved.main, !cameras.ids.contains(m) { dropped.append("main: camera '\(m)' is not here now (kept)") }
+        for s in cameras.sessions {
+            guard let entry = saved.cameras[s.id] else { continue }
+            guard case .object(let parts) = entry else {
+                dropped.append("cameras.\(s.id): not an object")
+                continue
+            }
+            dropped += await SavedCamera.replay(parts, on: s).map { "cameras.\(s.id).\($0)" }
+        }
+        for d in dropped { logger.warning("state: not applied: \(d)") }
+        let absent = saved.cameras.filter { !cameras.ids.contains($0.key) }
+        for id in absent.keys.sorted() { logger.notice("state: camera '\(id)' is not here now: its saved settings are kept for when it is") }
+        held.withLock {
+            $0.baseline = baseline
+            $0.baselineMain = configuredMain
+            $0.absent = absent
+            $0.report.dropped = dropped
+            $0.last = .object(["cameras": .object(saved.cameras)].merging(saved.main.map { ["main": .string($0)] } ?? [:]) { a, _ in a })
+        }
+        let writer = StateWriter(file: file, clock: clock, snapshot: { [weak self] in self?.snapshot() ?? .object([:]) },
+                                 written: { [logger] status in
+                                     if let e = status.error { logger.error("state: not saved: \(e)") }
+                                 })
+        self.writer.withLock { $0 = writer }
+        // Subscribed before the states are taken: a change in between is not missed.
+        let subscription = cameras.events.subscription(initial: [], kind: "state")
+        for s in cameras.sessions { take(cameras.marked(await s.state()), cameras) }
+        subscription.attach { [weak self] in self?.drain(cameras) }
+        self.subscription.withLock { $0 = subscription }
+        drain(cameras)
+        considerWriting(cameras)
+    }
+
+    /// Writes what is not written yet (the server stops) and follows no more.
+    func close() {
+        subscription.withLock { s in defer { s = nil }; return s }?.cancel()
+        writer.withLock { $0 }?.close()
+    }
+
+    /// The state as it would be saved now.
+    func snapshot() -> JSONValue {
+        held.withLock { h in Self.snapshot(h, main: h.mainNow) }
+    }
+
+    private func drain(_ cameras: MultiCamSession) {
+        guard let subscription = subscription.withLock({ $0 }) else { return }
+        var any = false
+        while case .item(let event) = subscription.next() {
+            if case .state(let s) = event { take(s, cameras); any = true }
+        }
+        if any { considerWriting(cameras) }
+    }
+
+    private func take(_ s: SessionState, _ cameras: MultiCamSession) {
+        guard let id = s.camera?.id, let session = try? cameras.session(id) else { return }
+        let parts = SavedCamera.parts(of: s, session.camera.capabilities)
+        held.withLock {
+            $0.current[id] = parts
+            $0.mainNow = cameras.mainID
+        }
+    }
+
+    /// A change worth a write: the snapshot differs from the last one handed over.
+    private func considerWriting(_ cameras: MultiCamSession) {
+        let changed = held.withLock { h -> Bool in
+            h.mainNow = cameras.mainID
+            let now = Self.snapshot(h, main: h.mainNow)
+            guard now != h.last else { return false }
+            h.last = now
+            return true
+        }
+        if changed { writer.withLock { $0 }?.changed() }
+    }
+
+    private static func snapshot(_ h: Held, main: String?) -> JSONValue {
+        var cameras = h.absent
+        for (id, parts) in h.current {
+            let base = h.baseline[id] ?? [:]
+            let differing = parts.filter { base[$0.key] != $0.value }
+            if !differing.isEmpty { cameras[id] = .object(differing) }
+        }
+        var top: [String: JSONValue] = ["cameras": .object(cameras)]
+        if let main, main != h.baselineMain { top["main"] = .string(main) }
+        return .object(top)
+    }
+}
