@@ -166,7 +166,7 @@ let package = Package(
         .testTarget(name: "AuthTests", dependencies: ["Auth"]),
         .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "SOAP", "SystemSupport", "HTTPServer", "TimeTestSupport"]),
         .testTarget(name: "ViewfinderAppTests", dependencies: [
-            "ViewfinderApp", "HTTPServer", "JSON", "Session", "Streaming", "Movie", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport", "SOAP",
+            "ViewfinderApp", "HTTPServer", "JSON", "Session", "Streaming", "Movie", "JPEG", "CameraCore", "Capture", "CaptureTestSupport", "CV4L2", "Barcodes", "Metadata", "Auth", "MQTT", "MQTTTestSupport", "SystemSupport", "SOAP", "ONVIF",
             .product(name: "Logging", package: "swift-log"),
         ], exclude: ["Fixtures"]),
     ],

@@ -57,14 +57,16 @@ public final class ONVIFServer: Sendable {
     private let operations: [QName: Operation]
 
     /// `push`: how push subscriptions (Subscribe) deliver; without it Subscribe is not offered.
-    public init(device: any ONVIFDevice, events: EventBroker = EventBroker(), push: PushDelivery? = nil, gate: @escaping ONVIFGate) {
+    /// `presets`: the PTZ presets (the application's, kept across restarts).
+    public init(device: any ONVIFDevice, events: EventBroker = EventBroker(), push: PushDelivery? = nil,
+                presets: PTZPresets = PTZPresets(), gate: @escaping ONVIFGate) {
         self.device = device
         self.gate = gate
         var ops = EventsService.operations(events, push: push)
         for (name, op) in DeviceService.operations(device, events: events, push: push != nil) { ops[QName(ONVIFNamespace.device, name)] = op }
         for (name, op) in MediaService.operations(device) { ops[QName(ONVIFNamespace.media, name)] = op }
         for (name, op) in Media2Service.operations(device) { ops[QName(ONVIFNamespace.media2, name)] = op }
-        for (name, op) in PTZService.operations(device, PTZPresets()) { ops[QName(ONVIFNamespace.ptz, name)] = op }
+        for (name, op) in PTZService.operations(device, presets) { ops[QName(ONVIFNamespace.ptz, name)] = op }
         for (name, op) in ImagingService.operations(device) { ops[QName(ONVIFNamespace.imaging, name)] = op }
         operations = ops
     }

@@ -3,7 +3,7 @@
 // centre — digital pan and tilt, so they reach only as far as the zoom leaves room. Absolute,
 // relative (generic and field-of-view translation: what Frigate's autotracking sends) and
 // continuous moves (run by the device: the session's per-frame ramps and its clock), Stop,
-// GetStatus, and presets kept while the server runs.
+// GetStatus, and presets (the application's PTZPresets, saved with its state).
 
 import SOAP
 import SystemSupport

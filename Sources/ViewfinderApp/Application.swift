@@ -57,6 +57,8 @@ public final class Application: Sendable {
     let keeper: StateKeeper?
     /// The camera the configuration makes main (the saved state may name another).
     private let configuredMain: String
+    /// ONVIF's PTZ presets, one store for every router (saved with the state).
+    let ptzPresets: PTZPresets
 
     /// Live H.264 clients now: WHEP peers, RTSP clients and live.mp4 streams (`live.maxClients`).
     var liveClientCount: Int { whep.count + liveMP4Count + rtspClientCount }
@@ -135,7 +137,12 @@ public final class Application: Sendable {
             main = CameraDescriptor.defaultIndex(in: devices.map(\.descriptor)) ?? 0
         }
         configuredMain = devices[main].descriptor.id
-        keeper = configuration.state.persist ? StateKeeper(file: StateFile(path: configuration.state.file), logger: logger) : nil
+        let keeper = configuration.state.persist ? StateKeeper(file: StateFile(path: configuration.state.file), logger: logger) : nil
+        self.keeper = keeper
+        let (savedPresets, unreadPresets) = SavedPresets.read(keeper?.saved(section: "ptzPresets"))
+        let presets = PTZPresets(saved: savedPresets, changed: { keeper?.sectionChanged() })
+        ptzPresets = presets
+        keeper?.follow(section: "ptzPresets", dropped: unreadPresets) { SavedPresets.json(presets.all) }
         let savedMain = keeper?.savedMain.flatMap { id in devices.firstIndex { $0.descriptor.id == id } }
         for l in configuration.server.listen where !devices.contains(where: { $0.descriptor.id == l.camera }) {
             throw Configuration.Error(description: "server.listen: no camera with id '\(l.camera)'")
@@ -221,21 +228,6 @@ public final class Application: Sendable {
         for path in service.jpegPaths { server.mount(path, jpeg: true) }
         rtsp.withLock { $0 = (server, service) }
         logger.info("RTSP on rtsp://\(host):\(server.port)/main and /<camera-id>")
-    }
-
-    /// webrtc.iceServers as webrtcbin takes them, and the addresses to gather on (where HTTP listens).
-    static func ice(_ c: Configuration) -> ICEConfiguration {
-        func gstURL(_ url: String, _ s: Configuration.ICEServer) -> String {
-            let parts = url.split(separator: ":", maxSplits: 1).map(String.init)
-            let hostPort = parts.count > 1 ? String(parts[1].split(separator: "?").first ?? "") : ""
-            guard parts[0] != "stun" else { return "stun://" + hostPort }
-            let enc = { (x: String) in x.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? x }
-            return "\(parts[0])://\(enc(s.username ?? "")):\(enc(s.credential ?? ""))@\(hostPort)"
-        }
-        let all = c.webrtc.iceServers.flatMap { s in s.urls.map { gstURL($0, s) } }
-        let host = c.server.host
-        return ICEConfiguration(stunServer: all.first { $0.hasPrefix("stun://") }, turnServers: all.filter { !$0.hasPrefix("stun://") },
-                                addresses: host == "0.0.0.0" ? [] : [host])
     }
 
     private func startListening(_ s: HTTPServer) throws {

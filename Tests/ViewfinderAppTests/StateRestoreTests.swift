@@ -1,6 +1,7 @@
 import CaptureTestSupport
 import Foundation
 import JPEG
+import ONVIF
 import Testing
 @testable import ViewfinderApp
 
@@ -28,6 +29,7 @@ import Testing
                 focus["lensPosition"], exposure["mode"], exposure["duration"], exposure["iso"], exposure["bias"], wb["mode"],
                 wb["temperature"], o("orientation")["rotation"], o("orientation")["mirrored"], motion["enabled"],
                 motion["threshold"]].map { "\($0 ?? "nil")" }.joined(separator: " ")
+            + " live " + ((s["live"] as? [[String: Any]]) ?? []).map { "\($0["name"] ?? "")=\($0["bitrateSet"] ?? "nil")" }.joined(separator: ",")
     }
 
     func photo(_ port: Int) async throws -> RGBImage {
@@ -51,6 +53,7 @@ import Testing
             try await post(port, "/api/session/white-balance", #"{"temperature": 3200}"#)
             try await post(port, "/api/session/orientation", #"{"rotation": 180, "mirrored": true}"#)
             try await post(port, "/api/session/motion", #"{"enabled": true, "threshold": 7}"#)
+            try await post(port, "/api/session/live", #"{"bitrate": 1500, "sub": {"bitrate": 300}}"#)
             // A camera that does not run keeps its own: saved too.
             try await post(port, "/api/cameras/front/session/zoom", #"{"factor": 3}"#)
             before = chosen(try await json(port, "/api/session"))
@@ -63,6 +66,7 @@ import Testing
         #expect(!text.contains("torch"), "the torch is never saved")
         try await withServer({ $0.state.directory = dir }) { _, port in
             #expect(chosen(try await json(port, "/api/session")) == before)
+            #expect(before.contains("main=1500") && before.contains("sub=300"), "\(before)")
             #expect(chosen(try await json(port, "/api/cameras/front/session")) == front)
             let report = try await json(port, "/api/state")
             #expect(report["loadedFrom"] as? String == "current")
@@ -142,6 +146,38 @@ import Testing
             #expect(((try await json(port, "/api/session"))["zoom"] as? [String: Any])?["factor"] as? Double == 2)
         }
         #expect(try String(contentsOfFile: dir, encoding: .utf8) == "not a directory", "nothing half-written")
+    }
+
+    /// One ONVIF PTZ call, unsigned (auth "none" on loopback operates).
+    func ptz(_ port: Int, _ body: String) async throws -> TestConnection {
+        let envelope = """
+            <s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope" xmlns:p="http://www.onvif.org/ver20/ptz/wsdl" \
+            xmlns:t="http://www.onvif.org/ver10/schema"><s:Body>\(body)</s:Body></s:Envelope>
+            """
+        return try await fetch(port, "POST", "/onvif/ptz_service", body: envelope, headers: ["Content-Type": "application/soap+xml"])
+    }
+
+    /// ONVIF's PTZ presets last: an NVR sets one once and expects it to stay.
+    @Test func ptzPresetsLast() async throws {
+        var token = ""
+        try await withServer({ $0.state.directory = dir }) { _, port in
+            _ = try await ptz(port, #"<p:AbsoluteMove><p:ProfileToken>rear_main</p:ProfileToken><p:Position><t:PanTilt x="0.5" y="0.5"/><t:Zoom x="1"/></p:Position></p:AbsoluteMove>"#)
+            let set = try await ptz(port, "<p:SetPreset><p:ProfileToken>rear_main</p:ProfileToken><p:PresetName>door</p:PresetName></p:SetPreset>")
+            #expect(set.status == 200, "\(set.text)")
+            token = try #require(set.text.firstMatch(of: /PresetToken>([^<]+)</)).1.description
+            let saved = try await eventually {
+                let r = try await json(port, "/api/state")
+                return r["saved"] as? Bool == true && (r["state"] as? [String: Any])?["ptzPresets"] != nil
+            }
+            #expect(saved)
+        }
+        try await withServer({ $0.state.directory = dir }) { app, port in
+            let presets = try await ptz(port, "<p:GetPresets><p:ProfileToken>rear_main</p:ProfileToken></p:GetPresets>")
+            #expect(presets.text.contains("door") && presets.text.contains(token), "\(presets.text)")
+            #expect(app.ptzPresets.all["rear"]?.first?.position == PTZPosition(pan: 0.5, tilt: 0.5, zoom: 1))
+            let next = try await ptz(port, "<p:SetPreset><p:ProfileToken>rear_main</p:ProfileToken></p:SetPreset>")
+            #expect(!next.text.contains(">\(token)<"), "a new preset's token is not the kept one's: \(next.text)")
+        }
     }
 
     @Test func persistFalseSavesNothing() async throws {

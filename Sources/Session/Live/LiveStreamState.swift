@@ -14,6 +14,8 @@ public struct LiveStreamReport: Sendable, Equatable, Codable {
     public var fps: Int
     /// The VBV cap, kbit/s: set at runtime, configured, or the default at this size and rate.
     public var bitrate: Int
+    /// The cap set at runtime (`POST …/session/live`); absent when it is the configured or default one.
+    public var bitrateSet: Int?
     /// The encoder that makes it (`libx264`, or a hardware one: `h264_v4l2m2m`, `h264_vaapi`,
     /// `h264_nvenc`), or the one it would start with.
     public var encoder: String
@@ -48,7 +50,8 @@ extension CaptureSession {
             let output = graph.live(name)
             let f = output.figures(for: format)
             return LiveStreamReport(name: name.rawValue, width: turned ? f.height : f.width, height: turned ? f.width : f.height,
-                                    fps: f.fps, bitrate: f.bitrate, encoder: output.encoder, active: output.hub.hasClients, profile: output.profile)
+                                    fps: f.fps, bitrate: f.bitrate, bitrateSet: output.bitrateOverride, encoder: output.encoder,
+                                    active: output.hub.hasClients, profile: output.profile)
         }
     }
 

@@ -70,7 +70,7 @@ extension Application {
             else { logger.info("ONVIF push subscription: \(consumer) takes notifications again") }
         }
         let onvif = ONVIFServer(device: ONVIFService(cameras: cameras, configuration: configuration, rtspPort: { [weak self] in self?.rtspPort }),
-                                events: feed.broker, push: push, gate: onvifGate(nonces: NonceMemory()))
+                                events: feed.broker, push: push, presets: ptzPresets, gate: onvifGate(nonces: NonceMemory()))
         let answer = { @Sendable [self] (request: Request, subscription: Int?) async -> Response in
             let context = ONVIFContext(host: reachedAt(request),
                                        secure: configuration.server.tls != nil, remoteAddress: request.remoteAddress,

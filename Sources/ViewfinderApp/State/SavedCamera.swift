@@ -8,6 +8,7 @@
 //   "whiteBalance" POST …/session/white-balance  {"mode", "temperature"?}
 //   "audio"        POST …/session/audio          {"muted", "gainDb"}
 //   "motion"       POST …/session/motion         {"enabled", "threshold", "masks", …}
+//   "live"         POST …/session/live           {"bitrate"?, "sub": {"bitrate"?}}  (caps set at runtime)
 //
 // So a saved state is replayed through the calls' own decoding and validation: what today's
 // camera or configuration no longer allows is refused as the call would refuse it, and that
@@ -21,7 +22,7 @@ import Session
 
 enum SavedCamera {
     /// The parts in the order they are replayed: the format first (the camera opens at it).
-    static let order = ["format", "orientation", "zoom", "focus", "exposure", "whiteBalance", "audio", "motion"]
+    static let order = ["format", "orientation", "zoom", "focus", "exposure", "whiteBalance", "audio", "motion", "live"]
 
     /// The parts of `s` as the calls' bodies; `caps` says which optional fields the camera takes.
     static func parts(of s: SessionState, _ caps: Capabilities) -> [String: JSONValue] {
@@ -52,6 +53,11 @@ enum SavedCamera {
         parts["motion"] = .object(["enabled": .bool(m.enabled), "threshold": .number(m.threshold),
                                    "masks": .array(m.masks.map { .array($0.map { .array($0.map { .number($0) }) }) }),
                                    "preRoll": .number(m.preRoll), "postRoll": .number(m.postRoll), "record": .bool(m.record)])
+        var live: [String: JSONValue] = [:], sub: [String: JSONValue] = [:]
+        if let cap = s.live.first(where: { $0.name == "main" })?.bitrateSet { live["bitrate"] = .number(Double(cap)) }
+        if let cap = s.live.first(where: { $0.name == "sub" })?.bitrateSet { sub["bitrate"] = .number(Double(cap)) }
+        live["sub"] = .object(sub)
+        parts["live"] = .object(live)
         return parts
     }
 
@@ -89,6 +95,7 @@ enum SavedCamera {
         case "whiteBalance": try await s.whiteBalance(try WhiteBalanceRequest(reading: b))
         case "audio": try await s.setAudio(try AudioRequest(reading: b))
         case "motion": try await s.setMotion(try MotionBody(reading: b).change)
+        case "live": _ = await s.setLive(try LiveRequest(reading: b))
         default: break
         }
     }

@@ -3,7 +3,11 @@
 // calls' own validation, so the first frame already has them; from then on it follows the
 // sessions' state events and saves what differs from where the configuration started them:
 //
-//   {"main": "<camera id>"?, "cameras": {"<id>": {"zoom": {…}, "focus": {…}, …}}}
+//   {"main": "<camera id>"?, "cameras": {"<id>": {"zoom": {…}, "focus": {…}, …}},
+//    "ptzPresets": {…}?}
+//
+// Beside the cameras, sections other owners keep (ONVIF's PTZ presets): each owner hands in
+// a way to read its section and says when it changed; the keeper reads it for each write.
 //
 // A part equal to the configuration's starting point is not saved (setting zoom back to 1
 // removes it), so an edited config.json still decides everything nobody changed since. A
@@ -46,8 +50,12 @@ final class StateKeeper: Sendable {
 
     let file: StateFile
     private let held: Locked<Held>
-    /// What was read at start: the main camera and each camera's parts.
-    private let saved: (main: String?, cameras: [String: JSONValue])
+    /// What was read at start: the main camera, each camera's parts, and the whole document.
+    private let saved: (main: String?, cameras: [String: JSONValue], top: [String: JSONValue])
+    /// The other sections' readers, by name.
+    private let sections = Locked<[String: @Sendable () -> JSONValue?]>([:])
+    /// The cameras followed, from `restore` on.
+    private let followed = Locked<MultiCamSession?>(nil)
     private let subscription = Locked<EventSubscription?>(nil)
     private let writer = Locked<StateWriter?>(nil)
     private let logger: Logger
@@ -59,12 +67,13 @@ final class StateKeeper: Sendable {
         for p in loaded.problems { logger.error("state: \(p)") }
         if loaded.source == .previous { logger.warning("state: using the last good copy, \(file.previousPath)") }
         var main: String?
-        var cameras: [String: JSONValue] = [:]
+        var cameras: [String: JSONValue] = [:], whole: [String: JSONValue] = [:]
         if case .object(let top)? = loaded.state {
+            whole = top
             if case .string(let m)? = top["main"] { main = m }
             if case .object(let c)? = top["cameras"] { cameras = c }
         }
-        saved = (main, cameras)
+        saved = (main, cameras, whole)
         held = Locked(Held(report: Report(loaded: loaded.source, problems: loaded.problems, dropped: [])))
     }
 
@@ -72,6 +81,23 @@ final class StateKeeper: Sendable {
     var savedMain: String? { saved.main }
 
     var report: Report { held.withLock { $0.report } }
+
+    /// A section as it was saved (nil: none).
+    func saved(section name: String) -> JSONValue? { saved.top[name] }
+
+    /// Follows section `name`: `read` answers it as it is now (nil: nothing to save). Call
+    /// `sectionChanged()` after each change; `dropped` is what of the saved one was not used.
+    func follow(section name: String, dropped: [String] = [], read: @escaping @Sendable () -> JSONValue?) {
+        sections.withLock { $0[name] = read }
+        held.withLock { $0.report.dropped += dropped }
+        for d in dropped { logger.warning("state: not applied: \(d)") }
+    }
+
+    /// A followed section changed: written within the writer's interval.
+    func sectionChanged() {
+        guard let cameras = followed.withLock({ $0 }) else { return }
+        considerWriting(cameras)
+    }
     var status: StateWriter.Status { writer.withLock { $0 }?.status ?? StateWriter.Status() }
 
     /// Before any camera starts: takes each camera's starting point, replays its saved parts
@@ -96,14 +122,15 @@ final class StateKeeper: Sendable {
             $0.baseline = baseline
             $0.baselineMain = configuredMain
             $0.absent = absent
-            $0.report.dropped = dropped
-            $0.last = .object(["cameras": .object(saved.cameras)].merging(saved.main.map { ["main": .string($0)] } ?? [:]) { a, _ in a })
+            $0.report.dropped += dropped
+            $0.last = .object(saved.top)
         }
         let writer = StateWriter(file: file, clock: clock, snapshot: { [weak self] in self?.snapshot() ?? .object([:]) },
                                  written: { [logger] status in
                                      if let e = status.error { logger.error("state: not saved: \(e)") }
                                  })
         self.writer.withLock { $0 = writer }
+        followed.withLock { $0 = cameras }
         // Subscribed before the states are taken: a change in between is not missed.
         let subscription = cameras.events.subscription(initial: [], kind: "state")
         for s in cameras.sessions { take(cameras.marked(await s.state()), cameras) }
@@ -121,7 +148,17 @@ final class StateKeeper: Sendable {
 
     /// The state as it would be saved now.
     func snapshot() -> JSONValue {
-        held.withLock { h in Self.snapshot(h, main: h.mainNow) }
+        let extra = readSections()
+        return held.withLock { h in Self.snapshot(h, main: h.mainNow, sections: extra) }
+    }
+
+    /// The followed sections as they are now, read off the keeper's lock (each owner takes its
+    /// own); a saved section nobody follows now (ONVIF turned off) is kept as it was.
+    private func readSections() -> [String: JSONValue] {
+        let readers = sections.withLock { $0 }
+        var out = saved.top.filter { $0.key != "cameras" && $0.key != "main" && readers[$0.key] == nil }
+        for (name, read) in readers { out[name] = read() }
+        return out
     }
 
     private func drain(_ cameras: MultiCamSession) {
@@ -144,9 +181,10 @@ final class StateKeeper: Sendable {
 
     /// A change worth a write: the snapshot differs from the last one handed over.
     private func considerWriting(_ cameras: MultiCamSession) {
+        let extra = readSections()
         let changed = held.withLock { h -> Bool in
             h.mainNow = cameras.mainID
-            let now = Self.snapshot(h, main: h.mainNow)
+            let now = Self.snapshot(h, main: h.mainNow, sections: extra)
             guard now != h.last else { return false }
             h.last = now
             return true
@@ -154,14 +192,15 @@ final class StateKeeper: Sendable {
         if changed { writer.withLock { $0 }?.changed() }
     }
 
-    private static func snapshot(_ h: Held, main: String?) -> JSONValue {
+    private static func snapshot(_ h: Held, main: String?, sections: [String: JSONValue]) -> JSONValue {
         var cameras = h.absent
         for (id, parts) in h.current {
             let base = h.baseline[id] ?? [:]
             let differing = parts.filter { base[$0.key] != $0.value }
             if !differing.isEmpty { cameras[id] = .object(differing) }
         }
-        var top: [String: JSONValue] = ["cameras": .object(cameras)]
+        var top = sections
+        top["cameras"] = .object(cameras)
         if let main, main != h.baselineMain { top["main"] = .string(main) }
         return .object(top)
     }
