@@ -140,7 +140,7 @@ public final class Application: Sendable {
         let keeper = configuration.state.persist ? StateKeeper(file: StateFile(path: configuration.state.file), logger: logger) : nil
         self.keeper = keeper
         let (savedPresets, unreadPresets) = SavedPresets.read(keeper?.saved(section: "ptzPresets"))
-        let presets = PTZPresets(saved: savedPresets, changed: { keeper?.sectionChanged() })
+        let presets = PTZPresets(saved: savedPresets, changed: { [weak keeper] in keeper?.sectionChanged() })
         ptzPresets = presets
         keeper?.follow(section: "ptzPresets", dropped: unreadPresets) { SavedPresets.json(presets.all) }
         let savedMain = keeper?.savedMain.flatMap { id in devices.firstIndex { $0.descriptor.id == id } }

@@ -94,6 +94,7 @@ import JSON
         expected.stream.quality = 70
         expected.session.fps = 15
         expected.stream.workers = 3
+        expected.state.directory = dir + "/state"  // beside the file it was read from
         #expect(try Configuration.parse(Array(r.out.utf8)) == expected, "\(r.out)")
 
         // ./config.json is read when present, as serve does.

@@ -13,6 +13,17 @@ import Testing
         #expect(c.session.preset == "1280x720" && c.session.autostart)
     }
 
+    /// A relative state.directory is the config file's: two servers with two files never
+    /// share one saved state; an absolute one is as written.
+    @Test func theSavedStateLivesBesideTheConfigFile() throws {
+        let dir = NSTemporaryDirectory() + "vf-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data("{}".utf8).write(to: URL(fileURLWithPath: dir + "/config.json"))
+        #expect(try ConfigurationOverrides().effectiveConfiguration(path: dir + "/config.json").state.file == dir + "/state/state.json")
+        try Data(#"{"state": {"directory": "/var/lib/viewfinder/state"}}"#.utf8).write(to: URL(fileURLWithPath: dir + "/config.json"))
+        #expect(try ConfigurationOverrides().effectiveConfiguration(path: dir + "/config.json").state.directory == "/var/lib/viewfinder/state")
+    }
+
     @Test func emptyObjectMeansDefaults() throws {
         #expect(try Configuration.parse(Array("{}".utf8)) == Configuration())
     }

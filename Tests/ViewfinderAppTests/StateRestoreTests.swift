@@ -104,7 +104,7 @@ import Testing
     /// keeps its saved settings; the server starts either way.
     @Test func whatTodaysCamerasRefuseIsDroppedAndSaid() async throws {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try Data(#"{"version": 1, "state": {"cameras": {"rear": {"format": {"preset": "nonsense"}, "zoom": {"factor": 2}, "torchlight": {}}, "gone": {"zoom": {"factor": 3}}}}}"#.utf8)
+        try Data(#"{"version": 1, "state": {"cameras": {"rear": {"format": {"preset": "nonsense"}, "zoom": {"factor": 2}, "torchlight": {}}, "gone": {"zoom": {"factor": 3}}}, "main": "gone"}}"#.utf8)
             .write(to: URL(fileURLWithPath: path))
         try await withServer({ $0.state.directory = dir }) { _, port in
             let s = try await json(port, "/api/session")
@@ -116,6 +116,24 @@ import Testing
             #expect(dropped.contains { $0.hasPrefix("cameras.rear.torchlight:") }, "\(dropped)")
             let cameras = (report["state"] as? [String: Any])?["cameras"] as? [String: Any]
             #expect((cameras?["gone"] as? [String: Any])?["zoom"] != nil, "an absent camera's settings are kept")
+            #expect((report["state"] as? [String: Any])?["main"] as? String == "gone", "and its being main, for when it is back")
+        }
+    }
+
+    /// A size asked by width and height (as ONVIF's encoder configuration asks) is not a
+    /// named preset: it is saved as the size the camera gave, and the camera opens at it.
+    @Test func aSizeThatIsNoPresetLasts() async throws {
+        var format: [String: Any] = [:]
+        try await withServer({ $0.state.directory = dir }) { _, port in
+            try await post(port, "/api/session/prepare", #"{"width": 1000, "height": 700, "fps": 15}"#)
+            format = try #require((try await json(port, "/api/session"))["format"] as? [String: Any])
+        }
+        try await withServer({ $0.state.directory = dir }) { _, port in
+            let s = try await json(port, "/api/session")
+            let now = try #require(s["format"] as? [String: Any])
+            #expect(now["width"] as? Int == format["width"] as? Int && now["height"] as? Int == format["height"] as? Int
+                    && now["fps"] as? Int == 15, "\(now) after, \(format) before")
+            #expect((try await json(port, "/api/state"))["dropped"] as? [String] == [])
         }
     }
 

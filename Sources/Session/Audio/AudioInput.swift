@@ -80,7 +80,9 @@ final class AudioInput: Sendable {
             s.level = nil
             if mixer != s.mixer {
                 s.mixer = mixer
-                s.gainDb = 0
+                // A gain asked before the first open (a saved state's replay) goes to the mixer,
+                // which steps and clamps it; a mixer lost keeps no gain digital did not ask for.
+                if !mixer { s.gainDb = 0 }
             }
         }
         if mixer, let got = try? device.setMixerGain(state.withLock({ $0.gainDb })) { state.withLock { $0.gainDb = got } }

@@ -25,6 +25,11 @@ public struct ConfigurationOverrides: Sendable, Equatable {
     /// Errors name the key or the flag.
     public func effectiveConfiguration(path: String?) throws(Configuration.Error) -> Configuration {
         var c = try Configuration.load(path: path ?? "config.json", required: path != nil)
+        // The saved state lives beside the configuration it departs from: a relative
+        // state.directory is the config file's (two servers with two files never share one).
+        if let path, !c.state.directory.hasPrefix("/"), let slash = path.lastIndex(of: "/") {
+            c.state.directory = String(path[..<slash]) + "/" + c.state.directory
+        }
         try apply(to: &c)
         do throws(JSONFieldError) { try c.validate() } catch {
             throw Configuration.Error(description: error.description)

@@ -1,6 +1,6 @@
 // config.json's `state` section (issue 57): whether what a user changes at runtime is saved
-// and replayed at the next start, and where. Relative directories are the working
-// directory's, as `capture.directory` and `recording.directory` are.
+// and replayed at the next start, and where. A relative directory is the config file's
+// (`--config /etc/x/config.json` → /etc/x/state), the working directory's without a file.
 
 import JSON
 

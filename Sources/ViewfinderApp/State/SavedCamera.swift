@@ -1,6 +1,6 @@
 // One camera's saved settings (issue 57), each part the body of the API call that sets it:
 //
-//   "format"       POST …/session/prepare        {"preset", "fps", "pixelFormat"}
+//   "format"       POST …/session/prepare        {"preset" | "width"+"height", "fps", "pixelFormat"}
 //   "orientation"  POST …/session/orientation    {"rotation", "mirrored"}
 //   "zoom"         POST …/session/zoom           {"factor", "center"}
 //   "focus"        POST …/session/focus          {"mode", "lensPosition"?, "point"?}
@@ -28,8 +28,16 @@ enum SavedCamera {
     static func parts(of s: SessionState, _ caps: Capabilities) -> [String: JSONValue] {
         var parts: [String: JSONValue] = [:]
         if let f = s.format {
-            parts["format"] = .object(["preset": .string(s.preset), "fps": .number(Double(f.fps)),
-                                       "pixelFormat": .string(f.pixelFormat.rawValue)])
+            var format: [String: JSONValue] = ["fps": .number(Double(f.fps)), "pixelFormat": .string(f.pixelFormat.rawValue)]
+            // A named preset as named; a size asked for by width and height (ONVIF's encoder
+            // configuration) by the size the camera gave, which prepare takes back as it is.
+            if Preset(s.preset) != nil {
+                format["preset"] = .string(s.preset)
+            } else {
+                format["width"] = .number(Double(f.width))
+                format["height"] = .number(Double(f.height))
+            }
+            parts["format"] = .object(format)
         }
         parts["orientation"] = .object(["rotation": .number(Double(s.orientation.rotation)), "mirrored": .bool(s.orientation.mirrored)])
         parts["zoom"] = .object(["factor": .number(s.zoom.factor), "center": point(s.zoom.center)])

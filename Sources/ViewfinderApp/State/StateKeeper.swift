@@ -39,6 +39,10 @@ final class StateKeeper: Sendable {
         var baselineMain: String?
         /// The main camera as the last event found it.
         var mainNow: String?
+        /// The saved main camera while it is not here and nobody has chosen another: kept.
+        var keptMain: String?
+        /// The main camera when the replay ended.
+        var startMain: String?
         /// Each camera's parts as its last state event had them.
         var current: [String: Parts] = [:]
         /// Saved parts of cameras not here now, kept as they were.
@@ -122,6 +126,8 @@ final class StateKeeper: Sendable {
             $0.baseline = baseline
             $0.baselineMain = configuredMain
             $0.absent = absent
+            $0.startMain = cameras.mainID
+            if let m = saved.main, !cameras.ids.contains(m) { $0.keptMain = m }
             $0.report.dropped += dropped
             $0.last = .object(saved.top)
         }
@@ -143,7 +149,11 @@ final class StateKeeper: Sendable {
     /// Writes what is not written yet (the server stops) and follows no more.
     func close() {
         subscription.withLock { s in defer { s = nil }; return s }?.cancel()
+        // What the last events changed is taken before the writer's last write.
+        if let cameras = followed.withLock({ $0 }) { considerWriting(cameras) }
         writer.withLock { $0 }?.close()
+        followed.withLock { $0 = nil }
+        sections.withLock { $0 = [:] }
     }
 
     /// The state as it would be saved now.
@@ -184,6 +194,7 @@ final class StateKeeper: Sendable {
         let extra = readSections()
         let changed = held.withLock { h -> Bool in
             h.mainNow = cameras.mainID
+            if h.mainNow != h.startMain { h.keptMain = nil }  // another main was chosen since
             let now = Self.snapshot(h, main: h.mainNow, sections: extra)
             guard now != h.last else { return false }
             h.last = now
@@ -201,7 +212,11 @@ final class StateKeeper: Sendable {
         }
         var top = sections
         top["cameras"] = .object(cameras)
-        if let main, main != h.baselineMain { top["main"] = .string(main) }
+        if let kept = h.keptMain {
+            top["main"] = .string(kept)
+        } else if let main, main != h.baselineMain {
+            top["main"] = .string(main)
+        }
         return .object(top)
     }
 }

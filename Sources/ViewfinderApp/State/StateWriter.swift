@@ -75,13 +75,11 @@ public final class StateWriter: Sendable {
         if let delay { start(after: delay) }
     }
 
-    /// Writes what is not written yet, now (at the server's stop), and writes no more.
+    /// Writes what is not written yet, now (at the server's stop), once a write under way has
+    /// ended, and writes no more.
     public func close() {
-        let due = state.withLock { s -> Bool in
-            s.closed = true
-            return s.dirty
-        }
-        if due { write(closing: true) }
+        state.withLock { $0.closed = true }
+        write(closing: true)  // after a write under way, whose rename must not be left behind
     }
 
     /// Marks a write due and answers its delay, unless one is due already.
@@ -101,7 +99,7 @@ public final class StateWriter: Sendable {
     private func write(closing: Bool) {
         writing.withLock { _ in
             let go = state.withLock { s -> Bool in
-                guard closing || !s.closed else { return false }  // the stop's write came first
+                guard closing ? s.dirty : !s.closed else { return false }  // nothing due, or the stop's write came first
                 s.dirty = false
                 s.writing = true
                 return true
