@@ -52,12 +52,7 @@ extension Application {
                                     error: nil, writes: 0, state: .object([:]))
         }
         let report = keeper.report, status = keeper.status
-        let from: String = switch report.loaded {
-        case .current: "current"
-        case .previous: "previous"
-        case .none: "none"
-        }
-        return SavedStateReport(persist: true, file: keeper.file.path, loadedFrom: from, problems: report.problems,
+        return SavedStateReport(persist: true, file: keeper.file.path, loadedFrom: report.loaded.rawValue, problems: report.problems,
                                 dropped: report.dropped, saved: status.saved, error: status.error, writes: status.writes,
                                 state: keeper.snapshot())
     }

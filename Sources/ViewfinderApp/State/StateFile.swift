@@ -31,7 +31,8 @@ public struct StateFile: Sendable {
 
     /// The state read back, and how.
     public struct Loaded: Sendable, Equatable {
-        public enum Source: Sendable, Equatable {
+        /// Spelled as `GET /api/state`'s `loadedFrom` says it.
+        public enum Source: String, Sendable, Equatable {
             /// `state.json`.
             case current
             /// `state.prev.json`, as `state.json` was missing or set aside.

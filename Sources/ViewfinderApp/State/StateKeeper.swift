@@ -183,10 +183,7 @@ final class StateKeeper: Sendable {
     private func take(_ s: SessionState, _ cameras: MultiCamSession) {
         guard let id = s.camera?.id, let session = try? cameras.session(id) else { return }
         let parts = SavedCamera.parts(of: s, session.camera.capabilities)
-        held.withLock {
-            $0.current[id] = parts
-            $0.mainNow = cameras.mainID
-        }
+        held.withLock { $0.current[id] = parts }  // the main camera is read when a write is considered
     }
 
     /// A change worth a write: the snapshot differs from the last one handed over.
