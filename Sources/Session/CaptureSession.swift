@@ -126,8 +126,14 @@ public actor CaptureSession {
         }
         let resolved = try FormatResolution.resolve(request, formats: camera.formats, currentPreset: preset,
                                                     currentFps: format.fps)
-        try reconfigure(format: resolved.format)
+        // Named before the start: the state the start announces has the preset with its format.
+        let old = preset
         preset = resolved.preset
+        do { try reconfigure(format: resolved.format) } catch {
+            preset = old
+            announce()  // what runs (or not) after the failure, with the format that is kept
+            throw error
+        }
         return announce()
     }
 

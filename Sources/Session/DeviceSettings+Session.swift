@@ -20,9 +20,10 @@ extension DeviceSettings {
     /// True when a mode, the lens zoom, or a value no automatic mode is moving differs.
     func differsBeyondAutomaticDrift(from o: DeviceSettings) -> Bool {
         if zoom.optical != o.zoom.optical || focus.mode != o.focus.mode || exposure.mode != o.exposure.mode
-            || whiteBalance.mode != o.whiteBalance.mode || torch != o.torch || exposure.bias != o.exposure.bias { return true }
+            || whiteBalance.mode != o.whiteBalance.mode || torch != o.torch || exposure.bias != o.exposure.bias
+            || controls != o.controls { return true }
         if focus.mode == .locked && focus.lensPosition != o.focus.lensPosition { return true }
-        if exposure.mode == .custom && (exposure.duration != o.exposure.duration || exposure.iso != o.exposure.iso) { return true }
+        if exposure.mode != .auto && exposure.mode != .continuous && (exposure.duration != o.exposure.duration || exposure.iso != o.exposure.iso) { return true }
         if whiteBalance.mode == .locked && whiteBalance.temperature != o.whiteBalance.temperature { return true }
         return false
     }

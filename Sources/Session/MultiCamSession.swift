@@ -28,6 +28,11 @@ public final class MultiCamSession: Sendable {
     public let mainFeed: SessionFeed
     /// Main-session switches take turns (each awaits a start and a stop).
     private let switching = TurnTaker()
+    private let midSwitch = Locked(false)
+    /// A switch of the main session is under way: its target may run and the camera it leaves
+    /// not have stopped yet. What reads the cameras whole (the saved state) waits for the
+    /// state event that ends it.
+    public var isSwitching: Bool { midSwitch.withLock { $0 } }
 
     public init(sessions: [CaptureSession], main: Int, events: EventHub) {
         precondition(sessions.indices.contains(main), "the main session is one of the sessions")
@@ -69,14 +74,37 @@ public final class MultiCamSession: Sendable {
     // MARK: - A camera in its own right
 
     /// Starts a camera's own session (and keeps it running when the main view moves away).
+    /// Meant to run in its own right from the call on, even if this start fails (a camera that
+    /// is not there yet): what the saved state keeps.
     @discardableResult
     public func start(_ session: CaptureSession) async throws(SessionError) -> SessionState {
         let index = indexOf(session)
+        pointer.withLock { _ = $0.pinned.insert(index) }  // before its state event
         var s = try await session.start()
-        pointer.withLock { _ = $0.pinned.insert(index) }
         s.main = session === main
         return s
     }
+
+    /// A camera's own prepare (its own path, ONVIF's encoder configuration): a camera it
+    /// starts runs in its own right, as its own start would make it.
+    @discardableResult
+    public func prepare(_ session: CaptureSession, _ request: PrepareRequest) async throws(SessionError) -> SessionState {
+        let index = indexOf(session)
+        let starts = await !session.isRunning
+        if starts { pointer.withLock { _ = $0.pinned.insert(index) } }
+        do {
+            var s = try await session.prepare(request)
+            s.main = session === main
+            return s
+        } catch {
+            if starts { pointer.withLock { _ = $0.pinned.remove(index) } }
+            throw error
+        }
+    }
+
+    /// The cameras meant to run in their own right (started by their own session's call or
+    /// `cameras[].autostart`), by id.
+    public var inTheirOwnRight: Set<String> { Set(pointer.withLock { $0.pinned }.map { sessions[$0].id }) }
 
     /// Stops a camera's session, whichever view started it.
     @discardableResult
@@ -95,6 +123,8 @@ public final class MultiCamSession: Sendable {
     /// where it was. The camera left behind stops unless it was started in its own right.
     public func switchMain(to id: String?) async throws(SessionError) -> SessionState {
         let result: Result<SessionState, SessionError> = await switching.take { [self] () async -> Result<SessionState, SessionError> in
+            midSwitch.withLock { $0 = true }
+            defer { midSwitch.withLock { $0 = false } }
             let from = pointer.withLock { $0.main }
             let to: Int
             if let id {
@@ -123,8 +153,13 @@ public final class MultiCamSession: Sendable {
             }
             var s = await target.state()
             s.main = true
+            midSwitch.withLock { $0 = false }  // whole again: this event is what the switch leaves
             events.publish(.state(s))
             return .success(s)
+        }
+        if case .failure = result {
+            // Whole again, nothing moved: said once more for what skipped the switch's events.
+            events.publish(.state(await state(of: main)))
         }
         return try result.get()
     }

@@ -33,6 +33,8 @@ public struct SessionState: Sendable, Equatable, Codable {
     public var whiteBalance: WhiteBalanceSetting
     public var torch: TorchSetting
     public var orientation: OrientationSetting
+    /// The camera's own controls set by key and kept (`DeviceSettings.controls`), as read back.
+    public var controls: [String: Int] = [:]
     public var stream: StreamInfo
     public var frames: FrameInfo
     public var error: String?
@@ -70,6 +72,7 @@ public struct SessionState: Sendable, Equatable, Codable {
         try c.encode(whiteBalance, forKey: .whiteBalance)
         try c.encode(torch, forKey: .torch)
         try c.encode(orientation, forKey: .orientation)
+        try c.encode(controls, forKey: .controls)
         try c.encode(stream, forKey: .stream)
         try c.encode(frames, forKey: .frames)
         try c.encode(error, forKey: .error)

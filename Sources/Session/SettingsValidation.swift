@@ -63,8 +63,10 @@ public enum SettingsValidation {
         guard let mode = ExposureMode(rawValue: name), caps.exposureModes.contains(mode) else {
             throw .unsupported("exposure mode '\(name)'", supported: caps.exposureModes.map(\.rawValue))
         }
+        // Custom sets them; a lock holds them (without them, what the device has now: a lock
+        // saved and replayed after a restart holds what it held).
         if r.duration != nil || r.iso != nil {
-            guard mode == .custom else { throw .invalidValue("duration and iso apply to custom exposure") }
+            guard mode == .custom || mode == .locked else { throw .invalidValue("duration and iso apply to custom or locked exposure") }
         }
         s.exposure.duration = try clamp(r.duration, to: caps.exposureDuration, "exposure duration") ?? s.exposure.duration
         s.exposure.iso = try clamp(r.iso, to: caps.iso, "ISO") ?? s.exposure.iso
@@ -74,6 +76,8 @@ public enum SettingsValidation {
             s.exposure.point = clamp(p)
         }
         s.exposure.mode = mode
+        if r.duration != nil || r.iso != nil { s.exposure.held = true }
+        else if mode != .locked { s.exposure.held = false }
         return s
     }
 

@@ -11,9 +11,11 @@ import Glibc
 public enum AtomicFile {
     /// Writes `bytes` to `path` through `temporary` (default: `path` + ".tmp-PID"), with
     /// `mode` (default: the mode `path` has now, else 0600). With `keepingPrevious`, the file
-    /// `path` was becomes that one once the new bytes are durable, just before they take its
-    /// name (a crash between leaves it there, and no `path`). Throws the failed call's error;
-    /// the temporary file never outlives a failure.
+    /// `path` was becomes that one too once the new bytes are durable, before they take its
+    /// name: a second name (a hard link, put in place by a rename) so that `path` is there, old
+    /// or new, at every moment a crash could come; on a file system without hard links (FAT)
+    /// it is renamed, and a crash between the two renames leaves the previous copy and no
+    /// `path`. Throws the failed call's error; the temporary files never outlive a failure.
     public static func write(_ bytes: UnsafeRawBufferPointer, to path: String, temporary: String? = nil,
                              mode: mode_t? = nil, keepingPrevious previous: String? = nil) throws(SystemError) {
         let temp = temporary ?? path + ".tmp-\(getpid())"
@@ -26,7 +28,7 @@ public enum AtomicFile {
         } catch { failure = error }
         try? Sys.close(fd, temp)  // after a good fsync the bytes are on disk whatever close answers
         if failure == nil, let previous {
-            do throws(SystemError) { try Sys.rename(path, to: previous) } catch { if error.errno != ENOENT { failure = error } }
+            failure = keep(path, as: previous)
         }
         if failure == nil {
             do throws(SystemError) { try Sys.rename(temp, to: path) } catch { failure = error }
@@ -44,6 +46,26 @@ public enum AtomicFile {
             Result { () throws(SystemError) in try write(b, to: path, temporary: temporary, mode: mode, keepingPrevious: previous) }
         }
         try done.get()
+    }
+
+    /// `path` also (or, without hard links, instead) as `previous`; nil when done or when there
+    /// is no `path` yet.
+    private static func keep(_ path: String, as previous: String) -> SystemError? {
+        let link = previous + ".tmp-\(getpid())"
+        try? Sys.unlink(link)  // one a crash left
+        do throws(SystemError) {
+            try Sys.link(path, as: link)
+        } catch {
+            if error.errno == ENOENT { return nil }
+            // No second name here (FAT's EPERM, a FUSE file system's ENOSYS…): renamed instead.
+            do throws(SystemError) { try Sys.rename(path, to: previous) } catch { return error.errno == ENOENT ? nil : error }
+            return nil
+        }
+        do throws(SystemError) { try Sys.rename(link, to: previous) } catch {
+            try? Sys.unlink(link)
+            return error
+        }
+        return nil
     }
 
     /// Makes a rename or a new name in `path`'s directory durable (best effort: a directory

@@ -200,6 +200,17 @@ public enum Sys {
         _ = try valueOrErrno("rename \(from) to \(to)") { Glibc.rename(from, to) }
     }
 
+    /// Whether process `pid` is there (kill with no signal: EPERM is another user's, there too).
+    public static func processExists(_ pid: pid_t) -> Bool {
+        do throws(SystemError) { _ = try valueOrErrno("kill \(pid) 0") { Glibc.kill(pid, 0) } } catch { return error.errno == EPERM }
+        return true
+    }
+
+    /// A second name for a file (a hard link; EPERM where the file system has none, FAT's).
+    public static func link(_ existing: String, as new: String) throws(SystemError) {
+        _ = try valueOrErrno("link \(existing) to \(new)") { Glibc.link(existing, new) }
+    }
+
     public static func unlink(_ path: String) throws(SystemError) {
         _ = try valueOrErrno("unlink \(path)") { Glibc.unlink(path) }
     }

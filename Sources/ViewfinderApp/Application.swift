@@ -169,7 +169,7 @@ public final class Application: Sendable {
 
     public func start() async throws {
         // Before anything can start a camera: the saved settings are its first frame's.
-        await keeper?.restore(cameras, configuredMain: configuredMain)
+        await keeper?.restore(cameras, configuredMain: configuredMain, autostart: autostart)
         let files = OpenFileLimit.raise()
         if files >= 0 && files < configuration.server.maxConnections + 64 {
             logger.warning("open files limited to \(files): fewer than server.maxConnections (\(configuration.server.maxConnections)) can be served")
@@ -190,19 +190,8 @@ public final class Application: Sendable {
         await startDiscovery(port: s.port)
         try startMQTT()
         if configuration.webrtc.enabled { whep.warmUp() }
-        if configuration.session.autostart {
-            do { try await session.start() } catch {
-                logger.error("autostart failed: \(error.http.message)")
-            }
-        }
-        if case .list(let entries) = configuration.cameras {
-            for e in entries where e.autostart == true {
-                guard let s = try? cameras.session(e.id) else { continue }
-                do { try await cameras.start(s) } catch {
-                    logger.error("camera \(e.id): autostart failed: \(error.http.message)")
-                }
-            }
-        }
+        await startCameras()
+        await keeper?.follow(cameras)
         for s in cameras.sessions { await s.ensurePreviewFrame() }
     }
 
@@ -329,13 +318,14 @@ public final class Application: Sendable {
                 r.service.stopAll()
             }
         }
+        // The last change written before the cameras stop: a stop at exit is not a stop a user asked for.
+        keeper?.close()
         // A movie being recorded is finished (trailer written, published) before the exit.
         for s in cameras.sessions {
             if let recorder = try? await s.stopRecording() { _ = await recorder.outcome() }
             if let recorder = await s.endEventMovie() { _ = await recorder.outcome() }
             await s.stop()
         }
-        keeper?.close()  // the last change written before the exit
         return quiet
     }
 }

@@ -56,9 +56,12 @@ import Testing
         #expect(throws: SessionError.unsupported("exposure mode 'custom'", supported: ["continuous"])) {
             try SettingsValidation.exposure(ExposureRequest(mode: "custom"), fixed, DeviceSettings(for: fixed))
         }
-        #expect(throws: SessionError.invalidValue("duration and iso apply to custom exposure")) {
+        #expect(throws: SessionError.invalidValue("duration and iso apply to custom or locked exposure")) {
             try SettingsValidation.exposure(ExposureRequest(mode: "auto", iso: 100), sim, defaults)
         }
+        // A lock at given values (a saved lock replayed): clamped as custom's are.
+        let locked = try SettingsValidation.exposure(ExposureRequest(mode: "locked", duration: 0.01, iso: 10), sim, defaults)
+        #expect(locked.exposure.mode == .locked && locked.exposure.duration == 0.01 && locked.exposure.iso == 50)
     }
 
     @Test func whiteBalanceTorchAndOrientation() throws {

@@ -29,8 +29,11 @@ import ViewfinderApp
         #expect(names() == ["state.json", "state.prev.json"], "no temporary file left")
         let st = try Sys.stat(file.path)
         #expect(st.st_mode & 0o777 == 0o600)
-        // The copy before the last write is the last good one: a crash between the two renames
-        // leaves no state.json, and the previous write is what is read.
+        // The previous copy is a second name of the file it was (a hard link), so state.json is
+        // there at every moment; the two are two files, not one.
+        #expect(try Sys.stat(file.previousPath).st_nlink == 1 && (try Sys.stat(file.path)).st_ino != (try Sys.stat(file.previousPath)).st_ino)
+        // Where state.json is gone all the same (a file system without hard links, a crash
+        // between its two renames), the previous write is what is read.
         try Sys.unlink(file.path)
         #expect(file.load() == StateFile.Loaded(state: state(1), source: .previous))
     }
@@ -58,6 +61,28 @@ import ViewfinderApp
         try file.save(state(3))
         #expect(file.load().state == state(3))
         #expect(file.load().source == .current)
+    }
+
+    /// A write killed mid-way leaves its temporary files: removed at the next start, those of a
+    /// process still running (a server writing while `viewfinder state show` reads) kept.
+    @Test func aKilledWritersTemporaryFilesAreRemovedAndALiveOnesKept() throws {
+        try file.save(state(1))
+        let dead = try deadPID()
+        try put("{\"vers", "state.json.tmp-\(dead)")
+        try put("x", "state.prev.json.tmp-\(dead)")
+        try put("y", "state.json.tmp-\(getpid())")
+        #expect(file.removeLeftovers() == 2)
+        #expect(names() == ["state.json", "state.json.tmp-\(getpid())"], "\(names())")
+        #expect(file.load() == StateFile.Loaded(state: state(1), source: .current))
+    }
+
+    /// A process id nobody has now: a child's, once it was waited for.
+    func deadPID() throws -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/true")
+        try p.run()
+        p.waitUntilExit()
+        return p.processIdentifier
     }
 
     @Test func bothUnusableIsTheConfigurationsValuesAndTwoProblems() throws {

@@ -92,7 +92,9 @@ import Testing
             }
             #expect(saved)
             let state = try #require((try await json(port, "/api/state"))["state"] as? [String: Any])
-            #expect((state["cameras"] as? [String: Any])?["rear"] == nil, "zoom 1 is the start's: nothing of rear's saved")
+            // Nor the switch's stop of rear: the main view left it, no user stopped it.
+            #expect((state["cameras"] as? [String: Any])?["rear"] == nil, "zoom 1 is the start's: nothing of rear's saved: \(state)")
+            #expect(state["mainRunning"] == nil, "the main view runs, as the configuration starts it")
         }
         try await withServer({ $0.state.directory = dir }) { _, port in
             let s = try await json(port, "/api/session")
@@ -117,6 +119,34 @@ import Testing
             let cameras = (report["state"] as? [String: Any])?["cameras"] as? [String: Any]
             #expect((cameras?["gone"] as? [String: Any])?["zoom"] != nil, "an absent camera's settings are kept")
             #expect((report["state"] as? [String: Any])?["main"] as? String == "gone", "and its being main, for when it is back")
+            #expect(s["state"] as? String == "running", "the main view runs on the camera standing in for it")
+        }
+    }
+
+    /// Whether each camera runs lasts: one stopped stays stopped, one started in its own right
+    /// runs again (and runs on when the main view leaves it); a locked exposure holds its values.
+    @Test func aCameraLeftStoppedOrRunningIsSoAgainAndALockHoldsItsValues() async throws {
+        try await withServer({ $0.state.directory = dir }) { _, port in
+            try await post(port, "/api/session/stop", "")
+            try await post(port, "/api/cameras/front/session/start", "")
+            try await post(port, "/api/cameras/front/session/exposure", #"{"mode": "locked", "duration": 0.004, "iso": 200}"#)
+            let saved = try await eventually {
+                let r = try await json(port, "/api/state")
+                let cameras = (r["state"] as? [String: Any])?["cameras"] as? [String: Any]
+                return r["saved"] as? Bool == true && (cameras?["front"] as? [String: Any])?["exposure"] != nil
+            }
+            #expect(saved)
+        }
+        try await withServer({ $0.state.directory = dir }) { _, port in
+            let rear = try await json(port, "/api/session"), front = try await json(port, "/api/cameras/front/session")
+            #expect(rear["state"] as? String == "idle", "stopped, as it was left")
+            #expect(front["state"] as? String == "running", "running, as it was left")
+            let e = front["exposure"] as? [String: Any] ?? [:]
+            #expect(e["mode"] as? String == "locked" && e["duration"] as? Double == 0.004 && e["iso"] as? Double == 200, "\(e)")
+            // In its own right: the main view coming to it and leaving again does not stop it.
+            try await post(port, "/api/session/switch", #"{"camera": "front"}"#)
+            try await post(port, "/api/session/switch", #"{"camera": "rear"}"#)
+            #expect((try await json(port, "/api/cameras/front/session"))["state"] as? String == "running")
         }
     }
 

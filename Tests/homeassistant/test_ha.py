@@ -3,7 +3,8 @@
 venv under .build/) with its MQTT integration on a test broker sees a Viewfinder host's cameras
 by discovery (issue 29, item 6): the entities are there and available, a button press takes a
 photo, the zoom number moves the zoom, the camera entity serves the snapshot, and when the host
-is killed its entities go unavailable. And the same Home Assistant adopts the host by ONVIF
+is killed its entities go unavailable; started again, they read what HA set before it (issue 57:
+zoom, focus mode, mute; the torch off). And the same Home Assistant adopts the host by ONVIF
 (issue 39), as a user does in Settings → Add integration → ONVIF (its config flow, over HA's
 REST API): its own setup sequence makes a camera per H.264 profile and motion sensors, its
 events come by webhook (the host's push subscription POSTs each Notify to HA's internal URL),
@@ -143,12 +144,15 @@ def main():
             "cameras": "synthetic", "session": {"preset": "352x288"},
             "capture": {"directory": str(work / "vf/photos")}, "recording": {"directory": str(work / "vf/movies")},
             "rtsp": {"port": 0}, "mqtt": {"url": f"mqtt://127.0.0.1:{mport}", "node": NODE}}))
-        vf = subprocess.Popen([str(BINARY), "--config", str(work / "vf/config.json"), "--port", "0", "--log-level", "warning"],
-                              stdout=subprocess.PIPE, stderr=open(work / "vf.log", "w"))
-        procs.append(vf)
-        ready, _, _ = select.select([vf.stdout], [], [], 60)
-        vport = int(re.search(rb"127\.0\.0\.1:(\d+)", vf.stdout.readline()).group(1)) if ready else 0
-        check(vport > 0, f"viewfinder up on {vport}")
+        def host():
+            vf = subprocess.Popen([str(BINARY), "--config", str(work / "vf/config.json"), "--port", "0", "--log-level", "warning"],
+                                  stdout=subprocess.PIPE, stderr=open(work / "vf.log", "a"))
+            procs.append(vf)
+            ready, _, _ = select.select([vf.stdout], [], [], 60)
+            vport = int(re.search(rb"127\.0\.0\.1:(\d+)", vf.stdout.readline()).group(1)) if ready else 0
+            check(vport > 0, f"viewfinder up on {vport}")
+            return vf, vport
+        vf, vport = host()
         base = f"http://127.0.0.1:{vport}"
 
         # Home Assistant, its MQTT entry seeded (broker settings are not YAML).
@@ -222,12 +226,36 @@ def main():
 
         onvif_as_home_assistant(hbase, base, token, vport, work)
 
+        # The focus mode select, as a user picks it in HA.
+        http("POST", f"{hbase}/api/services/select/select_option", {"entity_id": f"select.{prefix}_focus_mode", "option": "locked"}, token=token)
+        check(eventually(lambda: json.loads(http("GET", f"{base}/api/cameras/rear/session")[2])["focus"]["mode"] == "locked", 15) is not None,
+              "the focus mode select locked the focus")
+        check(eventually(lambda: json.loads(http("GET", f"{base}/api/state")[2])["saved"], 5) is not None, "the host saved it all")
+
         # The host dies: its entities go unavailable.
         t0 = time.time()
         vf.send_signal(signal.SIGKILL)
         vf.wait()
         gone = eventually(lambda: all(state(e)["state"] == "unavailable" for e in entities), 30, 0.2)
         check(gone is not None, f"every entity unavailable {time.time() - t0:.1f} s after the host was killed")
+
+        # It starts again (issue 57): what HA set is there again, and HA's entities say so; the
+        # torch starts off (never saved: a light left on after a power cut is a hazard).
+        vf, vport = host()
+        base = f"http://127.0.0.1:{vport}"
+        back = eventually(lambda: all(state(e)["state"] != "unavailable" for e in entities), 60, 0.5)
+        check(back is not None, "every entity available again after the restart")
+        want = {f"number.{prefix}_zoom": "2.5", f"select.{prefix}_focus_mode": "locked", f"switch.{prefix}_mute": "on",
+                f"switch.{prefix}_torch": "off"}
+        def now():
+            got = {e: state(e)["state"] for e in want}
+            try:
+                got[f"number.{prefix}_zoom"] = str(float(got[f"number.{prefix}_zoom"]))
+            except ValueError:
+                pass
+            return got
+        seen = eventually(lambda: (lambda got: got if got == want else None)(now()), 30, 0.5)
+        check(seen is not None, f"after the restart HA reads what it set before, the torch off: {now()} (wanted {want})")
     finally:
         for p in reversed(procs):
             if p.poll() is None:

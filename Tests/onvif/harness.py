@@ -80,9 +80,15 @@ def start(tmp, config, users, prefix=()):
     for name, role, onvif in users:
         subprocess.run([SERVER, "user", "add", name, "--role", role, "--config", str(cfg)] + (["--onvif"] if onvif else []),
                        input=PASSWORD + "\n", text=True, check=True, capture_output=True)
-    log = open(tmp / "server.log", "w")
+    return launch(tmp, config.get("rtsp", {}).get("enabled", True), prefix)
+
+
+def launch(tmp, rtsp_wanted=True, prefix=()):
+    """Starts the server on tmp/config.json as it is (a restart keeps its users and state):
+    (process, HTTP port, RTSP port or None)."""
+    cfg = tmp / "config.json"
+    log = open(tmp / "server.log", "a")
     p = subprocess.Popen(list(prefix) + [SERVER, "--config", str(cfg)], stdout=subprocess.PIPE, stderr=log, text=True, cwd=tmp)
-    rtsp_wanted = config.get("rtsp", {}).get("enabled", True)
     found = {}
 
     def read():

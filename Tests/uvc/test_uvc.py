@@ -975,6 +975,13 @@ def microphone():
     check("microphone: audio.wav?seconds=1 is a second of the card's sound, 48 kHz mono", ok, repr(r)[:300])
 
 
+# What the replugs and the power cut leave on the C920, away from its power-on defaults.
+NAMES = ("zoom_absolute", "focus_automatic_continuous", "focus_absolute", "auto_exposure",
+         "exposure_time_absolute", "white_balance_automatic", "white_balance_temperature", "brightness")
+REPLUG_WANT = {"zoom_absolute": 200, "focus_automatic_continuous": 0, "focus_absolute": (150, 155), "auto_exposure": 1,
+               "exposure_time_absolute": 200, "white_balance_automatic": 0, "white_balance_temperature": 3000, "brightness": 90}
+
+
 def replug(hold):
     label = "replug with the old node held open" if hold else "replug"
     # the session's settings before the unplug, all away from the camera's power-on
@@ -986,10 +993,11 @@ def replug(hold):
     rf = http("POST", "/api/session/focus", {"mode": "locked", "lensPosition": 0.6})
     rx = http("POST", "/api/session/exposure", {"mode": "custom", "duration": 0.02})
     rw = http("POST", "/api/session/white-balance", {"mode": "locked", "temperature": 3000})
-    NAMES = ("zoom_absolute", "focus_automatic_continuous", "focus_absolute", "auto_exposure",
-             "exposure_time_absolute", "white_balance_automatic", "white_balance_temperature")
-    want = {"zoom_absolute": 200, "focus_automatic_continuous": 0, "focus_absolute": (150, 155), "auto_exposure": 1,
-            "exposure_time_absolute": 200, "white_balance_automatic": 0, "white_balance_temperature": 3000}
+    # and one of the camera's own controls by key, which no setting stands for: kept too
+    rb = http("POST", "/api/session/controls", {"brightness": 90})
+    check("%s: brightness set by key is kept (the state's controls)" % label,
+          rb.status == 200 and (state().get("controls") or {}).get("brightness") == 90, "%r; controls %s" % (rb, state().get("controls")))
+    want = dict(REPLUG_WANT)
 
     def matches(v):
         return all(v.get(n) in w if isinstance(w, tuple) else v.get(n) == w for n, w in want.items())
@@ -1057,7 +1065,7 @@ def replug(hold):
         check("%s: and audio.wav serves its sound again" % label,
               last is not None and last.status == 200 and len(last.body) > 44, repr(last)[:200])
         v = poll(lambda: (lambda v: v if matches(v) else None)(ctrls(*NAMES)), 5) or ctrls(*NAMES)
-        for names, what in ((("zoom_absolute",), "zoom_absolute"),
+        for names, what in ((("zoom_absolute",), "zoom_absolute"), (("brightness",), "brightness set by key"),
                             (("focus_automatic_continuous", "focus_absolute"), "focus locked at its lens position"),
                             (("auto_exposure", "exposure_time_absolute"), "manual exposure time"),
                             (("white_balance_automatic", "white_balance_temperature"), "locked white balance temperature")):
@@ -1071,6 +1079,47 @@ def replug(hold):
             os.close(fd)
         if aloop:
             subprocess.run(["rmmod", "snd_aloop"], capture_output=True)
+
+
+def power_cut(tmp, proc):
+    """Issue 57: the server SIGKILLed and the C920 unplugged and plugged back while it is down
+    (a power cut for both: the camera comes back at its defaults). The next server puts every
+    setting the session had back on the camera — a lock's exposure time and a control set by
+    key among them — and its state and saved-state report say so."""
+    global BASE, PORT
+    r = http("POST", "/api/session/exposure", {"mode": "locked"})  # holds the custom 0.02 s (200)
+    check("power cut: the custom exposure locked where it is", r.status == 200 and dig(r.json, "exposure", "mode") == "locked"
+          and ctrl("exposure_time_absolute") == 200, "%r; camera %s" % (r, ctrl("exposure_time_absolute")))
+    want = dict(REPLUG_WANT)
+    was = ctrls(*NAMES)
+    if isinstance(want["focus_absolute"], tuple) and was.get("focus_absolute") in want["focus_absolute"]:
+        want["focus_absolute"] = was["focus_absolute"]
+    saved = poll(lambda: (http("GET", "/api/state").json or {}).get("saved") is True, 5)
+    check("power cut: everything on disk before the kill (GET /api/state saved)", bool(saved), repr(http("GET", "/api/state")))
+    proc[0].kill()
+    proc[0].wait(10)
+    u = subprocess.run([CTL, "unplug", "0"], capture_output=True, text=True, timeout=60)
+    forget_nodes()
+    p = subprocess.run([CTL, "plug", "0"], capture_output=True, text=True, timeout=90)
+    forget_nodes()
+    fresh = poll(lambda: node(0), 30) and ctrls(*NAMES)
+    check("power cut: the camera came back at its defaults (brightness 128, automatic exposure)",
+          u.returncode == 0 and p.returncode == 0 and bool(fresh) and fresh.get("brightness") == 128 and fresh.get("auto_exposure") != 1,
+          "unplug %s plug %s %s; camera %s" % (u.returncode, p.returncode, p.stderr.strip(), fresh))
+    proc[0], PORT = start_server(tmp)
+    BASE = "http://127.0.0.1:%d" % (PORT or 0)
+    s = poll(lambda: (lambda s: s if s.get("state") == "running" and dig(s, "camera", "id") == C920 else None)(state()), 30, 0.25)
+    check("power cut: the server starts again on the C920, running", bool(PORT) and bool(s), "port %s state %s" % (PORT, state().get("state")))
+    v = poll(lambda: (lambda v: v if all(v.get(n) in w if isinstance(w, tuple) else v.get(n) == w for n, w in want.items()) else None)(ctrls(*NAMES)), 5) or ctrls(*NAMES)
+    check("power cut: every setting back on the camera %s" % want,
+          all(v.get(n) in w if isinstance(w, tuple) else v.get(n) == w for n, w in want.items()), "camera %s" % v)
+    st = state()
+    check("power cut: the state says the same (exposure locked at 0.02 s, brightness 90 kept, zoom 2)",
+          dig(st, "exposure", "mode") == "locked" and dig(st, "exposure", "duration") == 0.02
+          and (st.get("controls") or {}).get("brightness") == 90 and dig(st, "zoom", "factor") == 2, json.dumps({k: st.get(k) for k in ("exposure", "controls", "zoom")}))
+    rep = http("GET", "/api/state").json or {}
+    check("power cut: the saved state read whole, nothing dropped", rep.get("loadedFrom") == "current" and rep.get("dropped") == []
+          and rep.get("problems") == [], json.dumps({k: rep.get(k) for k in ("loadedFrom", "dropped", "problems")}))
 
 
 def main():
@@ -1102,12 +1151,14 @@ def main():
              ("recording", lambda: recording(tmp)), ("motion event", lambda: motion_event(tmp)),
              ("two cameras at once", two_cameras),
              ("unplug/replug", lambda: replug(False)),
-             ("unplug/replug, node held", lambda: replug(True))]
+             ("unplug/replug, node held", lambda: replug(True)),
+             ("power cut", lambda: power_cut(tmp, proc))]
     # UVC_STEPS="microphone,zoom": only those steps (after discovery and the C920's selection),
     # for working on one; CI runs them all.
     only = [n.strip() for n in os.environ.get("UVC_STEPS", "").split(",") if n.strip()]
     if only:
         steps = [s for s in steps if s[0] in only or s[0] in ("discovery", "select the C920")]
+    proc = [server]  # the power cut starts another
     try:
         for name, fn in steps:
             note("-- %s" % name)
@@ -1115,11 +1166,11 @@ def main():
                 fn()
             except Exception as e:        # one broken step must not hide the others
                 check("%s: ran without an exception" % name, False, "%s: %s" % (type(e).__name__, e))
-            if server.poll() is not None:
-                check("the server is still running after '%s'" % name, False, "exit status %s" % server.returncode)
+            if proc[0].poll() is not None:
+                check("the server is still running after '%s'" % name, False, "exit status %s" % proc[0].returncode)
                 break
     finally:
-        stop_server(server)
+        stop_server(proc[0])
     if failed:
         tail = open(os.path.join(tmp, "server.log"), errors="replace").read().splitlines()[-25:]
         print("server log (last lines):\n  " + "\n  ".join(tail))

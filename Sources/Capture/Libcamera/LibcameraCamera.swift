@@ -7,8 +7,9 @@
 //
 // Settings go to the camera as libcamera's controls (LibcameraControlMapping), on the requests
 // queued next, and are read back from the first completed request that carries them. Those
-// made while it is not running, and the picture adjustments, are kept and given again with
-// the start's controls: a camera reopened after an unplug starts with them.
+// made while it is not running, the picture adjustments among them (the settings' `controls`),
+// are kept and given again with the start's controls: a camera reopened after an unplug
+// starts with them.
 
 import CLibcamera
 import CameraCore
@@ -39,8 +40,6 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         var applyTimeout = 1.0
         /// What the camera was last told and read back: given again at every start.
         var settings: DeviceSettings?
-        /// The picture adjustments set (libcamera's name → value), given again at every start.
-        var adjustments: [String: Double] = [:]
         /// Settings refused when given again at a start, for the session to report.
         var restoreRefusals: [CameraError] = []
     }
@@ -100,11 +99,14 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
     /// The picture adjustments (Brightness, Contrast, Saturation, Sharpness) in thousandths:
     /// what the camera reports, else what was set, else its default.
     public func controls() throws(CameraError) -> [DeviceControl] {
-        let (camera, set) = state.withLock { ($0.camera, $0.adjustments) }
-        return mapping.adjustmentControls { c in camera?.get(c.name)?.values.first ?? set[c.name] }
+        let (camera, set) = state.withLock { ($0.camera, $0.settings?.controls ?? [:]) }
+        return mapping.adjustmentControls { c in
+            camera?.get(c.name)?.values.first ?? set[DeviceControl.key(of: c.name)].map { Double($0) / 1000 }
+        }
     }
 
-    public func setControls(_ values: [String: Int]) throws(CameraError) {
+    /// Answers every value set, clamped: each adjustment is kept by key (no setting stands for one).
+    public func setControls(_ values: [String: Int]) throws(CameraError) -> [String: Int] {
         let all = try controls()
         let byKey = Dictionary(all.map { ($0.key, $0) }) { a, _ in a }
         for key in values.keys.sorted() where byKey[key] == nil {
@@ -112,13 +114,15 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         }
         let (camera, timeout) = state.withLock { ($0.camera, $0.applyTimeout) }
         var generation: Int64 = 0
+        var kept: [String: Int] = [:]
         for (key, value) in values.sorted(by: { $0.key < $1.key }) {
-            let c = byKey[key]!, v = Double(c.clamp(value)) / 1000
-            if let camera { generation = try camera.set(c.name, [v]) }
-            state.withLock { $0.adjustments[c.name] = v }
+            let c = byKey[key]!
+            if let camera { generation = try camera.set(c.name, [Double(c.clamp(value)) / 1000]) }
+            kept[key] = c.clamp(value)
         }
         // Answered once a frame has them, so what is read next is what the camera did.
         if let camera, generation > 0 { _ = camera.waitApplied(generation, timeout: timeout) }
+        return kept
     }
 
     /// Completed requests that came back failed or cancelled while running: dropped frames.
@@ -147,11 +151,8 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         let mapping = LibcameraControlMapping(manager.controls(of: id), pixelArray: pixelArray)
         // What was set before (or on the camera's last run) goes with the start's controls: the
         // first frame already has it.
-        let (settings, adjustments) = state.withLock { ($0.settings, $0.adjustments) }
+        let settings = state.withLock { $0.settings }
         var refused: [CameraError] = []
-        for (name, value) in adjustments.sorted(by: { $0.key < $1.key }) {
-            do throws(CameraError) { _ = try camera.set(name, [value]) } catch { refused.append(error) }
-        }
         if let rate = mapping.frameDuration(fps: format.fps) {
             do throws(CameraError) { _ = try camera.set(rate.name, rate.values) } catch { refused.append(error) }
         }

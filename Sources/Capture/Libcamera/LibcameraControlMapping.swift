@@ -136,10 +136,12 @@ public struct LibcameraControlMapping: Sendable {
         switch e.mode {
         case .custom, .locked:
             if exposureModeChanged { put(Self.aeEnable, 0) }
-            if e.mode == .custom {
-                if exposureModeChanged || eOld?.duration != e.duration { put(Self.exposureTime, (e.duration * 1e6).rounded()) }
-                if exposureModeChanged || eOld?.iso != e.iso { put(Self.analogueGain, e.iso / Self.isoPerGain) }
-            }
+            // A lock holds what the camera has: its values (when it holds some, `held`) are
+            // written only when they differ (at a start or a replug, no `old`: they are put
+            // back), custom's at every switch.
+            let custom = e.mode == .custom && exposureModeChanged, values = e.mode == .custom || e.held
+            if values, custom || eOld?.duration != e.duration { put(Self.exposureTime, (e.duration * 1e6).rounded()) }
+            if values, custom || eOld?.iso != e.iso { put(Self.analogueGain, e.iso / Self.isoPerGain) }
         case .auto, .continuous:
             if exposureModeChanged { put(Self.aeEnable, 1) }
         }
@@ -152,8 +154,15 @@ public struct LibcameraControlMapping: Sendable {
         } else if wOld?.mode != w.mode {
             put(Self.awbEnable, 1)
         }
+        // The picture adjustments set by key, in thousandths.
+        for (key, v) in new.controls.sorted(by: { $0.key < $1.key }) where old?.controls[key] != v {
+            if let name = Self.adjustment(key) { put(name, Double(v) / 1000) }
+        }
         return out
     }
+
+    /// The adjustment a control key names ("brightness" → "Brightness").
+    static func adjustment(_ key: String) -> String? { adjustments.first { DeviceControl.key(of: $0) == key } }
 
     /// The frame rate as `FrameDurationLimits` (µs, the shortest and longest both one frame's),
     /// within the camera's range; nil where it has no such control (its pipeline's own rate).
@@ -203,6 +212,9 @@ public struct LibcameraControlMapping: Sendable {
         if let b = reported(Self.exposureValue) { s.exposure.bias = b }
         if let l = has(Self.lensPosition), let d = reported(Self.lensPosition) { s.focus.lensPosition = lensPoint(d, l) }
         if let k = reported(Self.colourTemperature) { s.whiteBalance.temperature = k.rounded() }
+        for key in s.controls.keys {
+            if let name = Self.adjustment(key), let v = reported(name) { s.controls[key] = Self.thousandths(v) }
+        }
         return s
     }
 

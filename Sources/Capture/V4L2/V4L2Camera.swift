@@ -129,20 +129,27 @@ public final class V4L2Camera: CaptureDevice, Sendable {
         }
     }
 
-    public func setControls(_ values: [String: Int]) throws(CameraError) {
-        try withControls { io throws(CameraError) in
+    public func setControls(_ values: [String: Int]) throws(CameraError) -> [String: Int] {
+        try withControls { io throws(CameraError) -> [String: Int] in
             let all = io.controls()
             let byKey = Dictionary(all.map { ($0.key, $0) }) { a, _ in a }
             for key in values.keys.sorted() where byKey[key] == nil || byKey[key]!.readOnly {
                 throw .unsupportedControl(key, known: all.filter { !$0.readOnly }.map(\.key).sorted())
             }
+            // One call, all or nothing: a refusal puts back what this call wrote (newest first).
+            var undo: [(UInt32, Int)] = []
             for (key, value) in values.sorted(by: { $0.key < $1.key }) {
-                let c = byKey[key]!
+                let c = byKey[key]!, before = c.kind == .button ? nil : try? io.get(c.id)
                 do throws(CameraError) { try io.set(c.id, c.clamp(value)) } catch {
+                    for (id, v) in undo.reversed() { try? io.set(id, v) }
                     if case .system(let e) = error { throw .refused(control: key, value: c.clamp(value), errno: e.errno) }
                     throw error
                 }
+                if let before { undo.append((c.id, before)) }
             }
+            var kept: [String: Int] = [:]
+            for c in V4L2ControlMapping(all).keptByKey(values.keys) { if let v = try? io.get(c.id) { kept[c.key] = v } }
+            return kept
         }
     }
 

@@ -3,7 +3,9 @@
 // AUTO_FOCUS_START; exposure → EXPOSURE_AUTO + EXPOSURE_ABSOLUTE (UVC, 100 µs units),
 // EXPOSURE (sensor drivers, in lines), ISO_SENSITIVITY, else AUTOGAIN + GAIN or
 // ANALOGUE_GAIN as the ISO path, AUTO_EXPOSURE_BIAS; white balance → AUTO_WHITE_BALANCE,
-// WHITE_BALANCE_TEMPERATURE; torch → FLASH_LED_MODE (+ FLASH_TORCH_INTENSITY).
+// WHITE_BALANCE_TEMPERATURE; torch → FLASH_LED_MODE (+ FLASH_TORCH_INTENSITY). Any other
+// control set by key (brightness, power-line frequency…) is kept in `controls` and written
+// with the rest.
 //
 // A change is planned as the writes that differ, each automatic mode switched off in a
 // call of its own before its manual value (uvcvideo sends the value first when both go in
@@ -18,11 +20,44 @@ public struct V4L2ControlMapping: Sendable {
     /// Seconds per sensor line, for drivers whose exposure is in lines (set per format).
     public var lineTime: Double = 1.0 / (30 * 1000)
 
+    /// The same controls by v4l2-ctl key, for those set by key (`DeviceSettings.controls`).
+    let byKey: [String: DeviceControl]
+
     public init(_ controls: [DeviceControl]) {
         byID = Dictionary(controls.filter { !$0.disabled }.map { ($0.id, $0) }) { a, _ in a }
+        byKey = Dictionary(byID.values.map { ($0.key, $0) }) { a, _ in a }
     }
 
     func has(_ id: Int32) -> DeviceControl? { byID[UInt32(bitPattern: id)] }
+
+    /// The controls a setting stands for: set by key, they show in that setting (read back),
+    /// not among the controls kept by key.
+    /// As this device has them: with an ISO control, gain is no setting's; with EXPOSURE_ABSOLUTE,
+    /// EXPOSURE (lines) is not.
+    var owned: Set<UInt32> {
+        var ids = [Self.focusAuto, Self.focusAbsolute, Self.focusStart, Self.bias, Self.autoGain, Self.awb, Self.temperature,
+                   Self.flash, Self.torchIntensity].compactMap { has($0)?.id }
+        if let z = has(Self.zoom), z.minimum > 0 { ids.append(z.id) }
+        if let m = exposureMenu { ids.append(m.id) }
+        if let d = durationControl { ids.append(d.id) }
+        if let i = has(Self.iso) { ids.append(i.id) } else if let g = gainControl { ids.append(g.id) }
+        return Set(ids)
+    }
+
+    /// Motions, not states: a relative step or a speed written again after a replug would move
+    /// the camera again.
+    static let motions: Set<UInt32> = Set([V4L2_CID_PAN_RELATIVE, V4L2_CID_TILT_RELATIVE, V4L2_CID_FOCUS_RELATIVE, V4L2_CID_IRIS_RELATIVE,
+                                           V4L2_CID_ZOOM_RELATIVE, V4L2_CID_ZOOM_CONTINUOUS, V4L2_CID_PAN_SPEED, V4L2_CID_TILT_SPEED]
+        .map { UInt32(bitPattern: $0) })
+
+    /// Of `keys` just set, those kept by key (`DeviceSettings.controls`): not a setting's own
+    /// control, not a button (an action), a motion or read-only. (The camera keeps only those
+    /// it can read back, so a write-only control is not kept either.)
+    public func keptByKey(_ keys: some Sequence<String>) -> [DeviceControl] {
+        let owned = owned
+        return keys.compactMap { byKey[$0] }
+            .filter { !owned.contains($0.id) && !Self.motions.contains($0.id) && $0.kind != .button && !$0.readOnly }
+    }
 
     static let zoom = V4L2_CID_ZOOM_ABSOLUTE, focusAuto = V4L2_CID_FOCUS_AUTO, focusAbsolute = V4L2_CID_FOCUS_ABSOLUTE
     static let focusStart = V4L2_CID_AUTO_FOCUS_START, exposureAuto = V4L2_CID_EXPOSURE_AUTO
@@ -148,14 +183,18 @@ public struct V4L2ControlMapping: Sendable {
                 if exposureMenu != nil { put(Self.exposureAuto, Self.exposureManual) }
                 put(Self.autoGain, 0)
             }
-            if e.mode == .custom {
-                if let d = durationControl, exposureModeChanged || eOld?.duration != e.duration {
-                    out.append(Write(id: d.id, value: d.clamp(durationValue(e.duration, d))))
-                }
-                if exposureModeChanged || eOld?.iso != e.iso {
-                    if has(Self.iso) != nil { put(Self.iso, Int(e.iso.rounded())) }
-                    else if let g = gainControl { out.append(Write(id: g.id, value: g.clamp(gainValue(e.iso, g)))) }
-                }
+            // Custom writes its values; a lock holds what the device has, so it writes them
+            // only when they are values it holds (`held`, never the placeholders of a camera
+            // locked from the start) and differ from the device's: after a stream-on or a
+            // replug (no `old`: the device is at its defaults, the values are put back) or asked anew.
+            let custom = e.mode == .custom && exposureModeChanged
+            let values = e.mode == .custom || e.held
+            if let d = durationControl, values, custom || eOld?.duration != e.duration {
+                out.append(Write(id: d.id, value: d.clamp(durationValue(e.duration, d))))
+            }
+            if values, custom || eOld?.iso != e.iso {
+                if has(Self.iso) != nil { put(Self.iso, Int(e.iso.rounded())) }
+                else if let g = gainControl { out.append(Write(id: g.id, value: g.clamp(gainValue(e.iso, g)))) }
             }
         case .auto, .continuous:
             if exposureModeChanged {
@@ -181,6 +220,12 @@ public struct V4L2ControlMapping: Sendable {
             if on, let i = has(Self.torchIntensity) { put(Self.torchIntensity, i.minimum + Int((t.level * Double(i.maximum - i.minimum)).rounded())) }
             put(Self.flash, on ? Self.torchOn : Self.torchOff)
         }
+
+        // The controls kept by key, last: after the settings' modes, and their own switches and
+        // menus (hue_automatic) before the values those may lock (hue).
+        let kept = new.controls.compactMap { key, v in byKey[key].map { ($0, v) } }
+            .sorted { a, b in (a.0.kind == .integer ? 1 : 0, a.0.key) < (b.0.kind == .integer ? 1 : 0, b.0.key) }
+        for (c, v) in kept where old?.controls[c.key] != v { out.append(Write(id: c.id, value: c.clamp(v))) }
         return out
     }
 
@@ -252,6 +297,9 @@ public struct V4L2ControlMapping: Sendable {
             if on == 0 && s.whiteBalance.mode != .locked { s.whiteBalance.mode = .locked }
         }
         if let (v, _) = value(Self.temperature) { s.whiteBalance.temperature = Double(v) }
+        for key in s.controls.keys {
+            if let c = byKey[key], let v = try? io.get(c.id) { s.controls[key] = v }
+        }
 
         if let (m, _) = value(Self.flash) {
             if m == Self.torchOn && s.torch.mode == .off { s.torch.mode = .on }

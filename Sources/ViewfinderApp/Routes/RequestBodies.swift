@@ -218,6 +218,11 @@ func controlValues(_ request: Request) throws(HTTPError) -> [String: Int] {
     }
     guard case .object(let fields) = parsed else { throw HTTPError(400, "invalid_json", "The body must be a JSON object.") }
     guard !fields.isEmpty else { throw empty }
+    return try controlValues(fields)
+}
+
+/// The controls of a `/api/session/controls` body (a saved state's `controls` part too).
+func controlValues(_ fields: [String: JSONValue]) throws(HTTPError) -> [String: Int] {
     var out: [String: Int] = [:]
     for (key, value) in fields {
         switch value {

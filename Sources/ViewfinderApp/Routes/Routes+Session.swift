@@ -51,6 +51,6 @@ extension Application {
             s = cameras.main
         }
         p.camera = nil
-        return try await s.prepare(p)
+        return isMain ? try await s.prepare(p) : try await cameras.prepare(s, p)
     }
 }

@@ -76,8 +76,8 @@ extension ONVIFService {
             }
             let keep = state.format.map { current in session.camera.formats.contains { even($0) && $0.pixelFormat == current.pixelFormat } } ?? false
             do {
-                try await session.prepare(PrepareRequest(width: sized.width, height: sized.height, fps: setting.fps,
-                                                         pixelFormat: keep ? state.format?.pixelFormat : nil))
+                try await cameras.prepare(session, PrepareRequest(width: sized.width, height: sized.height, fps: setting.fps,
+                                                                  pixelFormat: keep ? state.format?.pixelFormat : nil))
             } catch {
                 throw SOAPFault(.receiver, [QName(ONVIFNamespace.error, "Action"), QName(ONVIFNamespace.error, "ConfigurationConflict")],
                                 "The camera did not take \(setting.size.width)x\(setting.size.height) at \(setting.fps) fps: \(error)")

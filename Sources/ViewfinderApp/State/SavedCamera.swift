@@ -6,23 +6,30 @@
 //   "focus"        POST …/session/focus          {"mode", "lensPosition"?, "point"?}
 //   "exposure"     POST …/session/exposure       {"mode", "duration"?, "iso"?, "bias"?, "point"?}
 //   "whiteBalance" POST …/session/white-balance  {"mode", "temperature"?}
+//   "controls"     POST …/session/controls       {"<key>": value, …}  (those no setting stands for)
 //   "audio"        POST …/session/audio          {"muted", "gainDb"}
 //   "motion"       POST …/session/motion         {"enabled", "threshold", "masks", …}
 //   "live"         POST …/session/live           {"bitrate"?, "sub": {"bitrate"?}}  (caps set at runtime)
+//   "running"      POST /api/cameras/{id}/session/start or /stop: true | false — whether it runs
+//                  in its own right (the keeper's, from MultiCamSession; read when cameras start)
 //
 // So a saved state is replayed through the calls' own decoding and validation: what today's
 // camera or configuration no longer allows is refused as the call would refuse it, and that
 // part is dropped (and said). A part is what the user set, not what an automatic mode read
-// back: a continuous exposure is saved as its mode, a custom one with its duration and ISO.
+// back: a continuous exposure is saved as its mode, a custom one with its duration and ISO,
+// and a locked one with what it holds (after a power cut the camera is at its defaults).
 // The torch is never saved: a light left on after a power cut is a hazard.
 
 import CameraCore
+import HTTPServer
 import JSON
 import Session
 
 enum SavedCamera {
     /// The parts in the order they are replayed: the format first (the camera opens at it).
-    static let order = ["format", "orientation", "zoom", "focus", "exposure", "whiteBalance", "audio", "motion", "live"]
+    static let order = ["format", "orientation", "zoom", "focus", "exposure", "whiteBalance", "controls", "audio", "motion", "live"]
+    /// Whether the camera runs in its own right: not replayed, read when the cameras start.
+    static let running = "running"
 
     /// The parts of `s` as the calls' bodies; `caps` says which optional fields the camera takes.
     static func parts(of s: SessionState, _ caps: Capabilities) -> [String: JSONValue] {
@@ -46,9 +53,10 @@ enum SavedCamera {
         if caps.focusPointOfInterest { focus["point"] = point(s.focus.point) }
         parts["focus"] = .object(focus)
         var exposure: [String: JSONValue] = ["mode": .string(s.exposure.mode.rawValue)]
-        if s.exposure.mode == .custom {
-            exposure["duration"] = .number(s.exposure.duration)
-            exposure["iso"] = .number(s.exposure.iso)
+        // Only what the camera takes (a gain-only camera has no duration: a saved one would be refused).
+        if s.exposure.mode == .custom || (s.exposure.mode == .locked && s.exposure.held) {
+            if caps.exposureDuration != nil { exposure["duration"] = .number(s.exposure.duration) }
+            if caps.iso != nil { exposure["iso"] = .number(s.exposure.iso) }
         }
         if caps.exposureBias != nil { exposure["bias"] = .number(s.exposure.bias) }
         if caps.exposurePointOfInterest { exposure["point"] = point(s.exposure.point) }
@@ -56,6 +64,7 @@ enum SavedCamera {
         var wb: [String: JSONValue] = ["mode": .string(s.whiteBalance.mode.rawValue)]
         if s.whiteBalance.mode == .locked && caps.whiteBalanceTemperature != nil { wb["temperature"] = .number(s.whiteBalance.temperature) }
         parts["whiteBalance"] = .object(wb)
+        parts["controls"] = .object(s.controls.mapValues { .number(Double($0)) })
         if let a = s.audio { parts["audio"] = .object(["muted": .bool(a.muted), "gainDb": .number(a.gainDb)]) }
         let m = s.motion
         parts["motion"] = .object(["enabled": .bool(m.enabled), "threshold": .number(m.threshold),
@@ -73,24 +82,38 @@ enum SavedCamera {
     /// refused, each with why (unknown parts too).
     static func replay(_ parts: [String: JSONValue], on session: CaptureSession) async -> [String] {
         var dropped: [String] = []
-        for name in parts.keys.sorted() where !order.contains(name) { dropped.append("\(name): not a saved part this build knows") }
+        for name in parts.keys.sorted() where !order.contains(name) && name != running { dropped.append("\(name): not a saved part this build knows") }
         for name in order {
             guard let body = parts[name] else { continue }
+            if name == "controls", case .object(let fields) = body {
+                // Each control on its own: one this camera no longer has does not take the others.
+                for key in fields.keys.sorted() {
+                    do { _ = try await session.setControls(try controlValues([key: fields[key]!])) } catch {
+                        dropped.append("controls.\(key): \(why(error))")
+                    }
+                }
+                continue
+            }
             do {
                 let reader: JSONObjectReader
                 do throws(JSONFieldError) { reader = try JSONObjectReader(body, nullIsAbsent: false) } catch {
                     throw JSONFieldError(path: "", problem: "not an object")
                 }
                 try await apply(name, reader, on: session)
-            } catch let e as JSONFieldError {
-                dropped.append("\(name): \(e)")
-            } catch let e as SessionError {
-                dropped.append("\(name): \(e.http.message)")
             } catch {
-                dropped.append("\(name): \(error)")
+                dropped.append("\(name): \(why(error))")
             }
         }
         return dropped
+    }
+
+    /// A refusal as the call would answer it.
+    private static func why(_ error: any Error) -> String {
+        switch error {
+        case let e as SessionError: e.http.message
+        case let e as HTTPError: e.message
+        default: "\(error)"
+        }
     }
 
     private static func apply(_ name: String, _ b: JSONObjectReader, on s: CaptureSession) async throws {

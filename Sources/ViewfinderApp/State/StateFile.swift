@@ -6,8 +6,9 @@
 //   state.prev.json  the same, one write older: the last good copy when state.json is not
 //
 // A write goes to a temporary file that is fsynced, the current file becomes the previous
-// one, the temporary file becomes the current one, and the directory is fsynced (a crash
-// between the two renames leaves the previous copy, which is what was last written before).
+// one as well (a hard link renamed into place: state.json is there at every moment), the
+// temporary file becomes the current one, and the directory is fsynced. What a killed write
+// leaves (its temporary files) is removed at the next start.
 // A file that cannot be used — truncated, not JSON, another version, unreadable — is set
 // aside under a name that says so (`state.json.unusable-<unix time>`) and the reason told,
 // never deleted and never a reason not to start.
@@ -100,6 +101,22 @@ public struct StateFile: Sendable {
         if case .string(id)? = top["main"] { top["main"] = nil }
         try save(.object(top))
         return true
+    }
+
+    /// Removes the temporary files a killed writer left (`….tmp-<pid>` of a process no longer
+    /// running: never a state, never read); answers how many.
+    @discardableResult
+    public func removeLeftovers() -> Int {
+        guard let slash = path.lastIndex(of: "/") else { return 0 }
+        let directory = String(path[..<slash])
+        let names = [path, previousPath].map { ($0.split(separator: "/").last.map(String.init) ?? $0) + ".tmp-" }
+        var removed = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+            guard let prefix = names.first(where: { name.hasPrefix($0) }), let pid = Int32(name.dropFirst(prefix.count)),
+                  !Sys.processExists(pid) else { continue }
+            if (try? Sys.unlink(directory + "/" + name)) != nil { removed += 1 }
+        }
+        return removed
     }
 
     /// Removes both copies (a factory reset of what was saved).

@@ -3,8 +3,14 @@
 // calls' own validation, so the first frame already has them; from then on it follows the
 // sessions' state events and saves what differs from where the configuration started them:
 //
-//   {"main": "<camera id>"?, "cameras": {"<id>": {"zoom": {…}, "focus": {…}, …}},
+//   {"main": "<camera id>"?, "mainRunning": false?, "cameras": {"<id>": {"zoom": {…}, …, "running": true?}},
 //    "ptzPresets": {…}?}
+//
+// Whether cameras run is two things, as MultiCamSession has them: whether the main view runs
+// (`mainRunning`, the configuration's `session.autostart`), and whether a camera runs in its own
+// right (its `running`, `cameras[].autostart`). So a camera the main view left is not a camera
+// a user stopped, and a saved main camera that is gone at the next start leaves the main view
+// running on the one that stands in for it.
 //
 // Beside the cameras, sections other owners keep (ONVIF's PTZ presets): each owner hands in
 // a way to read its section and says when it changed; the keeper reads it for each write.
@@ -43,6 +49,12 @@ final class StateKeeper: Sendable {
         var keptMain: String?
         /// The main camera when the replay ended.
         var startMain: String?
+        /// What the configuration starts: the main view, and cameras in their own right.
+        var autostart: (main: Bool, own: Set<String>) = (false, [])
+        /// Whether each camera's session runs (not idle: meant to), as its last event had it.
+        var runs: [String: Bool] = [:]
+        /// The cameras in their own right when a write was last considered.
+        var ownNow: Set<String> = []
         /// Each camera's parts as its last state event had them.
         var current: [String: Parts] = [:]
         /// Saved parts of cameras not here now, kept as they were.
@@ -67,6 +79,8 @@ final class StateKeeper: Sendable {
     init(file: StateFile, logger: Logger) {
         self.file = file
         self.logger = logger
+        let leftovers = file.removeLeftovers()
+        if leftovers > 0 { logger.notice("state: removed \(leftovers) temporary file(s) a killed write left") }
         let loaded = file.load()
         for p in loaded.problems { logger.error("state: \(p)") }
         if loaded.source == .previous { logger.warning("state: using the last good copy, \(file.previousPath)") }
@@ -104,10 +118,12 @@ final class StateKeeper: Sendable {
     }
     var status: StateWriter.Status { writer.withLock { $0 }?.status ?? StateWriter.Status() }
 
-    /// Before any camera starts: takes each camera's starting point, replays its saved parts
-    /// and then follows its changes. `configuredMain`: the camera the configuration makes main
-    /// (the saved main differs from it, or is not saved).
-    func restore(_ cameras: MultiCamSession, configuredMain: String, clock: any Timekeeper = SystemTimekeeper()) async {
+    /// Before any camera starts: takes each camera's starting point and replays its saved
+    /// parts. `configuredMain`: the camera the configuration makes main (the saved main
+    /// differs from it, or is not saved); `autostart`: whether the configuration starts the main
+    /// view, and the cameras it starts in their own right. Changes are followed from `follow`,
+    /// once the cameras started.
+    func restore(_ cameras: MultiCamSession, configuredMain: String, autostart: (main: Bool, own: Set<String>)) async {
         var baseline: [String: Parts] = [:], dropped: [String] = []
         for s in cameras.sessions { baseline[s.id] = SavedCamera.parts(of: await s.state(), s.camera.capabilities) }
         if let m = saved.main, !cameras.ids.contains(m) { dropped.append("main: camera '\(m)' is not here now (kept)") }
@@ -125,13 +141,33 @@ final class StateKeeper: Sendable {
         held.withLock {
             $0.baseline = baseline
             $0.baselineMain = configuredMain
+            $0.autostart = autostart
             $0.absent = absent
             $0.startMain = cameras.mainID
             if let m = saved.main, !cameras.ids.contains(m) { $0.keptMain = m }
             $0.report.dropped += dropped
             $0.last = .object(saved.top)
         }
-        let writer = StateWriter(file: file, clock: clock, snapshot: { [weak self] in self?.snapshot() ?? .object([:]) },
+    }
+
+    /// Whether the main view is to run now: as it was left where that was saved, else as the
+    /// configuration says (`configured`).
+    func mainRuns(configured: Bool) -> Bool {
+        guard case .bool(let running)? = saved.top["mainRunning"] else { return configured }
+        return running
+    }
+
+    /// Whether camera `id` is to run in its own right now: as it was left, else `configured`.
+    func runsInItsOwnRight(_ id: String, configured: Bool) -> Bool {
+        guard case .object(let parts)? = saved.cameras[id], case .bool(let running)? = parts[SavedCamera.running] else { return configured }
+        return running
+    }
+
+    /// Once the cameras the state and the configuration start have started: follows every
+    /// change from now on (before, a camera not started yet would be saved as stopped).
+    func follow(_ cameras: MultiCamSession, clock: any Timekeeper = SystemTimekeeper()) async {
+        // The writer writes what was last found whole, never a snapshot taken mid-switch.
+        let writer = StateWriter(file: file, clock: clock, snapshot: { [weak self] in self?.considered ?? .object([:]) },
                                  written: { [logger] status in
                                      if let e = status.error { logger.error("state: not saved: \(e)") }
                                  })
@@ -166,7 +202,7 @@ final class StateKeeper: Sendable {
     /// own); a saved section nobody follows now (ONVIF turned off) is kept as it was.
     private func readSections() -> [String: JSONValue] {
         let readers = sections.withLock { $0 }
-        var out = saved.top.filter { $0.key != "cameras" && $0.key != "main" && readers[$0.key] == nil }
+        var out = saved.top.filter { !["cameras", "main", "mainRunning"].contains($0.key) && readers[$0.key] == nil }
         for (name, read) in readers { out[name] = read() }
         return out
     }
@@ -183,14 +219,25 @@ final class StateKeeper: Sendable {
     private func take(_ s: SessionState, _ cameras: MultiCamSession) {
         guard let id = s.camera?.id, let session = try? cameras.session(id) else { return }
         let parts = SavedCamera.parts(of: s, session.camera.capabilities)
-        held.withLock { $0.current[id] = parts }  // the main camera is read when a write is considered
+        held.withLock {
+            $0.current[id] = parts  // the main camera is read when a write is considered
+            $0.runs[id] = s.state != .idle
+        }
     }
 
-    /// A change worth a write: the snapshot differs from the last one handed over.
+    /// The snapshot last handed to the writer.
+    private var considered: JSONValue { held.withLock { $0.last } ?? .object([:]) }
+
+    /// A change worth a write: the snapshot differs from the last one handed over. Not while the
+    /// main camera is being switched (one camera started, the other not yet stopped): the
+    /// switch's last state event comes once it is whole.
     private func considerWriting(_ cameras: MultiCamSession) {
+        guard !cameras.isSwitching else { return }
         let extra = readSections()
+        let own = cameras.inTheirOwnRight
         let changed = held.withLock { h -> Bool in
             h.mainNow = cameras.mainID
+            h.ownNow = own
             if h.mainNow != h.startMain { h.keptMain = nil }  // another main was chosen since
             let now = Self.snapshot(h, main: h.mainNow, sections: extra)
             guard now != h.last else { return false }
@@ -204,10 +251,12 @@ final class StateKeeper: Sendable {
         var cameras = h.absent
         for (id, parts) in h.current {
             let base = h.baseline[id] ?? [:]
-            let differing = parts.filter { base[$0.key] != $0.value }
+            var differing = parts.filter { base[$0.key] != $0.value }
+            if h.ownNow.contains(id) != h.autostart.own.contains(id) { differing[SavedCamera.running] = .bool(h.ownNow.contains(id)) }
             if !differing.isEmpty { cameras[id] = .object(differing) }
         }
         var top = sections
+        if let main, let runs = h.runs[main], runs != h.autostart.main { top["mainRunning"] = .bool(runs) }
         top["cameras"] = .object(cameras)
         if let kept = h.keptMain {
             top["main"] = .string(kept)
