@@ -124,6 +124,13 @@ test-libcamera: test-deps
 	Tests/libcamera/facade-versions
 	$(VM) --vimc --timeout 900 -- /usr/bin/python3 Tests/libcamera/test_vimc.py
 
+## The saved state across the machine's power cut: a VM's power pulled while the server saves
+## on an ext4 disk, six times; each next boot restores a state the API acknowledged (Tests/state/).
+.PHONY: test-power-cut
+test-power-cut: build
+	SWIFT=$(SWIFT) scripts/fresh-binary
+	/usr/bin/python3 Tests/state/power_cut.py
+
 ## Eight hosts in network namespaces on a bridge, one broker: synchronized sets, a host's link
 ## cut and mended (Tests/fleet/). Needs root (ip netns); CI runs it.
 .PHONY: test-fleet
