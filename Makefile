@@ -226,10 +226,10 @@ soak-drift: release
 soak-mqtt: build
 	CYCLES=1000 /usr/bin/python3 Tests/mqtt/test_restarts.py
 
-## Random settings and a SIGKILL, 1,000 times (make test runs 100; SEED=N repeats a run).
+## Random settings and a SIGKILL, 1,000 times (make test runs 100; SEED=N repeats a run), then a slider dragged a minute.
 .PHONY: soak-state
 soak-state: build
-	CYCLES=1000 /usr/bin/python3 Tests/state/test_kill.py
+	CYCLES=1000 SLIDER_SECONDS=60 /usr/bin/python3 Tests/state/test_kill.py
 
 soak: release
 	SOAK_MINUTES=$${SOAK_MINUTES:-10} /usr/bin/python3 bench/soak.py

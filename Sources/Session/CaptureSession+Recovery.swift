@@ -17,6 +17,9 @@ struct SessionRun {
     /// zoom ramp) give up.
     var number = 0
     var recovery = Backoff()
+    /// The camera ran since the session was made: the settings hold values read back from it
+    /// (an automatic exposure's time and ISO), not placeholders.
+    var ran = false
 }
 
 /// Reopen delays: a quarter second, doubling to five.

@@ -126,8 +126,9 @@ extension CaptureSession {
         var next = try SettingsValidation.exposure(r, camera.capabilities, settings)
         if next.exposure.mode == .locked && settings.exposure.mode != .locked && r.duration == nil && r.iso == nil {
             // Locked from another mode, it holds what the camera has: custom's values, or an
-            // automatic mode's as read back — known only while the camera runs.
-            next.exposure.held = settings.exposure.mode == .custom || run.state == .running
+            // automatic mode's as read back — running, or stopped, the last it read back (what
+            // the state shows, written at its next start). A camera that never ran has none.
+            next.exposure.held = settings.exposure.mode == .custom || run.state == .running || run.ran
         }
         try commit(next)
         return announce()
@@ -179,11 +180,6 @@ extension CaptureSession {
             let kept = try camera.setControls(values)
             settings.controls.merge(kept) { _, set in set }
             adoptReadBack()
-            if !kept.isEmpty, let told = try? camera.apply(SettingsChange(old: settings, new: settings)) {
-                // From the settings to themselves writes nothing: the device (a stopped libcamera
-                // camera, which holds them for its start) learns them as settings.
-                settings = told.keepingSessionParts(of: settings)
-            }
             announce()
             return try camera.controls()
         } catch { throw SessionError(controlError: error) }

@@ -231,6 +231,7 @@ public actor CaptureSession {
             logger.warning("camera \(id) kept its own value after stream-on: \(refusal.description); the state shows what it has")
         }
         settings = (device.readBack(wanted) ?? wanted).keepingSessionParts(of: wanted)
+        run.ran = true
         logger.info("camera \(device.descriptor.id) running at \(format.width)x\(format.height)@\(format.fps)")
         startReadBack(generation: launched)
         return p

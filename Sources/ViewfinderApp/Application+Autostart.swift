@@ -14,12 +14,12 @@ extension Application {
     /// Starts the main view, then each camera meant to run in its own right.
     func startCameras() async {
         let (main, own) = autostart
-        if keeper?.mainRuns(configured: main) ?? main {
+        if keeper?.runs(.mainView, configured: main) ?? main {
             do { try await session.start() } catch { logger.error("autostart failed: \(error.http.message)") }
         }
         for s in cameras.sessions {
             let configured = own.contains(s.id)
-            guard keeper?.runsInItsOwnRight(s.id, configured: configured) ?? configured else { continue }
+            guard keeper?.runs(.camera(s.id), configured: configured) ?? configured else { continue }
             do { try await cameras.start(s) } catch { logger.error("camera \(s.id): autostart failed: \(error.http.message)") }
         }
     }

@@ -21,19 +21,17 @@ enum CameraFactory {
             let libcamera = libcameraCameras(logger: logger)
             if nodes.isEmpty && libcamera.isEmpty { return syntheticPair() }
             var used = Set(libcamera.map(\.descriptor.id))
-            return libcamera + nodes.map { node -> any CaptureDevice in
-                let identity = V4L2Identity.identify(node: node.path)?.id
+            let identities = nodes.map { V4L2Identity.identify(node: $0.path)?.id }
+            return libcamera + zip(nodes, identities).map { node, identity -> any CaptureDevice in
                 var id = identity ?? (node.path as NSString).lastPathComponent
-                var locate = identity
                 // a driver may give several capture nodes one bus_info: keep ids unique
                 if !used.insert(id).inserted {
                     id += "-" + (node.path as NSString).lastPathComponent
                     used.insert(id)
-                    locate = nil  // the identity names more than this node
                 }
                 logger.info("camera \(id): \(node.name) (\(node.bus)), \(node.formats.count) formats")
                 return V4L2Camera(id: id, path: node.path, name: node.name, position: .external, formats: node.formats,
-                                  locate: locator(locate))
+                                  locate: locator(finding(identity, among: identities)))
             }
         case .list(let entries):
             return entries.compactMap { e -> (any CaptureDevice)? in
@@ -56,9 +54,18 @@ enum CameraFactory {
                 case .v4l2:
                     // `device` may be a /dev/v4l/by-id name: its identity is the node's it points at.
                     let node = URL(fileURLWithPath: e.device!).resolvingSymlinksInPath().path
-                    return V4L2Camera(id: e.id, path: e.device!, position: e.position == nil ? .external : position,
-                                      torchLED: e.torchLED.map { LEDTorch(name: $0) },
-                                      locate: locator(V4L2Identity.identify(node: node)?.id))
+                    let identity = V4L2Identity.identify(node: node)?.id
+                    let identities = identity == nil ? [] : V4L2Discovery.captureNodes().map { V4L2Identity.identify(node: $0.path)?.id }
+                    let camera = V4L2Camera(id: e.id, path: e.device!, position: e.position == nil ? .external : position,
+                                            torchLED: e.torchLED.map { LEDTorch(name: $0) },
+                                            locate: locator(finding(identity, among: identities)))
+                    // Not there at start (unplugged, another node): left out, as a libcamera camera
+                    // that is not there is; its saved settings are kept for when it is.
+                    guard !camera.formats.isEmpty else {
+                        logger.error("camera \(e.id): \(e.device!) offers no format: it is not there (unplugged?) or not a camera; left out")
+                        return nil
+                    }
+                    return camera
                 }
             }
         }
@@ -77,6 +84,13 @@ enum CameraFactory {
 
     /// Where the camera with this identity is now: a replugged camera may come back under
     /// another /dev/videoN (its old node still held) or on another USB port.
+    /// The identity that finds a node again after a replug, nil when another capture node has
+    /// it too (vimc's nodes, a capture card's inputs share one bus_info): the locator would find
+    /// the device's first capture node, not this one, so the configured path names it.
+    static func finding(_ identity: String?, among identities: [String?]) -> String? {
+        identities.filter { $0 == identity }.count > 1 ? nil : identity
+    }
+
     static func locator(_ identity: String?) -> (@Sendable () -> String?)? {
         // A bare node name is no identity: it is the number that changes.
         guard let identity, !(identity.hasPrefix("video") && Int(identity.dropFirst(5)) != nil) else { return nil }

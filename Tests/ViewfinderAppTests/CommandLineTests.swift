@@ -166,4 +166,20 @@ import JSON
             try o.effectiveConfiguration(path: nil)
         }
     }
+
+    /// A listed V4L2 camera that is not there at start is left out (the others serve), as a
+    /// libcamera camera that is not there is; with none left the start is refused.
+    @Test func aListedCameraThatIsNotThereIsLeftOut() throws {
+        let missing = "/dev/video-not-there-\(UUID().uuidString.prefix(8))"
+        let app = try Application(configuration: testConfiguration {
+            $0.cameras = .list([Configuration.CameraEntry(id: "cam", source: .v4l2, device: missing),
+                                Configuration.CameraEntry(id: "tc", source: .synthetic)])
+        })
+        #expect(app.cameras.ids == ["tc"])
+        #expect(throws: Configuration.Error(description: "cameras: no usable camera")) {
+            try Application(configuration: testConfiguration {
+                $0.cameras = .list([Configuration.CameraEntry(id: "cam", source: .v4l2, device: missing)])
+            })
+        }
+    }
 }

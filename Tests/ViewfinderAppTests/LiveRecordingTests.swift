@@ -62,6 +62,23 @@ import Testing
         }
     }
 
+    /// Found by Tests/state/test_kill.py: with a live client watching (the motion recording's
+    /// ring is one), a recording started at once after a stop and a start shared the last run's
+    /// stream, ended `formatChanged` when the new run's encoder started, and left no movie.
+    @Test func aRecordingStartedAsTheCameraStartsAgainIsKept() async throws {
+        try await withServer({ $0.recording.preset = "superfast" }) { app, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let viewer = try TestConnection(port: port)
+            try viewer.request("GET", "/live.mp4")
+            try await viewer.read(timeout: 20) { LiveMP4Tests.boxes($0).contains { $0.type == "mdat" } }
+            _ = try await fetch(port, "POST", "/api/session/stop")
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let (path, movie) = try await Self.record(app, port)
+            #expect(movie["reason"] as? String == "stopped", "ended by the stop, not by the new run's stream: \(movie)")
+            #expect(try await Self.probe(path).frames >= 55, "the movie holds what was recorded")
+        }
+    }
+
     @Test func aTurnThatRestartsTheLiveStreamEndsTheSharedMovie() async throws {
         try await withServer({ $0.recording.preset = "superfast" }) { _, port in
             _ = try await fetch(port, "POST", "/api/session/start")

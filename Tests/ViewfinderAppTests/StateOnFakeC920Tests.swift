@@ -28,7 +28,7 @@ import Testing
         logger.logLevel = .critical
         let keeper = StateKeeper(file: StateFile(path: dir + "/state.json"), logger: logger)
         await keeper.restore(cameras, configuredMain: "c920", autostart: (main: true, own: []))
-        if keeper.mainRuns(configured: true) { try await session.start() }
+        if keeper.runs(.mainView, configured: true) { try await session.start() }
         await keeper.follow(cameras)
         return (session, keeper)
     }

@@ -150,6 +150,33 @@ import Testing
         }
     }
 
+    /// Found by Tests/state/test_kill.py: a camera that ran, then stopped, locked from an
+    /// automatic exposure, holds the values its state shows (the last it read back) — saved
+    /// with them, and restored so, not locked afresh at whatever the camera has at the next start.
+    @Test func aLockMadeWhileStoppedHoldsWhatTheStateShowed() async throws {
+        var shown: [String: Any] = [:]
+        try await withServer({ $0.state.directory = dir }) { _, port in
+            try await post(port, "/api/session/exposure", #"{"mode": "continuous", "bias": 1}"#)
+            // The automatic exposure moves off the placeholder 1/60 s at ISO 100 for a bias of +1.
+            #expect(try await eventually {
+                (try await json(port, "/api/session"))["exposure"].flatMap { ($0 as? [String: Any])?["duration"] as? Double } != 1.0 / 60
+            })
+            try await post(port, "/api/session/stop", "")
+            let locked = try await fetch(port, "POST", "/api/session/exposure", body: #"{"mode": "locked"}"#)
+            shown = try #require((locked.json as? [String: Any])?["exposure"] as? [String: Any])
+            #expect(try await eventually {
+                let r = try await json(port, "/api/state")
+                let rear = ((r["state"] as? [String: Any])?["cameras"] as? [String: Any])?["rear"] as? [String: Any]
+                return r["saved"] as? Bool == true && (rear?["exposure"] as? [String: Any])?["duration"] != nil
+            }, "the lock is saved with its values")
+        }
+        try await withServer({ $0.state.directory = dir }) { _, port in
+            let e = try #require((try await json(port, "/api/session"))["exposure"] as? [String: Any])
+            #expect(e["mode"] as? String == "locked" && e["duration"] as? Double == shown["duration"] as? Double
+                    && e["iso"] as? Double == shown["iso"] as? Double, "restored \(e), shown before \(shown)")
+        }
+    }
+
     /// A size asked by width and height (as ONVIF's encoder configuration asks) is not a
     /// named preset: it is saved as the size the camera gave, and the camera opens at it.
     @Test func aSizeThatIsNoPresetLasts() async throws {

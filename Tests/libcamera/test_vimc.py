@@ -110,6 +110,16 @@ def adjustments(port):
           running and poll(lambda: sensor_control("brightness") == 192, 10)
           and controls(port)[1].get("brightness", {}).get("value") == 500,
           (running, sensor_control("brightness")))
+    # Set while stopped: the camera holds it (the answer and the controls say so) for its start.
+    http(port, "/api/cameras/pi/session/stop", method="POST")
+    status, _, body = http(port, "/api/cameras/pi/session/controls", method="POST", body={"brightness": 250})
+    answered = {c["key"]: c for c in json.loads(body).get("controls", [])}.get("brightness", {}).get("value") if status == 200 else None
+    listed = controls(port)[1].get("brightness", {}).get("value")
+    http(port, "/api/cameras/pi/session/start", method="POST")
+    running = poll(lambda: json.loads(http(port, "/api/cameras/pi/session")[2]).get("state") == "running", 120, 1)
+    check("brightness 250 set while stopped: answered and listed so, and the sensor's 160 once it runs",
+          answered == 250 and listed == 250 and running and poll(lambda: sensor_control("brightness") == 160, 10),
+          (status, answered, listed, running, sensor_control("brightness")))
 
 
 def facade_versions():

@@ -8,22 +8,27 @@ the real server (a process of its own, the synthetic pair, its microphone), CYCL
    camera's settings, whether it runs and which one is main exactly as they were after one of
    the last cycle's acknowledged changes — at least every change acknowledged more than a
    second and a half before the kill (the promise is a second; the half is the machine's);
+   and Home Assistant's entities (zoom, focus and exposure mode, mute, recording, frame rate)
+   as the new process publishes them on its retained state topics (mosquitto, the broker kept
+   across the kills, the dead host's retained states cleared first) saying the same;
 2. make 1–8 random changes through the API a user calls (zoom and its centre, focus, exposure
    custom / locked with and without values / continuous, white balance, orientation, motion,
    the live caps, the microphone's mute and gain, the format, a camera's own start and stop,
-   the main camera), each answered 200, the state after each read back as the next candidate;
-   in some cycles a slider dragged (twenty zoom changes at once);
+   the main camera) — a third of them as MQTT commands (mosquitto_rr, MQTT 5, acknowledged on
+   their response topic) — each answered 200, the state after each read back as the next
+   candidate; in some cycles a slider dragged (twenty zoom changes at once);
 3. in some cycles a movie recording when the kill comes (MJPEG or H.264, with or without
    sound), past its first second: the next start finds it unfinished, repairs it to its last
-   whole fragment, and lists it with its frames;
+   whole fragment, and lists it with its frames (so are the movies of motion events, where a
+   change turned the detector on);
 4. SIGKILL at a random moment after the last change — at once (a write under way or due), or
    up to two seconds later.
 
-Then, once: the write rate under a slider dragged for five seconds (at most one write a
-second) and the time from a change to its write. Prints the figures (cycles, how far back
+Then, once: the write rate under a slider dragged for five seconds (SLIDER_SECONDS; a minute in
+`make soak-state`) — at most one write a second — and the time from a change to its write. Prints the figures (cycles, how far back
 each restored state was, movies kept) for the issue's note.
 
-Usage: test_kill.py [BINARY]   (CYCLES=N, SEED=N in the environment)
+Usage: test_kill.py [BINARY]   (CYCLES=N, SEED=N, SLIDER_SECONDS=N in the environment)
 """
 import os, random, shutil, sys, tempfile, time
 from pathlib import Path
@@ -36,18 +41,23 @@ CYCLES = int(os.environ.get("CYCLES", "100"))
 SEED = int(os.environ.get("SEED", str(int(time.time()))))
 # The promise is a second from a change to its write; the rest is slack for a loaded machine.
 PROMISE, SLACK = 1.0, 0.5
+# The slider's drag (`make soak-state` drags it a minute, as the issue's goal says).
+SLIDER = float(os.environ.get("SLIDER_SECONDS", "5"))
 
 
 def main():
     rnd = random.Random(SEED)
     home = tempfile.mkdtemp(prefix="vf-kill-")
+    broker = harness.Broker(home)
     print(f"{CYCLES} cycles, seed {SEED}, {BINARY}")
     history, kill_at = [], None   # the last cycle's candidates: (acknowledged at, snapshot)
-    back, late, movies_expected, failures = [], [], 0, []  # late: (seconds from the last change to the kill, its state restored)
+    back, late, movies_expected, events, failures = [], [], 0, 0, []
+    via = {"http": 0, "mqtt": 0}  # late: (seconds from the last change to the kill, its state restored)
     try:
         for cycle in range(CYCLES + 1):
-            server = harness.Server(home, BINARY)
+            server = harness.Server(home, BINARY, broker=broker)
             try:
+                assert broker.online(), f"cycle {cycle}: the server never came online on MQTT"
                 report = server.get("/api/state")
                 if history:
                     assert report["loadedFrom"] == "current" and report["problems"] == [] and report["dropped"] == [], \
@@ -66,14 +76,28 @@ def main():
                     else:
                         back.append(len(history) - 1 - matches[-1])
                         late.append((kill_at - history[-1][0], matches[-1] == len(history) - 1))
+                    # Home Assistant's view: the new process's retained states, as the HTTP state.
+                    want = {c: harness.entities(server.get(f"/api/cameras/{c}/session")) for c in harness.CAMERAS}
+                    deadline, seen = time.monotonic() + 10, None
+                    while time.monotonic() < deadline:
+                        seen = {c: s and harness.entities(s) for c, s in broker.states().items()}
+                        if seen == want:
+                            break
+                        want = {c: harness.entities(server.get(f"/api/cameras/{c}/session")) for c in harness.CAMERAS}
+                    if seen != want:
+                        failures.append(f"cycle {cycle}: Home Assistant's entities {seen}, the state {want}")
+                    # The recordings started here, and any a motion event started (the detector may be on).
                     listed = server.get("/api/movies")["movies"]
-                    if len(listed) != movies_expected or any(m["frames"] <= 0 for m in listed):
-                        failures.append(f"cycle {cycle}: {movies_expected} movies expected, listed {[(m['id'], m['frames'], m['reason']) for m in listed]}")
+                    manual = [m for m in listed if m["trigger"] == "manual"]
+                    events = len(listed) - len(manual)
+                    if len(manual) != movies_expected or any(m["frames"] <= 0 for m in listed):
+                        failures.append(f"cycle {cycle}: {movies_expected} recordings expected, listed "
+                                        f"{[(m['id'], m['trigger'], m['frames'], m['reason']) for m in listed][:8]}… ({len(manual)} manual)")
                 if cycle == CYCLES:
                     break
                 history = [(time.monotonic(), snapshot(server))]
                 for _ in range(rnd.randint(1, 8)):
-                    change(server, rnd)
+                    via[change(server, rnd)[1]] += 1
                     history.append((time.monotonic(), snapshot(server)))
                 if rnd.random() < 0.2:  # a slider dragged: each step a state that may be the one saved
                     main_id = history[-1][1]["main"]
@@ -98,14 +122,17 @@ def main():
                 kill_at = time.monotonic()
             finally:
                 err = server.kill()
+                broker.forget()
                 if "Fatal" in err or "fatal error" in err:
                     failures.append(f"cycle {cycle}: the server crashed by itself:\n{err[-2000:]}")
             if len(failures) >= 5:
                 break
     finally:
+        broker.stop()
         shutil.rmtree(home, ignore_errors=True)
+    print(f"changes: {via['http']} over HTTP, {via['mqtt']} as MQTT commands")
     behind = {n: back.count(n) for n in sorted(set(back))}
-    print(f"restored: {len(back)} cycles; changes behind the last acknowledged one: {behind}; movies kept {movies_expected}")
+    print(f"restored: {len(back)} cycles; changes behind the last acknowledged one: {behind}; recordings kept {movies_expected}, motion events' movies kept {events}")
     after = [ok for gap, ok in late if gap >= PROMISE]
     print(f"killed a second or more after the last change: {len(after)} cycles, {sum(after)} of them with that change restored")
     if failures:
@@ -118,14 +145,14 @@ def main():
 
 
 def measure_rate():
-    """A slider dragged for five seconds: the writes it costs, and how soon the last is on disk."""
+    """A slider dragged for SLIDER seconds: the writes it costs, and how soon the last is on disk."""
     home = tempfile.mkdtemp(prefix="vf-rate-")
     server = harness.Server(home, BINARY)
     try:
         before = server.get("/api/state")["writes"]
         began = time.monotonic()
         n = 0
-        while time.monotonic() - began < 5:
+        while time.monotonic() - began < SLIDER:
             server.post("/api/session/zoom", {"factor": round(1 + (n % 30) / 10, 1)})
             n += 1
         last = time.monotonic()

@@ -120,6 +120,12 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
             if let camera { generation = try camera.set(c.name, [Double(c.clamp(value)) / 1000]) }
             kept[key] = c.clamp(value)
         }
+        // Held for the next start (a stopped camera has only these), and the answer to `controls()`.
+        state.withLock { s in
+            var held = s.settings ?? DeviceSettings()
+            held.controls.merge(kept) { _, set in set }
+            s.settings = held
+        }
         // Answered once a frame has them, so what is read next is what the camera did.
         if let camera, generation > 0 { _ = camera.waitApplied(generation, timeout: timeout) }
         return kept

@@ -143,6 +143,11 @@ public final class LiveHub: Sendable {
         for w in wake { w() }
     }
 
+    /// The run ended: no stream is encoded until the next run's first frame starts one. (Kept,
+    /// the last run's info would let a recording started before that frame share a stream
+    /// that is about to end — a movie ended at once, empty.)
+    func end() { state.withLock { $0.info = nil } }
+
     /// Another encoder takes over the stream at the same size (the one before failed): its
     /// clients go on from its first IDR, whose SPS and PPS are in band (an fMP4 client keeps
     /// its init segment; decoders take the new parameter sets as a camera's own stream's).

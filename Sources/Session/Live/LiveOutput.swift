@@ -170,5 +170,8 @@ final class LiveOutput: CaptureOutput {
 
     func runStarted(_ run: CaptureRun) { lane.start(run) }
 
-    func runEnded() { lane.end() }
+    func runEnded() {
+        lane.end()
+        hub.end()
+    }
 }

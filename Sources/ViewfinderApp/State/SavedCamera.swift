@@ -107,14 +107,8 @@ enum SavedCamera {
         return dropped
     }
 
-    /// A refusal as the call would answer it.
-    private static func why(_ error: any Error) -> String {
-        switch error {
-        case let e as SessionError: e.http.message
-        case let e as HTTPError: e.message
-        default: "\(error)"
-        }
-    }
+    /// A refusal as the call would answer it: the one error mapping the HTTP answers use.
+    private static func why(_ error: any Error) -> String { (error as? any ResponseError)?.message ?? "\(error)" }
 
     private static func apply(_ name: String, _ b: JSONObjectReader, on s: CaptureSession) async throws {
         switch name {

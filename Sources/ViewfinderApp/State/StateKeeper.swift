@@ -59,8 +59,8 @@ final class StateKeeper: Sendable {
         var current: [String: Parts] = [:]
         /// Saved parts of cameras not here now, kept as they were.
         var absent: [String: JSONValue] = [:]
-        /// The last snapshot handed to the writer.
-        var last: JSONValue?
+        /// The last snapshot handed to the writer (at first, what was read).
+        var last: JSONValue
         var report: Report
     }
 
@@ -92,7 +92,7 @@ final class StateKeeper: Sendable {
             if case .object(let c)? = top["cameras"] { cameras = c }
         }
         saved = (main, cameras, whole)
-        held = Locked(Held(report: Report(loaded: loaded.source, problems: loaded.problems, dropped: [])))
+        held = Locked(Held(last: .object(whole), report: Report(loaded: loaded.source, problems: loaded.problems, dropped: [])))
     }
 
     /// The main camera the saved state names, for the application to start with.
@@ -146,28 +146,32 @@ final class StateKeeper: Sendable {
             $0.startMain = cameras.mainID
             if let m = saved.main, !cameras.ids.contains(m) { $0.keptMain = m }
             $0.report.dropped += dropped
-            $0.last = .object(saved.top)
         }
     }
 
-    /// Whether the main view is to run now: as it was left where that was saved, else as the
-    /// configuration says (`configured`).
-    func mainRuns(configured: Bool) -> Bool {
-        guard case .bool(let running)? = saved.top["mainRunning"] else { return configured }
-        return running
+    /// What runs at start: the main view, or a camera in its own right.
+    enum Runner: Sendable, Equatable {
+        case mainView
+        case camera(String)
     }
 
-    /// Whether camera `id` is to run in its own right now: as it was left, else `configured`.
-    func runsInItsOwnRight(_ id: String, configured: Bool) -> Bool {
-        guard case .object(let parts)? = saved.cameras[id], case .bool(let running)? = parts[SavedCamera.running] else { return configured }
+    /// Whether `runner` is to run now: as a user left it where that was saved, else as the
+    /// configuration says (`configured`).
+    func runs(_ runner: Runner, configured: Bool) -> Bool {
+        let saved: JSONValue? = switch runner {
+        case .mainView: self.saved.top["mainRunning"]
+        case .camera(let id): self.saved.cameras[id]?[SavedCamera.running]
+        }
+        guard case .bool(let running)? = saved else { return configured }
         return running
     }
 
     /// Once the cameras the state and the configuration start have started: follows every
     /// change from now on (before, a camera not started yet would be saved as stopped).
     func follow(_ cameras: MultiCamSession, clock: any Timekeeper = SystemTimekeeper()) async {
-        // The writer writes what was last found whole, never a snapshot taken mid-switch.
-        let writer = StateWriter(file: file, clock: clock, snapshot: { [weak self] in self?.considered ?? .object([:]) },
+        // The writer writes what was last found whole, never a snapshot taken mid-switch (the
+        // held state, not the keeper: a write due as the keeper goes still has it).
+        let writer = StateWriter(file: file, clock: clock, snapshot: { [held] in held.withLock { $0.last } },
                                  written: { [logger] status in
                                      if let e = status.error { logger.error("state: not saved: \(e)") }
                                  })
@@ -224,9 +228,6 @@ final class StateKeeper: Sendable {
             $0.runs[id] = s.state != .idle
         }
     }
-
-    /// The snapshot last handed to the writer.
-    private var considered: JSONValue { held.withLock { $0.last } ?? .object([:]) }
 
     /// A change worth a write: the snapshot differs from the last one handed over. Not while the
     /// main camera is being switched (one camera started, the other not yet stopped): the
