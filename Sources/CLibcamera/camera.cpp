@@ -221,7 +221,9 @@ extern "C" int lc_camera_start(lc_camera *c) {
         {
             std::lock_guard<std::mutex> guard(c->lock);
             for (const auto &[id, v] : c->current) initial.set(id, v);
-            c->pending.clear();
+            // And with the first request: a pipeline handler may ignore the start's controls
+            // (vimc's does), and every handler applies a request's.
+            c->pending = c->current;
             c->done.clear();
             c->latest.clear();  // a new run's metadata only
             c->done_generation = c->generation;  // what was set before is in the start's controls
