@@ -93,11 +93,18 @@ struct WAV: Sendable {
     /// sound decoded from the file's time 0 (silence before the first packet), each onset at
     /// `start` plus its place. AAC rings after a beep (its quantization noise spread over a
     /// 21 ms block): a beep is an onset half a second after the last. Also the sample count.
+    /// A track that begins inside a beep (its first packet a few ms after the first frame, as
+    /// a movie that starts on a whole second has it) sounds at its first sample: that is the
+    /// track's start, not the beep's, and is not counted.
     static func beeps(ofFile path: String, start: Double) async throws -> (beeps: [Double], samples: Int) {
         let pcm = try await decode(["-i", path, "-map", "0:a:0", "-af", "aresample=async=1:min_hard_comp=0.001:first_pts=0",
                                     "-f", "s16le", "-ac", "1"])
         let samples = pcm.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let probe = try await LiveMP4Tests.run("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries",
+                                                                    "stream=start_time", "-of", "csv=p=0", path])
+        let trackStart = Double(probe.out.trimmingCharacters(in: .whitespacesAndNewlines))
         let beeps = onsets(samples, start: start).reduce(into: [Double]()) { kept, t in
+            if let trackStart, abs(t - start - trackStart) < 0.002 { return }
             if kept.last.map({ t - $0 > 0.5 }) ?? true { kept.append(t) }
         }
         return (beeps, samples.count)
