@@ -263,14 +263,21 @@ int vfg_webrtc_answer(GstElement *pipeline, GstElement *webrtc, GstSDPMessage *s
         gboolean added = FALSE;
         g_signal_emit_by_name(webrtc, "add-turn-server", o->turn_servers[i], &added);
     }
-    if (o->address_count > 0) {
-        GstWebRTCICE *ice = NULL;
-        g_object_get(webrtc, "ice-agent", &ice, NULL);
-        for (size_t i = 0; ice && i < o->address_count; i++) {
+    GstWebRTCICE *ice = NULL;
+    g_object_get(webrtc, "ice-agent", &ice, NULL);
+    if (ice) {
+        // No UPnP: libnice would ask the LAN's router (SSDP multicast, from a thread of its
+        // own that is never joined) to forward a port for every peer. A port forward is the
+        // user's to configure; nothing here talks to the network unasked.
+        GObject *agent = NULL;
+        if (g_object_class_find_property(G_OBJECT_GET_CLASS(ice), "agent")) g_object_get(ice, "agent", &agent, NULL);
+        if (agent && g_object_class_find_property(G_OBJECT_GET_CLASS(agent), "upnp")) g_object_set(agent, "upnp", FALSE, NULL);
+        if (agent) g_object_unref(agent);
+        for (size_t i = 0; i < o->address_count; i++) {
             gboolean added = FALSE;
             g_signal_emit_by_name(ice, "add-local-ip-address", o->addresses[i], &added);
         }
-        if (ice) gst_object_unref(ice);
+        gst_object_unref(ice);
     }
     if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
         gst_sdp_message_free(sdp);
