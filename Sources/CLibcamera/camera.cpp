@@ -300,7 +300,10 @@ extern "C" int lc_camera_next(lc_camera *c, lc_completion *out) {
         }
         if (out->ok) {
             std::lock_guard<std::mutex> guard(c->lock);
-            for (const auto &[id, v] : r->metadata()) c->latest[id] = v;
+            for (const auto &[id, v] : r->metadata()) {
+                c->latest[id] = v;
+                if (id == controls::SCALER_CROP) out->has_crop = lc::toDoubles(v, out->crop, 4) == 4;
+            }
             if (c->request_generation[out->index] > c->done_generation) {
                 c->done_generation = c->request_generation[out->index];
                 c->applied.notify_all();

@@ -15,9 +15,14 @@ public struct ZoomCapability: Sendable, Equatable, Codable {
     public var optical: Bool
     /// The largest factor the lens reaches; beyond it the picture is cropped (1 without a lens).
     public var opticalMax: Double
-    public init(min: Double, max: Double, optical: Bool, opticalMax: Double? = nil) {
+    /// True when the camera crops its sensor for the zoom beyond the lens (libcamera's
+    /// ScalerCrop, before its ISP scales: the picture keeps the sensor's detail); false when
+    /// the delivered frame is cropped and scaled up.
+    public var sensorCrop: Bool
+    public init(min: Double, max: Double, optical: Bool, opticalMax: Double? = nil, sensorCrop: Bool = false) {
         self.min = min; self.max = max; self.optical = optical
         self.opticalMax = opticalMax ?? (optical ? max : 1)
+        self.sensorCrop = sensorCrop
     }
 }
 

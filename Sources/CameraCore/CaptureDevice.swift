@@ -58,6 +58,10 @@ public protocol CaptureDevice: AnyObject, Sendable {
     /// unplugged, an I/O error, or no frame within the capture timeout. Delivery has
     /// stopped and the device is closed when it is called.
     func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void)
+    /// Where the camera crops for the zoom itself (`capabilities.zoom.sensorCrop`): the
+    /// transform the session wants now, asked as each frame is requested; each frame then says
+    /// the crop it was made with (`RawFrame.crop`). Set before `start`.
+    func setCropSource(_ source: @escaping @Sendable () -> FrameTransform)
     /// Every control of the device with its current value (V4L2: VIDIOC_QUERYCTRL).
     func controls() throws(CameraError) -> [DeviceControl]
     /// Sets controls by key (`brightness`, `zoom_absolute`…), clamped to their ranges, and
@@ -77,6 +81,8 @@ public protocol CaptureDevice: AnyObject, Sendable {
 extension CaptureDevice {
     /// Cameras that cannot be lost (synthetic, image) ignore the handler.
     public func setInterruptionHandler(_ handler: @escaping @Sendable (CameraError) -> Void) {}
+    /// A camera that cannot crop itself leaves all of the zoom to the pipeline.
+    public func setCropSource(_ source: @escaping @Sendable () -> FrameTransform) {}
     /// Synthetic and image cameras have no device controls.
     public func controls() throws(CameraError) -> [DeviceControl] { [] }
     public func setControls(_ values: [String: Int]) throws(CameraError) -> [String: Int] {

@@ -27,15 +27,20 @@ public struct Sample<Format: SampleFormat>: ~Copyable {
     /// output that keeps a reference may read `bytes` until it lets go; the buffer goes back
     /// to the driver when the last reference is released. Nil: copy to keep.
     public let lease: FrameLease?
+    /// Video: the part of the camera's whole picture the frame shows when the camera cropped
+    /// it for the zoom itself (libcamera's ScalerCrop, see DeviceCrop.swift); nil: all of it.
+    /// Audio: nil.
+    public let crop: CropRegion?
 
     public init(format: Format, bytes: UnsafeRawBufferPointer, stride: Int,
-                sequence: UInt64, timestamp: Double, lease: FrameLease? = nil) {
+                sequence: UInt64, timestamp: Double, lease: FrameLease? = nil, crop: CropRegion? = nil) {
         self.format = format
         self.bytes = bytes
         self.stride = stride
         self.sequence = sequence
         self.timestamp = timestamp
         self.lease = lease
+        self.crop = crop
     }
 }
 

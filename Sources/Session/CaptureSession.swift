@@ -206,16 +206,18 @@ public actor CaptureSession {
     func launch(_ device: any CaptureDevice, _ format: VideoFormat) throws(CameraError) -> FramePipeline {
         run.number += 1
         let launched = run.number
+        // The zoom ramp's curve runs on the session's clock (its timekeeper).
+        let transform: @Sendable () -> FrameTransform = { [pipelineSettings, timekeeper] in pipelineSettings.transform(at: timekeeper.now) }
         let p = FramePipeline(run: CaptureRun(camera: device.descriptor.id, format: format, number: launched),
                               outputs: graph.connectedOutputs(of: device.descriptor.id),
-                              // The zoom ramp's curve runs on the session's clock (its timekeeper).
-                              transform: { [pipelineSettings, timekeeper] _ in pipelineSettings.transform(at: timekeeper.now) },
+                              transform: transform,
                               nextSequence: { [graph] in graph.takeSequence() },
                               firstFrame: { [weak self] in Task { await self?.delivering(generation: launched) } })
         p.begin()
         device.setInterruptionHandler { [weak self] error in
             Task { await self?.interrupted(error, generation: launched) }
         }
+        device.setCropSource(transform)  // the same transform: a camera that crops takes its part
         // `settings` is already the new camera's when switching (reset before the launch).
         let wanted = settings
         let id = device.descriptor.id

@@ -6,7 +6,8 @@
 // frames after it was queued (its delay; the IPA schedules it so), the exposure
 // time quantized to whole sensor lines and the gain to the sensor's gain codes, and the
 // algorithms choosing for themselves while they are on — AE its exposure, AF a lens position
-// after a scan, AWB a colour temperature — each reported in the completed request's metadata.
+// after a scan, AWB a colour temperature — each reported in the completed request's metadata,
+// and ScalerCrop cropped on the ISP's pitch and reported as the crop the frame was made with.
 // Frames are stepped by the test (`frame()`), or by a wait for a setting to apply: as many as
 // `fps` makes of its timeout, no more.
 
@@ -151,6 +152,21 @@ public final class FakeLibcameraPipeline: LibcameraControlPort, Sendable {
                 s.metadata["LensPosition"] = [s.applied["LensPosition"]?[0] ?? 1]
             }
             s.metadata["ColourTemperature"] = [on("AwbEnable") ? Self.awbTemperature : s.metadata["ColourTemperature"]?[0] ?? Self.awbTemperature]
+            if let crop = s.applied["ScalerCrop"] { s.metadata["ScalerCrop"] = Self.ispCrop(crop) }
         }
+    }
+
+    /// The crop a frame is made with for a ScalerCrop asked: the ISP crops the binned mode
+    /// (two of the sensor's pixels a mode pixel) on its Bayer pitch (two mode pixels: four of the
+    /// sensor's), at least `minimumCrop` mode pixels each way, inside the array; metadata
+    /// reports it back in the sensor's pixels.
+    public static let minimumCrop = 32.0
+    static func ispCrop(_ r: [Double]) -> [Double] {
+        let array = [4608.0, 2592.0], pitch = 4.0
+        func step(_ v: Double, _ rule: FloatingPointRoundingRule) -> Double { (v / pitch).rounded(rule) * pitch }
+        let w = min(array[0], max(minimumCrop * 2, step(r[2], .toNearestOrAwayFromZero)))
+        let h = min(array[1], max(minimumCrop * 2, step(r[3], .toNearestOrAwayFromZero)))
+        let x = min(max(0, step(r[0], .down)), array[0] - w), y = min(max(0, step(r[1], .down)), array[1] - h)
+        return [x, y, w, h]
     }
 }

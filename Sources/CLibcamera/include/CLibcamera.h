@@ -80,6 +80,8 @@ typedef struct {
     uint64_t timestamp_ns;      // the frame's, on CLOCK_MONOTONIC in practice (V4L2's)
     const uint8_t *data;        // the mapped buffer, valid until the request is queued again
     size_t bytes;               // bytesused of every plane, added
+    int32_t has_crop;           // 1: the request's metadata says the crop the frame was made with
+    double crop[4];             // ScalerCrop as x, y, width, height (the sensor's pixels)
 } lc_completion;
 
 const char *lc_version(void);

@@ -2,9 +2,10 @@
 // capture thread offers each frame to the run's outputs (CaptureOutput: preview, photos,
 // metadata, live, motion, the ring, the movie), in the graph's order; each says whether it
 // wants the frame and takes it into its own hand-off. The pipeline knows none of them by
-// name. What the frame's outputs share — its session sequence and transform — is worked out
-// once, only when one of them takes it. The capture thread never waits for an output, and no
-// lock is held while an output takes a frame.
+// name. What the frame's outputs share — its session sequence and transform (what remains of
+// it after a camera's own crop, DeviceCrop.swift) — is worked out once, only when one of them
+// takes it. The capture thread never waits for an output, and no lock is held while an
+// output takes a frame.
 //
 // The outputs outlive the pipeline (the graph keeps them); a pipeline is made for each run,
 // takes frames only between `begin` (the outputs are told the run started) and `deactivate`
@@ -17,8 +18,8 @@ public final class FramePipeline: Sendable {
     public let run: CaptureRun
     /// Fixed for the run: the capture thread reads them without a lock.
     public let outputs: [any CaptureOutput]
-    /// Zoom (its digital part), rotation and mirror at a monotonic time: the session's, read per frame.
-    private let transform: @Sendable (Double) -> FrameTransform
+    /// Zoom (its digital part), rotation and mirror now: the session's, read per frame.
+    private let transform: @Sendable () -> FrameTransform
     private let nextSequence: @Sendable () -> UInt64
     private enum Phase { case waiting, taking, ended }
     private struct Intake {
@@ -30,7 +31,7 @@ public final class FramePipeline: Sendable {
 
     /// `firstFrame` is told once, on the capture thread: a camera reopened after a loss is back
     /// only once it delivers. `nextSequence` numbers the frames some output takes.
-    public init(run: CaptureRun, outputs: [any CaptureOutput], transform: @escaping @Sendable (Double) -> FrameTransform,
+    public init(run: CaptureRun, outputs: [any CaptureOutput], transform: @escaping @Sendable () -> FrameTransform,
                 nextSequence: @escaping @Sendable () -> UInt64, firstFrame: (@Sendable () -> Void)? = nil) {
         self.run = run
         self.outputs = outputs
@@ -71,7 +72,9 @@ public final class FramePipeline: Sendable {
         var context: FrameContext?
         for output in outputs where output.wants(frame, now: now) {
             if context == nil {
-                context = FrameContext(sequence: nextSequence(), transform: transform(now), now: now)
+                // A frame the camera cropped for the zoom leaves only the rest to the outputs.
+                let t = transform()
+                context = FrameContext(sequence: nextSequence(), transform: frame.crop.map { t.remaining(after: $0) } ?? t, now: now)
             }
             output.take(frame, context!)
         }

@@ -9,7 +9,8 @@
 // queued next, and are read back from the first completed request that carries them. Those
 // made while it is not running, the picture adjustments among them (the settings' `controls`),
 // are kept and given again with the start's controls: a camera reopened after an unplug
-// starts with them.
+// starts with them. The zoom, where the camera has ScalerCrop, is the sensor's crop, set by
+// the capture thread per request from the session's transform (ScalerCrop.swift).
 
 import CLibcamera
 import CameraCore
@@ -42,6 +43,8 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         var settings: DeviceSettings?
         /// Settings refused when given again at a start, for the session to report.
         var restoreRefusals: [CameraError] = []
+        /// The session's transform, for the zoom the camera crops itself (ScalerCrop).
+        var cropSource: (@Sendable () -> FrameTransform)?
     }
 
     public init(id: String, camera: String, manager: LibcameraManager, position: CameraDescriptor.Position? = nil,
@@ -70,8 +73,8 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         return out.isEmpty ? "libcamera" : out
     }
 
-    /// What the camera's ControlInfoMap has, in AVFoundation's terms (digital zoom is the
-    /// pipeline's crop, as on every camera).
+    /// What the camera's ControlInfoMap has, in AVFoundation's terms (the zoom crops the sensor
+    /// where it has ScalerCrop, the delivered frame otherwise).
     public var capabilities: Capabilities { mapping.capabilities }
 
     public func apply(_ change: SettingsChange) throws(CameraError) -> DeviceSettings {
@@ -138,6 +141,10 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
         state.withLock { $0.interrupted = handler }
     }
 
+    public func setCropSource(_ source: @escaping @Sendable () -> FrameTransform) {
+        state.withLock { $0.cropSource = source }
+    }
+
     public func start(format: VideoFormat, handler: @escaping FrameHandler) throws(CameraError) {
         stop()
         let id = descriptor.device ?? descriptor.id
@@ -167,6 +174,15 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
                 do throws(CameraError) { _ = try camera.set(w.name, w.values) } catch { refused.append(error) }
             }
         }
+        // The zoom as the sensor's crop, where the camera has ScalerCrop (its maximum is the
+        // configured mode's): the start's requests carry the crop of now, each later one the
+        // crop of when it is queued.
+        var crops: ScalerCropRequests?
+        if let source = state.withLock({ $0.cropSource }),
+           let geometry = ScalerCrop(maximum: mapping.has(LibcameraControlMapping.scalerCrop)?.rectangleMax, width: format.width, height: format.height) {
+            crops = ScalerCropRequests(geometry: geometry, source: source)
+            for index in 0..<Int(stream.buffers) { crops?.prepare(index, on: camera) }
+        }
         r = lc_camera_start(camera.pointer)
         guard r == 0 else { throw .system(call: "libcamera start(\(id))", errno: -r) }
         rejected.withLock { $0 = 0 }
@@ -179,7 +195,7 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
             return s.interrupted
         }
         let loop = LibcameraStream.loop(camera: camera, id: id, format: format, stride: Int(stream.stride),
-                                        frameSize: Int(stream.frame_size), timeout: captureTimeout,
+                                        frameSize: Int(stream.frame_size), crops: crops, timeout: captureTimeout,
                                         handler: handler, rejected: { [weak self] in self?.rejected.withLock { $0 += 1 } },
                                         lost: { [weak self] error in
                                             self?.state.withLock { $0.camera = nil }
@@ -199,7 +215,7 @@ public final class LibcameraCamera: CaptureDevice, Sendable {
 
 /// The capture thread of one libcamera stream.
 enum LibcameraStream {
-    static func loop(camera: LibcameraHandle, id: String, format: VideoFormat, stride: Int, frameSize: Int, timeout: Double,
+    static func loop(camera: LibcameraHandle, id: String, format: VideoFormat, stride: Int, frameSize: Int, crops: ScalerCropRequests?, timeout: Double,
                      clock: any Timekeeper = SystemTimekeeper(), handler: @escaping FrameHandler, rejected: @escaping @Sendable () -> Void,
                      lost: @escaping @Sendable (CameraError) -> Void) -> SteppingThread {
         // A whole frame is libcamera's frame size (its rows padded to the stride, as a Pi's ISP
@@ -208,7 +224,7 @@ enum LibcameraStream {
         let lent = LentBuffers()
         return DeviceCaptureThread.start(name: "libcamera-\(id)", device: "libcamera camera \(id)", timeout: timeout, clock: clock,
                                          step: { () throws(CameraError) -> Bool in
-            for index in lent.takeReturned() { try queue(camera, id, index) }
+            for index in lent.takeReturned() { try queue(camera, id, index, crops) }
             var fd = pollfd(fd: lc_camera_completion_fd(camera.pointer), events: Int16(POLLIN), revents: 0)
             do throws(SystemError) { _ = try Sys.poll(&fd, timeout: 200, "libcamera \(id)") } catch { throw .system(error) }
             var got = false
@@ -221,13 +237,15 @@ enum LibcameraStream {
                 let bytes = Int(done.bytes)
                 guard done.ok != 0, let data = done.data, expected.map({ bytes >= $0 }) ?? (bytes > 0) else {
                     rejected()
-                    try queue(camera, id, Int(done.index))
+                    try queue(camera, id, Int(done.index), crops)
                     continue
                 }
                 // The lease holds the handle: a buffer still read after a stop keeps the mapping.
                 let lease = lent.lend(Int(done.index), holding: camera) { lc_camera_wake(camera.pointer) }
+                let reported = done.has_crop != 0 ? [done.crop.0, done.crop.1, done.crop.2, done.crop.3] : nil
                 handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(start: data, count: bytes), stride: stride,
-                                 sequence: UInt64(done.sequence), timestamp: wallClock(done.timestamp_ns), lease: lease))
+                                 sequence: UInt64(done.sequence), timestamp: wallClock(done.timestamp_ns), lease: lease,
+                                 crop: crops?.region(Int(done.index), reported: reported)))
             }
             guard r == -EAGAIN else { throw .system(call: "libcamera next(\(id))", errno: -r) }
             return got
@@ -239,8 +257,10 @@ enum LibcameraStream {
         }, lost: lost)
     }
 
-    /// Gives a request back; a camera that will not take it is lost, with libcamera's reason.
-    static func queue(_ camera: LibcameraHandle, _ id: String, _ index: Int) throws(CameraError) {
+    /// Gives a request back, with the crop of now; a camera that will not take it is lost, with
+    /// libcamera's reason.
+    static func queue(_ camera: LibcameraHandle, _ id: String, _ index: Int, _ crops: ScalerCropRequests?) throws(CameraError) {
+        crops?.prepare(index, on: camera)
         let r = lc_camera_queue(camera.pointer, UInt32(index))
         guard r == 0 || r == -EACCES else { throw .system(call: "libcamera queueRequest(\(id))", errno: -r) }
     }

@@ -2,7 +2,8 @@
 // has: focus → AfMode, AfTrigger, LensPosition (dioptres), AfMetering + AfWindows (the point
 // of interest); exposure → AeEnable, ExposureTime (µs), AnalogueGain (ISO 100 = gain 1),
 // ExposureValue (the bias, in EV as AVFoundation's); white balance → AwbEnable,
-// ColourTemperature; the frame rate → FrameDurationLimits. The picture adjustments (Brightness, Contrast, Saturation, Sharpness:
+// ColourTemperature; the frame rate → FrameDurationLimits; zoom → ScalerCrop (per request, on
+// the capture thread: ScalerCrop.swift). The picture adjustments (Brightness, Contrast, Saturation, Sharpness:
 // ONVIF's imaging) are the camera's own controls, as V4L2's are, in thousandths: libcamera's
 // are fractions and `/api/session/controls` takes whole numbers.
 //
@@ -50,6 +51,8 @@ public struct LibcameraControlMapping: Sendable {
 
     public var capabilities: Capabilities {
         var c = Capabilities.fixed
+        // The zoom crops the sensor where the camera has ScalerCrop (ScalerCrop.swift), the frame otherwise.
+        c.zoom.sensorCrop = has(Self.scalerCrop)?.rectangleMax != nil
         var focus: [FocusMode] = [.locked]
         if afModes(Self.afAuto) && has(Self.afTrigger) != nil { focus.append(.auto) }
         if afModes(Self.afContinuous) { focus.append(.continuous) }
