@@ -5,7 +5,7 @@
 
 import { $ } from "./page.js";
 import { store } from "./state.js";
-import { gathered } from "./webrtc.js";
+import { gathered, useICEServers } from "./webrtc.js";
 
 let talk = null; // the talk under way: {pc, stream, location, ended}
 
@@ -33,6 +33,7 @@ async function start() {
     const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle" });
     mine.pc = pc;
     for (const track of mine.stream.getAudioTracks()) pc.addTransceiver(track, { direction: "sendonly" });
+    await useICEServers(pc);
     await pc.setLocalDescription(await pc.createOffer());
     await gathered(pc);
     const r = await fetch("/api/talk", { method: "POST", headers: { "Content-Type": "application/sdp" }, body: pc.localDescription.sdp });

@@ -43,6 +43,17 @@ function refused(url, status, error, offer) {
   return reason("WebRTC failed", `POST ${url}: ${status}: ${said}`);
 }
 
+/** Gives `pc` the STUN and TURN servers the server names for this page (webrtc.iceServers'
+ *  STUN servers, webrtc.turn with a credential minted for it), before its offer gathers. None
+ *  configured, or the server cannot say: the LAN's host candidates, as before. */
+export async function useICEServers(pc) {
+  try {
+    const r = await fetch("/api/webrtc/ice-servers", { cache: "no-store" });
+    const servers = r.ok ? (await r.json()).iceServers : [];
+    if (servers && servers.length) pc.setConfiguration({ bundlePolicy: "max-bundle", iceServers: servers });
+  } catch (_) { /* a server without the route (WebRTC off): host candidates only */ }
+}
+
 /** Opens a receive-only WHEP session: POSTs an offer to `url` and plays the answer's picture in
  *  `video` (and its sound, `audio`: the preview's; the tiles take the picture alone). Calls
  *  `onFrame()` at its first frame, and `onFail({short, detail})` once if it ends badly (why:
@@ -80,6 +91,8 @@ export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail
     pc.onconnectionstatechange = () => {
       if (pc.connectionState === "failed" || pc.connectionState === "closed") failed(`WebRTC ${pc.connectionState}`);
     };
+    await useICEServers(pc);
+    if (s.closed) return;
     await pc.setLocalDescription(await pc.createOffer());
     await gathered(pc);
     if (s.closed) return;

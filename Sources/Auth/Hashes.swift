@@ -1,6 +1,7 @@
 // Hashes and randomness from well-kept libraries: yescrypt through libcrypt for the
 // passwords Basic checks (slow and salted), SHA-256 and MD5 through GnuTLS for Digest's
-// HA1 and for token fingerprints, GnuTLS's random generator for tokens.
+// HA1 and for token fingerprints, HMAC-SHA1 for TURN's per-session passwords, GnuTLS's
+// random generator for tokens.
 
 import CCrypt
 import CGnuTLSCrypto
@@ -67,6 +68,18 @@ public enum Hashes {
         var out = [UInt8](repeating: 0, count: 20)
         let rc = bytes.withUnsafeBytes { b in gnutls_hash_fast(GNUTLS_DIG_SHA1, b.baseAddress, b.count, &out) }
         precondition(rc == 0, "gnutls_hash_fast: \(rc)")
+        return out
+    }
+
+    /// HMAC-SHA1 of `message` under `key`, for the TURN REST scheme's passwords (coturn's
+    /// `use-auth-secret` checks exactly this; the scheme's, not a choice of ours).
+    public static func hmacSHA1(key: String, _ message: String) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 20)
+        let k = Array(key.utf8), m = Array(message.utf8)
+        let rc = k.withUnsafeBytes { kb in
+            m.withUnsafeBytes { mb in gnutls_hmac_fast(GNUTLS_MAC_SHA1, kb.baseAddress, kb.count, mb.baseAddress, mb.count, &out) }
+        }
+        precondition(rc == 0, "gnutls_hmac_fast: \(rc)")  // only fails for an unknown algorithm
         return out
     }
 

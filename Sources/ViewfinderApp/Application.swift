@@ -40,6 +40,8 @@ public final class Application: Sendable {
     /// WebRTC peers by WHEP session.
     let whep: WHEPService
     let talk: TalkService
+    /// The STUN/TURN servers: the peers' own, and what a viewer is handed (credentials minted).
+    let ice: ICEServers
     /// Open live.mp4 streams: each is its camera's live hub's client from its request on.
     var liveMP4Count: Int {
         cameras.sessions.reduce(0) { n, s in LiveStreamName.allCases.reduce(n) { $0 + (s.live($1).clientCounts["mp4"] ?? 0) } }
@@ -153,8 +155,10 @@ public final class Application: Sendable {
         if configuration.auth.mode == .none && !configuration.server.host.hasPrefix("127.") {
             logger.warning("auth is \"none\": anyone who can reach \(configuration.server.host):\(configuration.server.port) can watch and steer the cameras")
         }
-        whep = WHEPService(ice: Self.ice(configuration), logger: logger)
-        talk = TalkService(speakers: CameraFactory.speakers(devices, configuration), ice: Self.ice(configuration), logger: logger)
+        let ice = ICEServers(configuration)
+        self.ice = ice
+        whep = WHEPService(ice: { ice.forServer() }, logger: logger)
+        talk = TalkService(speakers: CameraFactory.speakers(devices, configuration), ice: { ice.forServer() }, logger: logger)
         photos = PhotoStore(directory: configuration.capture.directory)
         let unfinished = photos.removeUnfinished()
         if !unfinished.isEmpty {

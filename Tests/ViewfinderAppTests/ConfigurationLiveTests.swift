@@ -1,6 +1,9 @@
-// config.json's live sections: `live.maxClients`, `rtsp` and `webrtc.iceServers` read, each
-// bad value named by its key, and the ICE servers handed to webrtcbin in its URL forms.
+// config.json's live sections: `live.maxClients`, `rtsp`, `webrtc.iceServers` and `webrtc.turn`
+// read, each bad value named by its key, and the ICE servers handed to webrtcbin in its URL
+// forms and to a viewer: a TURN credential minted from the shared secret (the TURN REST
+// scheme, checked against Python's hmac), never the secret or a long-lived password.
 
+import Foundation
 import Testing
 @testable import ViewfinderApp
 
@@ -16,7 +19,7 @@ import Testing
         #expect(c.live.maxClients == 7 && c.rtsp.port == 9554 && c.rtsp.host == "127.0.0.2" && c.rtsp.enabled)
         #expect(c.webrtc.iceServers.count == 2)
         #expect(c.onvif.enabled && !c.onvif.discovery)
-        let ice = Application.ice(c)
+        let ice = ICEServers(c).forServer()
         #expect(ice.stunServer == "stun://stun.example.net:3478")
         #expect(ice.turnServers == ["turn://u%40x:p%3Aw@turn.example.net:3478"])
         #expect(ice.addresses == ["127.0.0.1"], "host candidates where HTTP listens")
@@ -35,11 +38,44 @@ import Testing
             (#"{"webrtc": {"iceServers": [{"urls": "http://x"}]}}"#, "webrtc.iceServers[0].urls: 'http://x' is not a stun:, turn: or turns: URL"),
             (#"{"webrtc": {"iceServers": [{"urls": "turn:t:3478"}]}}"#, "webrtc.iceServers[0]: a TURN server needs"),
             (#"{"webrtc": {"iceServers": {}}}"#, "webrtc.iceServers: expected a list"),
+            (#"{"webrtc": {"turn": {"urls": "turn:t:3478"}}}"#, "webrtc.turn.secret: required"),
+            (#"{"webrtc": {"turn": {"urls": "stun:t:3478", "secret": "s"}}}"#, "webrtc.turn.urls: 'stun:t:3478' is not a turn: or turns: URL"),
+            (#"{"webrtc": {"turn": {"urls": [], "secret": "s"}}}"#, "webrtc.turn.urls: expected"),
+            (#"{"webrtc": {"turn": {"urls": "turn:t", "secret": "s", "ttl": 5}}}"#, "webrtc.turn.ttl"),
+            (#"{"webrtc": {"turn": {"urls": "turn:t", "secret": "s", "password": "p"}}}"#, "webrtc.turn.password"),
         ] {
             #expect { try parse(text) } throws: { "\($0)".contains(message) }
         }
         // RTSP switched off: its port may be anything.
         #expect(try parse(#"{"rtsp": {"enabled": false, "port": 8080}}"#).rtsp.enabled == false)
+    }
+
+    @Test func aViewerGetsAMintedTURNCredentialAndNeverASecret() throws {
+        let c = try parse("""
+        {"webrtc": {"iceServers": [{"urls": "stun:stun.lan:3478"},
+                                   {"urls": "turn:own.lan:3478", "username": "cam", "credential": "long-lived"}],
+                    "turn": {"urls": ["turn:turn.lan:3478?transport=udp", "turns:turn.lan:5349"], "secret": "s3cret", "ttl": 86400}}}
+        """)
+        #expect(c.webrtc.turn?.ttl == 86400 && c.webrtc.turn?.urls.count == 2)
+        #expect(try Configuration.parse(Array(c.jsonText.utf8)) == c, "check-config prints what parses back")
+        let ice = ICEServers(c, now: { 1_700_000_000.7 })
+        // coturn's use-auth-secret: "expiry:name", base64(HMAC-SHA1(secret, username)) — Python's hmac gives the same.
+        #expect(ICEServers.mint(c.webrtc.turn!, name: "alice", now: 1_700_000_000) == ("1700086400:alice", "HJX0XIkrCiQCuU88Z0oeXj+QW60="))
+
+        let viewer = ice.forViewer("alice")
+        #expect(viewer.map(\.urls) == [["stun:stun.lan:3478"], ["turn:turn.lan:3478?transport=udp", "turns:turn.lan:5349"]])
+        #expect(viewer[0].username == nil && viewer[1].username == "1700086400:alice" && viewer[1].credential == "HJX0XIkrCiQCuU88Z0oeXj+QW60=")
+        let links = ice.links(for: "alice").map(\.1)
+        #expect(links.count == 3 && links[1] == #"<turn:turn.lan:3478?transport=udp>; rel="ice-server"; username="1700086400:alice"; credential="HJX0XIkrCiQCuU88Z0oeXj+QW60="; credential-type="password""#)
+        let handed = links.joined() + String(decoding: try JSONEncoder().encode(ice.viewerJSON(for: "alice")), as: UTF8.self)
+        #expect(!handed.contains("s3cret") && !handed.contains("long-lived") && !handed.contains("own.lan"),
+                "the secret and the long-lived TURN password stay on the server")
+
+        // The server's own peer: the long-lived one, and a credential of its own from the secret.
+        let own = ice.forServer()
+        #expect(own.turnServers == ["turn://cam:long%2Dlived@own.lan:3478",
+                                    "turn://1700086400%3Aviewfinder:J0MeqVbvk7AyhDnAEn2%2FlEyCqCE%3D@turn.lan:3478",
+                                    "turns://1700086400%3Aviewfinder:J0MeqVbvk7AyhDnAEn2%2FlEyCqCE%3D@turn.lan:5349"])
     }
 
     @Test func syntheticNoiseIsOnUnlessSaidOtherwise() throws {

@@ -89,6 +89,28 @@ import Testing
         }
     }
 
+    /// The page asks which STUN and TURN servers to use before it offers: a TURN credential
+    /// minted for it (lapsing after webrtc.turn.ttl), never the shared secret.
+    @Test func thePageIsHandedAMintedTURNCredential() async throws {
+        try await withServer({ $0.webrtc.turn = .init(urls: ["turn:127.0.0.1:3478"], secret: "do-not-hand-out", ttl: 600) }) { _, port in
+            let c = try await fetch(port, "/api/webrtc/ice-servers")
+            #expect(c.status == 200 && c.headers["cache-control"]?.contains("no-store") == true, "\(c.status) \(c.text)")
+            #expect(!c.text.contains("do-not-hand-out"))
+            let servers = try #require((c.json as? [String: Any])?["iceServers"] as? [[String: Any]])
+            let turn = try #require(servers.first)
+            #expect(turn["urls"] as? [String] == ["turn:127.0.0.1:3478"])
+            let user = try #require(turn["username"] as? String)
+            let expiry = try #require(user.split(separator: ":").first.flatMap { Double($0) })
+            #expect(abs(expiry - Date().timeIntervalSince1970 - 600) < 60 && user.hasSuffix(":viewer"), "\(user)")
+            #expect((turn["credential"] as? String)?.count == 28, "base64 of an HMAC-SHA1")
+        }
+        // Nothing configured: nothing handed (the LAN's host candidates do).
+        try await withServer { _, port in
+            let c = try await fetch(port, "/api/webrtc/ice-servers")
+            #expect(c.status == 200 && ((c.json as? [String: Any])?["iceServers"] as? [Any])?.isEmpty == true, "\(c.text)")
+        }
+    }
+
     /// An offer without H.264 (Firefox without its OpenH264 download offers VP8, VP9 and AV1)
     /// is answered with VP8 at its payload type: the viewer takes the camera's VP8 rendition,
     /// which the state lists (encoder libvpx) with its client while it watches, pinned (not

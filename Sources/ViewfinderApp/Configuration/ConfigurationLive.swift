@@ -55,6 +55,21 @@ extension Configuration {
         /// A viewer that asked for no stream gets the main one or the sub one as its link allows.
         public var adaptive = true
         public var iceServers: [ICEServer] = []
+        /// A TURN server that takes credentials minted from a shared secret: every peer gets
+        /// its own, valid for `ttl` seconds; the secret never leaves the server.
+        public var turn: TURNServer?
+    }
+
+    /// coturn's `use-auth-secret` (the TURN REST scheme): a username "expiry:name" and its
+    /// HMAC-SHA1 under `secret` as the password.
+    public struct TURNServer: Sendable, Equatable {
+        /// "turn:host:port[?transport=udp|tcp]" or "turns:host:port".
+        public var urls: [String]
+        public var secret: String
+        /// How long a minted credential lasts, in seconds: a relayed viewer longer than it loses
+        /// its relay at the allocation's next refresh (TURN checks it there too).
+        public var ttl = 86_400
+        public static let ttlRange = 60...604_800
     }
 
     public struct ICEServer: Sendable, Equatable {
@@ -116,6 +131,7 @@ extension Configuration {
                 }
                 c.webrtc.iceServers = try items.enumerated().map { i, item throws(JSONFieldError) in try iceServer(item, path: "webrtc.iceServers[\(i)]") }
             }
+            if let t = s.value("turn") { c.webrtc.turn = try turnServer(t, path: "webrtc.turn") }
             try s.finish()
         }
     }
@@ -135,25 +151,46 @@ extension Configuration {
 
     private static func iceServer(_ item: JSONValue, path: String) throws(JSONFieldError) -> ICEServer {
         let r = try JSONObjectReader(item, path: path)
+        let urls = try iceURLs(r, path: path, schemes: ["stun", "turn", "turns"])
+        let server = ICEServer(urls: urls, username: try r.string("username"), credential: try r.string("credential"))
+        try r.finish()
+        if urls.contains(where: { !$0.hasPrefix("stun:") }), server.username == nil || server.credential == nil {
+            throw JSONFieldError(path: path, problem: "a TURN server needs \"username\" and \"credential\" (or use webrtc.turn with a shared secret)")
+        }
+        return server
+    }
+
+    private static func turnServer(_ item: JSONValue, path: String) throws(JSONFieldError) -> TURNServer {
+        let r = try JSONObjectReader(item, path: path)
+        let urls = try iceURLs(r, path: path, schemes: ["turn", "turns"])
+        guard let secret = try r.string("secret"), !secret.isEmpty else {
+            throw JSONFieldError(path: path + ".secret", problem: "required: the TURN server's static-auth-secret")
+        }
+        var t = TURNServer(urls: urls, secret: secret)
+        t.ttl = try r.int("ttl", in: TURNServer.ttlRange) ?? t.ttl
+        try r.finish()
+        return t
+    }
+
+    /// `urls`: one URL or a list, each of one of `schemes`.
+    private static func iceURLs(_ r: JSONObjectReader, path: String, schemes: [String]) throws(JSONFieldError) -> [String] {
         var urls: [String] = []
+        let shape = "\"\(schemes[0]):host:port\" or a list"
         switch r.value("urls") {
         case .string(let u): urls = [u]
         case .array(let a):
             for case .string(let u) in a { urls.append(u) }
-            guard urls.count == a.count else { throw JSONFieldError(path: path + ".urls", problem: "expected strings") }
-        default: throw JSONFieldError(path: path + ".urls", problem: "required (\"stun:host:port\" or a list)")
+            guard urls.count == a.count, !urls.isEmpty else { throw JSONFieldError(path: path + ".urls", problem: "expected \(shape)") }
+        default: throw JSONFieldError(path: path + ".urls", problem: "required (\(shape))")
         }
-        let server = ICEServer(urls: urls, username: try r.string("username"), credential: try r.string("credential"))
-        try r.finish()
         for u in urls {
-            guard let scheme = u.split(separator: ":", maxSplits: 1).first, ["stun", "turn", "turns"].contains(scheme), u.count > scheme.count + 1 else {
-                throw JSONFieldError(path: path + ".urls", problem: "'\(u)' is not a stun:, turn: or turns: URL")
-            }
-            if scheme != "stun" && (server.username == nil || server.credential == nil) {
-                throw JSONFieldError(path: path, problem: "a TURN server needs \"username\" and \"credential\"")
+            guard let scheme = u.split(separator: ":", maxSplits: 1).first, schemes.contains(String(scheme)), u.count > scheme.count + 1 else {
+                let names = schemes.map { $0 + ":" }
+                let list = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names[0]
+                throw JSONFieldError(path: path + ".urls", problem: "'\(u)' is not a \(list) URL")
             }
         }
-        return server
+        return urls
     }
 
     /// For check-config (ConfigurationJSON), with its string quoting.
@@ -167,6 +204,9 @@ extension Configuration {
             let credential: String = s.credential.map { ", \"credential\": \(str($0))" } ?? ""
             return "{\"urls\": [\(urls)]\(username)\(credential)}"
         }
+        let turn: String = webrtc.turn.map { t in
+            ", \"turn\": {\"urls\": [" + t.urls.map { str($0) }.joined(separator: ", ") + "], \"secret\": \(str(t.secret)), \"ttl\": \(t.ttl)}"
+        } ?? ""
         let sub = "{\"width\": \(number(live.sub.width)), \"height\": \(number(live.sub.height)), "
             + "\"fps\": \(live.sub.fps), \"bitrate\": \(live.sub.bitrate)}"
         let encoders: String = live.encoders.map { str($0.rawValue) }.joined(separator: ", ")
@@ -175,7 +215,7 @@ extension Configuration {
                 + "\"encoders\": [\(encoders)], \"maxClients\": \(live.maxClients)}"),
             ("rtsp", "{\"enabled\": \(rtsp.enabled), \"host\": \(str(rtsp.host)), \"port\": \(rtsp.port)}"),
             ("onvif", "{\"enabled\": \(onvif.enabled), \"discovery\": \(onvif.discovery)}"),
-            ("webrtc", "{\"enabled\": \(webrtc.enabled), \"adaptive\": \(webrtc.adaptive), \"iceServers\": [" + servers.joined(separator: ", ") + "]}"),
+            ("webrtc", "{\"enabled\": \(webrtc.enabled), \"adaptive\": \(webrtc.adaptive), \"iceServers\": [" + servers.joined(separator: ", ") + "]" + turn + "}"),
         ]
     }
 }

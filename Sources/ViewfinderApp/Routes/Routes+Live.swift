@@ -34,6 +34,11 @@ extension Application {
         route(&r, "/api/session/live", main) { (s, l: LiveRequest) in await s.setLive(l) }
         route(&r, "/api/cameras/:id/session/live", named) { (s, l: LiveRequest) in await s.setLive(l) }
         guard configuration.webrtc.enabled else { return }
+        // The STUN and TURN servers a browser should use, asked before it makes its offer (the
+        // TURN credential minted for this asker: it lapses, the secret stays here).
+        r.get("/api/webrtc/ice-servers") { [ice] request in
+            json(ice.viewerJSON(for: request.principal?.name.isEmpty == false ? request.principal!.name : "viewer"), headers: Response.noCache)
+        }
         // The main preview follows the main camera across a switch, as /stream does.
         r.post("/api/whep") { [self] request in try await whepOffer(request, cameras.mainFeed) }
         r.post("/api/cameras/:id/whep") { [self] request in try await whepOffer(request, SessionFeed(try named(request))) }
@@ -69,7 +74,7 @@ extension Application {
         try admitLiveClient()
         let (id, answer) = try await whep.open(offer: offer, source: source, stream: stream, adaptive: configuration.webrtc.adaptive)
         return Response(status: 201, contentType: "application/sdp", bytes: Array(answer.utf8),
-                        headers: [("Location", "/api/whep/\(id)")] + iceLinks + Response.noCache)
+                        headers: [("Location", "/api/whep/\(id)")] + ice.links(for: id) + Response.noCache)
     }
 
     /// `?stream=main` (the default) or `sub`.
@@ -99,19 +104,6 @@ extension Application {
         guard liveClientCount < max else {
             throw HTTPError(503, "too_many_clients", "\(max) live clients are watching (live.maxClients); try again later.",
                             headers: [("Retry-After", "5")])
-        }
-    }
-
-    /// WHEP's Link headers: the ICE servers the client should use too.
-    private var iceLinks: [(String, String)] {
-        configuration.webrtc.iceServers.flatMap { s in
-            s.urls.map { url in
-                var link = "<\(url)>; rel=\"ice-server\""
-                if let u = s.username, let c = s.credential {
-                    link += "; username=\"\(u)\"; credential=\"\(c)\"; credential-type=\"password\""
-                }
-                return ("Link", link)
-            }
         }
     }
 }

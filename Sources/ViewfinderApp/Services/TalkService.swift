@@ -82,10 +82,11 @@ final class TalkService: Sendable {
     private let talks: PeerRegistry<Talk>
     /// Cameras with a talk being set up or under way (the lock of "one talker a camera").
     private let busy = Locked<Set<String>>([])
-    private let ice: ICEConfiguration
+    /// Asked for each peer: a TURN credential minted from a shared secret is fresh.
+    private let ice: @Sendable () -> ICEConfiguration
     private let logger: Logger
 
-    init(speakers: [String: any SpeakerDevice], ice: ICEConfiguration, logger: Logger) {
+    init(speakers: [String: any SpeakerDevice], ice: @escaping @Sendable () -> ICEConfiguration, logger: Logger) {
         self.speakers = speakers
         self.ice = ice
         self.logger = logger
@@ -122,7 +123,7 @@ final class TalkService: Sendable {
     func open(offer: String, camera: String) async throws(TalkRefusal) -> (id: String, answer: String) {
         let claim: SpeakerClaim
         do throws(SpeakerRefusal) { claim = try self.claim(camera) } catch { throw .speaker(error) }
-        let ice = self.ice
+        let ice = self.ice()
         let made = await onOwnThread("talk-answer") { () -> Result<WebRTCTalker, StreamingError> in
             Result { () throws(StreamingError) in
                 // The pipeline's thread: the voice as it comes (48 kHz mono, as opened).

@@ -45,10 +45,11 @@ final class WHEPService: Sendable {
     }
 
     private let viewers: PeerRegistry<Viewer>
-    private let ice: ICEConfiguration
+    /// Asked for each peer: a TURN credential minted from a shared secret is fresh.
+    private let ice: @Sendable () -> ICEConfiguration
     private let logger: Logger
 
-    init(ice: ICEConfiguration, logger: Logger) {
+    init(ice: @escaping @Sendable () -> ICEConfiguration, logger: Logger) {
         self.ice = ice
         self.logger = logger
         viewers = PeerRegistry(name: "whep", logger: logger)
@@ -77,7 +78,7 @@ final class WHEPService: Sendable {
     /// id and the SDP answer. The peer's pipeline is built and ICE gathered on a thread of its
     /// own, not the caller's.
     func open(offer: String, source: SessionFeed, stream: LiveStreamName? = nil, adaptive: Bool = true) async throws(StreamingError) -> (id: String, answer: String) {
-        let ice = self.ice
+        let ice = self.ice()
         // A camera with a microphone answers with a sound track even while the microphone is
         // not running yet (it is joined when it runs): mono unless it runs in stereo now (an
         // Opus decoder takes either in the same stream).
