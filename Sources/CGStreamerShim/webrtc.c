@@ -277,6 +277,9 @@ int vfg_webrtc_answer(GstElement *pipeline, GstElement *webrtc, GstSDPMessage *s
             gboolean added = FALSE;
             g_signal_emit_by_name(ice, "add-local-ip-address", o->addresses[i], &added);
         }
+        // A firewall's or a port forward's range: libnice takes each peer's ports from it (one
+        // a peer with BUNDLE and rtcp-mux; no port is shared between peers).
+        if (o->max_port > 0) g_object_set(ice, "min-rtp-port", o->min_port, "max-rtp-port", o->max_port, NULL);
         gst_object_unref(ice);
     }
     if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {

@@ -13,10 +13,13 @@ public enum StreamingError: Error, Sendable, Equatable, CustomStringConvertible 
     case noOpus(String)
     /// The WebRTC pipeline failed.
     case peer(String)
+    /// Every port of the configured range (webrtc.udpPorts) is taken by a peer.
+    case noFreePort(ClosedRange<Int>)
 
     public var description: String {
         switch self {
         case .unavailable(let m), .listen(let m), .malformedOffer(let m), .noH264(let m), .noOpus(let m), .peer(let m): m
+        case .noFreePort(let r): "every port of webrtc.udpPorts (\(r.lowerBound)–\(r.upperBound)) is taken by a peer"
         }
     }
 }
@@ -24,6 +27,13 @@ public enum StreamingError: Error, Sendable, Equatable, CustomStringConvertible 
 import CGStreamerShim
 
 enum GStreamer {
+    /// An answer without a local candidate, where ICE was held to a range of ports: libnice
+    /// found none free in it (each peer holds its own; none is shared).
+    static func checkPorts(_ answer: String, _ ice: ICEConfiguration) throws(StreamingError) {
+        guard let ports = ice.ports, !answer.contains("a=candidate:") else { return }
+        throw .noFreePort(ports)
+    }
+
     /// GStreamer initialized and every element present (once per process).
     static func start() throws(StreamingError) {
         var error = [CChar](repeating: 0, count: 256)

@@ -13,11 +13,14 @@ public struct ICEConfiguration: Sendable, Equatable {
     public var turnServers: [String]
     /// Addresses to offer host candidates on; empty: every interface.
     public var addresses: [String]
+    /// The local ports a peer's ICE may take (webrtc.udpPorts); nil: any.
+    public var ports: ClosedRange<Int>?
 
-    public init(stunServer: String? = nil, turnServers: [String] = [], addresses: [String] = []) {
+    public init(stunServer: String? = nil, turnServers: [String] = [], addresses: [String] = [], ports: ClosedRange<Int>? = nil) {
         self.stunServer = stunServer
         self.turnServers = turnServers
         self.addresses = addresses
+        self.ports = ports
     }
 }
 
@@ -73,6 +76,7 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         vfg_free(answer)
         self.feed = H264Feed(feed)
         sound = audio.map(AudioFeed.init)
+        try GStreamer.checkPorts(self.answer, ice)  // deinit closes the peer
     }
 
     /// Loads what a first peer needs (plugins, the DTLS certificate) ahead of it; blocks for a
@@ -130,7 +134,9 @@ func withPeerOptions<R>(offer: String, ice: ICEConfiguration, timeout: Double, o
         addresses.map { UnsafePointer($0) }.withUnsafeBufferPointer { a in
             var options = vfg_peer_options(
                 offer: nil, stun_server: nil, turn_servers: t.baseAddress, turn_count: t.count,
-                addresses: a.baseAddress, address_count: a.count, timeout_ms: UInt32(max(0.1, timeout) * 1000),
+                addresses: a.baseAddress, address_count: a.count,
+                min_port: UInt32(ice.ports?.lowerBound ?? 0), max_port: UInt32(ice.ports?.upperBound ?? 0),
+                timeout_ms: UInt32(max(0.1, timeout) * 1000),
                 opus_channels: Int32(opusChannels))
             return offer.withCString { o in
                 options.offer = o

@@ -49,6 +49,7 @@ public final class WebRTCTalker: @unchecked Sendable {  // `raw` is closed once,
         self.box = box
         self.answer = String(cString: answer)
         vfg_free(answer)
+        try GStreamer.checkPorts(self.answer, ice)  // deinit closes the talker
     }
 
     /// Seconds since the talker last sent anything (it sends RTP all along), nil before its first packet.

@@ -43,6 +43,10 @@ import Testing
             (#"{"webrtc": {"turn": {"urls": [], "secret": "s"}}}"#, "webrtc.turn.urls: expected"),
             (#"{"webrtc": {"turn": {"urls": "turn:t", "secret": "s", "ttl": 5}}}"#, "webrtc.turn.ttl"),
             (#"{"webrtc": {"turn": {"urls": "turn:t", "secret": "s", "password": "p"}}}"#, "webrtc.turn.password"),
+            (#"{"webrtc": {"udpPorts": [50000]}}"#, "webrtc.udpPorts: [first, last]"),
+            (#"{"webrtc": {"udpPorts": [50010, 50000]}}"#, "webrtc.udpPorts: [first, last]"),
+            (#"{"webrtc": {"udpPorts": [80, 90]}}"#, "webrtc.udpPorts: [first, last]"),
+            (#"{"webrtc": {"udpPorts": "50000-50010"}}"#, "webrtc.udpPorts: [first, last]"),
         ] {
             #expect { try parse(text) } throws: { "\($0)".contains(message) }
         }
@@ -57,6 +61,8 @@ import Testing
                     "turn": {"urls": ["turn:turn.lan:3478?transport=udp", "turns:turn.lan:5349"], "secret": "s3cret", "ttl": 86400}}}
         """)
         #expect(c.webrtc.turn?.ttl == 86400 && c.webrtc.turn?.urls.count == 2)
+        #expect(try parse(#"{"webrtc": {"udpPorts": [50000, 50009]}}"#).webrtc.udpPorts == 50000...50009)
+        #expect(ICEServers(try parse(#"{"webrtc": {"udpPorts": [50000, 50000]}}"#)).forServer().ports == 50000...50000)
         #expect(try Configuration.parse(Array(c.jsonText.utf8)) == c, "check-config prints what parses back")
         let ice = ICEServers(c, now: { 1_700_000_000.7 })
         // coturn's use-auth-secret: "expiry:name", base64(HMAC-SHA1(secret, username)) — Python's hmac gives the same.

@@ -10,6 +10,7 @@
 
 import CaptureTestSupport
 import Foundation
+import Glibc
 import Testing
 @testable import ViewfinderApp
 
@@ -262,6 +263,55 @@ import Testing
             #expect(app.whep.count == 0)
             // The server serves on: a good offer still gets its answer.
             #expect(try await Self.post(port, "/api/whep", Self.offer).status == 201)
+        }
+    }
+
+    /// Two ports on 127.0.0.1 free for UDP and TCP alike, one after the other.
+    static func freePortPair() throws -> ClosedRange<Int> {
+        func free(_ port: Int, _ type: Int32) -> Bool {
+            let fd = socket(AF_INET, type, 0)
+            defer { close(fd) }
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = in_port_t(UInt16(port).bigEndian)
+            a.sin_addr.s_addr = inet_addr("127.0.0.1")
+            return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+        }
+        for _ in 0..<100 {
+            let p = Int.random(in: 42_000...58_000)
+            if [p, p + 1].allSatisfy({ free($0, Int32(SOCK_DGRAM.rawValue)) && free($0, Int32(SOCK_STREAM.rawValue)) }) { return p...(p + 1) }
+        }
+        struct NoFreePorts: Error {}
+        throw NoFreePorts()  // in 100 tries
+    }
+
+    /// webrtc.udpPorts: each peer's ICE takes a port of the range (the answer's candidates are
+    /// there), one a peer; with every one held the next offer is a clear 503, and a port comes
+    /// free with its peer.
+    @Test func peersTakeTheirPortsFromTheConfiguredRange() async throws {
+        let ports = try Self.freePortPair()
+        try await withServer({ $0.webrtc.udpPorts = ports }) { app, port in
+            app.whep.connectTimeout.withLock { $0 = 600 }
+            _ = try await fetch(port, "POST", "/api/session/start")
+            var locations: [String] = []
+            var taken: Set<Int> = []
+            for _ in ports {
+                let c = try await Self.post(port, "/api/whep", Self.offer)
+                #expect(c.status == 201, "\(c.status) \(c.text)")
+                let candidates = c.text.split(separator: "\r\n").filter { $0.hasPrefix("a=candidate:") && $0.contains(" UDP ") }
+                // a=candidate:<foundation> <component> UDP <priority> <address> <port> typ host
+                let used = Set(candidates.compactMap { line in Int(line.split(separator: " ")[5]) })
+                #expect(!used.isEmpty && used.isSubset(of: Set(ports)), "\(candidates)")
+                taken.formUnion(used)
+                if let l = c.headers["location"] { locations.append(l) }
+            }
+            #expect(taken == Set(ports), "one port a peer: \(taken)")
+            let full = try await Self.post(port, "/api/whep", Self.offer)
+            #expect(full.status == 503 && Self.code(full) == "no_free_port" && full.headers["retry-after"] != nil, "\(full.status) \(full.text)")
+            #expect(app.whep.count == 2, "the refused offer left no peer")
+            #expect(try await fetch(port, "DELETE", locations[0]).status == 200)
+            let again = try await Self.post(port, "/api/whep", Self.offer)
+            #expect(again.status == 201, "a port came free with its peer: \(again.status) \(again.text)")
         }
     }
 

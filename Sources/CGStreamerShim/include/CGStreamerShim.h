@@ -96,6 +96,8 @@ typedef struct {
     /// Addresses to offer host candidates on; none: every interface.
     const char *const *addresses;
     size_t address_count;
+    /// The local ports ICE may take (UDP, and passive ICE-TCP), first…last; 0, 0: any.
+    unsigned min_port, max_port;
     /// Longest wait for the answer and ICE gathering.
     unsigned timeout_ms;
     /// The camera's sound as Opus (48 kHz, this many channels), or 0 for none: an offer that

@@ -58,6 +58,9 @@ extension Configuration {
         /// A TURN server that takes credentials minted from a shared secret: every peer gets
         /// its own, valid for `ttl` seconds; the secret never leaves the server.
         public var turn: TURNServer?
+        /// The local ports a peer's ICE takes, UDP and passive ICE-TCP (a firewall's or a port
+        /// forward's range): one a peer; nil: any the system gives.
+        public var udpPorts: ClosedRange<Int>?
     }
 
     /// coturn's `use-auth-secret` (the TURN REST scheme): a username "expiry:name" and its
@@ -132,6 +135,14 @@ extension Configuration {
                 c.webrtc.iceServers = try items.enumerated().map { i, item throws(JSONFieldError) in try iceServer(item, path: "webrtc.iceServers[\(i)]") }
             }
             if let t = s.value("turn") { c.webrtc.turn = try turnServer(t, path: "webrtc.turn") }
+            if let p = s.value("udpPorts") {
+                let shape = "[first, last]: two ports within 1024…65535, first ≤ last (one port: [p, p])"
+                guard case .array(let a) = p, a.count == 2, case .number(let f) = a[0], case .number(let l) = a[1],
+                      f == f.rounded(), l == l.rounded(), 1024 <= f, f <= l, l <= 65535 else {
+                    throw JSONFieldError(path: "webrtc.udpPorts", problem: shape)
+                }
+                c.webrtc.udpPorts = Int(f)...Int(l)
+            }
             try s.finish()
         }
     }
@@ -207,6 +218,7 @@ extension Configuration {
         let turn: String = webrtc.turn.map { t in
             ", \"turn\": {\"urls\": [" + t.urls.map { str($0) }.joined(separator: ", ") + "], \"secret\": \(str(t.secret)), \"ttl\": \(t.ttl)}"
         } ?? ""
+        let ports: String = webrtc.udpPorts.map { ", \"udpPorts\": [\($0.lowerBound), \($0.upperBound)]" } ?? ""
         let sub = "{\"width\": \(number(live.sub.width)), \"height\": \(number(live.sub.height)), "
             + "\"fps\": \(live.sub.fps), \"bitrate\": \(live.sub.bitrate)}"
         let encoders: String = live.encoders.map { str($0.rawValue) }.joined(separator: ", ")
@@ -215,7 +227,7 @@ extension Configuration {
                 + "\"encoders\": [\(encoders)], \"maxClients\": \(live.maxClients)}"),
             ("rtsp", "{\"enabled\": \(rtsp.enabled), \"host\": \(str(rtsp.host)), \"port\": \(rtsp.port)}"),
             ("onvif", "{\"enabled\": \(onvif.enabled), \"discovery\": \(onvif.discovery)}"),
-            ("webrtc", "{\"enabled\": \(webrtc.enabled), \"adaptive\": \(webrtc.adaptive), \"iceServers\": [" + servers.joined(separator: ", ") + "]" + turn + "}"),
+            ("webrtc", "{\"enabled\": \(webrtc.enabled), \"adaptive\": \(webrtc.adaptive), \"iceServers\": [" + servers.joined(separator: ", ") + "]" + turn + ports + "}"),
         ]
     }
 }

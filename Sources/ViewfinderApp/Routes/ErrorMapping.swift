@@ -89,12 +89,15 @@ extension StreamingError: ResponseError {
     public var status: Int { http.status }
     public var code: String { http.code }
     public var message: String { http.message }
+    public var headers: [(String, String)] { http.headers }
 
     var http: HTTPError {
         switch self {
         case .malformedOffer(let m): HTTPError(400, "invalid_sdp", "The offer is not an SDP offer this server can answer: \(m).")
         case .noH264(let m): HTTPError(422, "unsupported_codec", "The offer has no codec this server sends: \(m).")
         case .noOpus(let m): HTTPError(422, "unsupported_codec", "The offer has no sound this server can play: \(m).")
+        case .noFreePort(let r): HTTPError(503, "no_free_port", "Every port of webrtc.udpPorts (\(r.lowerBound)–\(r.upperBound)) is held by a WebRTC peer; try again once one ends, or widen the range.",
+                                           headers: [("Retry-After", "5")])
         case .unavailable, .listen, .peer: HTTPError(500, "webrtc_failed", "WebRTC could not start: \(self).")
         }
     }

@@ -32,7 +32,8 @@ struct ICEServers: Sendable {
         return (username, Data(Hashes.hmacSHA1(key: turn.secret, username)).base64EncodedString())
     }
 
-    /// For the server's own peer: webrtcbin's STUN and TURN URLs, and the addresses to gather on.
+    /// For the server's own peer: webrtcbin's STUN and TURN URLs, the addresses to gather on
+    /// and the ports to take.
     func forServer() -> ICEConfiguration {
         func gstURL(_ url: String, username: String?, credential: String?) -> String {
             let parts = url.split(separator: ":", maxSplits: 1).map(String.init)
@@ -47,7 +48,7 @@ struct ICEServers: Sendable {
             all += turn.urls.map { gstURL($0, username: minted.username, credential: minted.credential) }
         }
         return ICEConfiguration(stunServer: all.first { $0.hasPrefix("stun://") }, turnServers: all.filter { !$0.hasPrefix("stun://") },
-                                addresses: host == "0.0.0.0" ? [] : [host])
+                                addresses: host == "0.0.0.0" ? [] : [host], ports: webrtc.udpPorts)
     }
 
     /// What a viewer `name` is handed: each STUN server of `webrtc.iceServers` (no credentials)
