@@ -16,11 +16,12 @@ public struct MetadataCapability: Sendable, Equatable, Codable {
 
 extension FrameTransform {
     /// Where a point of the camera's frame (normalised, (0,0) top-left) appears in the
-    /// picture viewers see: the zoom's centre crop, then the clockwise rotation, then the
-    /// mirror, as SampleTables and tjTransform apply them. Outside 0…1 when cropped away.
+    /// picture viewers see: the zoom's crop about its centre (as far as the edges allow), then
+    /// the clockwise rotation, then the mirror, as SampleTables and tjTransform apply them.
+    /// Outside 0…1 when cropped away.
     public func viewPoint(x: Double, y: Double) -> (x: Double, y: Double) {
-        let z = Swift.max(1, zoom)
-        let zx = (x - 0.5) * z + 0.5, zy = (y - 0.5) * z + 0.5
+        let z = Swift.max(1, zoom), r = region
+        let zx = (x - r.x) * z, zy = (y - r.y) * z
         let (u, v): (Double, Double) = switch rotation {
         case 90: (1 - zy, zx)
         case 180: (1 - zx, 1 - zy)

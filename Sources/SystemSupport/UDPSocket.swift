@@ -23,13 +23,7 @@ public final class UDPSocket: Sendable {  // the descriptor is immutable; reads 
         do {
             try option(SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
             try option(Int32(IPPROTO_IP), IP_PKTINFO, 1, "IP_PKTINFO")
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = port.bigEndian
-            a.sin_addr.s_addr = INADDR_ANY
-            _ = try Sys.valueOrErrno("bind UDP :\(port)") {
-                withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-            }
+            try IPv4SocketAddress("0.0.0.0", port: port).bind(fd)
         } catch {
             try? Sys.close(fd, "UDP :\(port)")
             throw error
@@ -62,16 +56,12 @@ public final class UDPSocket: Sendable {  // the descriptor is immutable; reads 
                 setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_IF, &a, socklen_t(MemoryLayout<in_addr>.size))
             }
         }
-        var to = sockaddr_in()
-        to.sin_family = sa_family_t(AF_INET)
-        to.sin_port = port.bigEndian
-        to.sin_addr = try Self.address(host)
-        try send(bytes, to: to)
+        try send(bytes, to: try IPv4SocketAddress(host, port: port).raw)
     }
 
     public func send(_ bytes: [UInt8], to address: sockaddr_in) throws(SystemError) {
         var to = address
-        _ = try Sys.valueOrErrno("sendto UDP \(Self.dotted(address)):\(UInt16(bigEndian: address.sin_port))") {
+        _ = try Sys.valueOrErrno("sendto UDP \(IPv4SocketAddress(address).description)") {
             withUnsafePointer(to: &to) { p in
                 p.withMemoryRebound(to: sockaddr.self, capacity: 1) { s in
                     bytes.withUnsafeBytes { b in
@@ -126,17 +116,8 @@ public final class UDPSocket: Sendable {  // the descriptor is immutable; reads 
         }
     }
 
-    static func address(_ dotted: String) throws(SystemError) -> in_addr {
-        var a = in_addr()
-        guard inet_pton(AF_INET, dotted, &a) == 1 else { throw SystemError(call: "inet_pton \(dotted)", errno: EINVAL) }
-        return a
-    }
+    static func address(_ dotted: String) throws(SystemError) -> in_addr { try IPv4SocketAddress(dotted, port: 0).raw.sin_addr }
 
-    /// "a.b.c.d" of an address.
-    public static func dotted(_ a: sockaddr_in) -> String {
-        let v = UInt32(bigEndian: a.sin_addr.s_addr)
-        return "\(v >> 24).\((v >> 16) & 0xff).\((v >> 8) & 0xff).\(v & 0xff)"
-    }
 }
 
 extension Sys {

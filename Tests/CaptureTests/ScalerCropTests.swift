@@ -27,13 +27,13 @@ import Testing
     }
 
     @Test func theWholePictureIsTheLargestOfTheStreamsAspect() throws {
-        #expect(geometry.whole == [0, 0, 4608, 2592])
+        #expect(geometry.whole == SensorRectangle(x: 0, y: 0, width: 4608, height: 2592))
         // 4:3 from a 16:9 array: the full height, centred.
-        #expect(ScalerCrop(maximum: [0, 0, 4608, 2592], width: 640, height: 480)?.whole == [576, 0, 3456, 2592])
+        #expect(ScalerCrop(maximum: [0, 0, 4608, 2592], width: 640, height: 480)?.whole == SensorRectangle(x: 576, y: 0, width: 3456, height: 2592))
         #expect(ScalerCrop(maximum: nil, width: 640, height: 480) == nil, "no ScalerCrop: the frame is cropped")
         // 2× about a point near the right edge: the crop stops at the edge, on even pixels.
         let r = geometry.rectangle(for: FrameTransform(zoom: 2, center: Point(x: 0.9, y: 0.5)))
-        #expect(r == [2304, 648, 2304, 1296])
+        #expect(r == SensorRectangle(x: 2304, y: 648, width: 2304, height: 1296))
         #expect(geometry.region(of: r) == CropRegion(x: 0.5, y: 0.25, width: 0.5, height: 0.5))
 
         #expect(LibcameraControlMapping(FakeLibcameraPipeline.cameraModule3).capabilities.zoom.sensorCrop)
@@ -73,7 +73,7 @@ import Testing
             // The first frame comes before the camera has applied a crop: the one it was queued with.
             let reading = camera.get("ScalerCrop")
             #expect(k == 0 || reading?.fromMetadata == true, "frame \(k): the frame's metadata names its crop")
-            let region = try #require(crops.region(0, reported: reading?.fromMetadata == true ? reading?.values : nil))
+            let region = try #require(crops.region(0, reported: reading?.fromMetadata == true ? SensorRectangle(reading?.values) : nil))
             let t = session(k), rest = t.remaining(after: region), w = t.region
             let e = FrameTransform.cropTolerance * w.width
             if region.x <= w.x + e && region.y <= w.y + e && region.x + region.width + e >= w.x + w.width

@@ -6,6 +6,7 @@
 
 import Foundation
 import Glibc
+import SystemSupport
 
 public final class Broker: @unchecked Sendable {  // one test drives it; Process is not Sendable
     public let directory: String
@@ -95,23 +96,14 @@ public final class Broker: @unchecked Sendable {  // one test drives it; Process
     static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_port = in_port_t(UInt16(port).bigEndian)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+        return (try? IPv4SocketAddress.loopback(port: UInt16(port)).connect(fd)) != nil
     }
 
     public static func freePort() -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
-        return Int(UInt16(bigEndian: a.sin_port))
+        try? IPv4SocketAddress.loopback(port: 0).bind(fd)
+        return Int((try? IPv4SocketAddress.local(of: fd))?.port ?? 0)
     }
 
     static func userName() -> String {

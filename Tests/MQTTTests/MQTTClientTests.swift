@@ -91,23 +91,15 @@ import Testing
         let hole = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var one: Int32 = 1
         setsockopt(hole, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_port = in_port_t(UInt16(port).bigEndian)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound: Int32 = withUnsafePointer(to: &a) { (p: UnsafePointer<sockaddr_in>) -> Int32 in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { (s: UnsafePointer<sockaddr>) -> Int32 in
-                bind(hole, s, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(bound == 0)
+        let address = IPv4SocketAddress.loopback(port: UInt16(port))
+        try address.bind(hole)
         try #require(listen(hole, 0) == 0)
         // Fill the accept queue (never accepted): later connections hang, unanswered. A keep-alive
         // of a minute: libmosquitto's own keep-alive check would end the wait after 1.5 × that.
         var fillers: [Int32] = []
         for _ in 0..<3 {
             let f = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(f, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            try? address.connect(f)  // EINPROGRESS: queued, never accepted
             fillers.append(f)
         }
         var logger = Logger(label: "mqtt-test")

@@ -142,16 +142,14 @@ import TimeTestSupport
 
     /// A TCP socket bound to a free loopback port without listening: a connection to it is refused.
     static func boundPort() throws -> (Int32, Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        let fd = try Sys.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0, "TCP")
+        do {
+            try IPv4SocketAddress.loopback(port: 0).bind(fd)
+            return (fd, Int(try IPv4SocketAddress.local(of: fd).port))
+        } catch {
+            close(fd)
+            throw error
         }
-        guard fd >= 0, bound else { throw SystemError(call: "bind", errno: errno) }
-        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
     @Test func whatIsNotAnHTTPURLWithAHostIsRefusedAndNothingIsMade() async throws {

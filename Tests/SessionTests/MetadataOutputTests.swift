@@ -104,5 +104,10 @@ import Testing
         #expect(at(FrameTransform(rotation: 270)) == (0.4, 0.75))
         #expect(at(FrameTransform(rotation: 90, mirrored: true)) == (0.4, 0.25))
         #expect(at(FrameTransform(zoom: 2)) == (0, 0.3))
+        // An off-centre zoom: the crop [0.1, 0.6] × [0.3, 0.8] about (0.35, 0.55).
+        #expect(at(FrameTransform(zoom: 2, center: Point(x: 0.35, y: 0.55))) == (0.3, 0.2))
+        // A centre past the edge: the crop stops there ([0.5, 1] × [0, 0.5]); the point is left of it.
+        #expect(at(FrameTransform(zoom: 2, center: Point(x: 0.9, y: 0.1))) == (-0.5, 0.8))
+        #expect(at(FrameTransform(zoom: 2, rotation: 90, center: Point(x: 0.35, y: 0.55))) == (0.8, 0.3))
     }
 }

@@ -290,7 +290,7 @@ import Testing
         defer { unlink(path) }
         try Data("{}".utf8).write(to: URL(fileURLWithPath: path))
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: packageRoot + "/.build/debug/viewfinder")
+        p.executableURL = URL(fileURLWithPath: ProcessTests.binary)
         p.arguments = ["user", "add", "ann", "--role", "operator", "--config", path]
         let input = Pipe()
         p.standardInput = input
@@ -303,7 +303,7 @@ import Testing
         #expect(!p.isRunning && p.terminationStatus == 0)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(!text.contains("tr0ub4dor") && text.contains("$y$"), "hashes only")
-        let token = await run(packageRoot + "/.build/debug/viewfinder", ["token", "add", "ha", "--role", "viewer", "--config", path]).out
+        let token = await run(ProcessTests.binary, ["token", "add", "ha", "--role", "viewer", "--config", path]).out
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let after = try String(contentsOfFile: path, encoding: .utf8)
         #expect(token.hasPrefix("vf_") && !after.contains(token), "the token is shown once, only its hash kept")
@@ -341,7 +341,7 @@ import Testing
         sys.exit(0 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and b"Password for tty: " in out
                  and b"typed-s3cret" not in out else 1)
         """
-        let r = await run("/usr/bin/python3", ["-c", script, packageRoot + "/.build/debug/viewfinder", path])
+        let r = await run("/usr/bin/python3", ["-c", script, ProcessTests.binary, path])
         #expect(r.status == 0, "terminal output: \(r.out)")
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains("\"tty\"") && !text.contains("typed-s3cret"), "hashes only")

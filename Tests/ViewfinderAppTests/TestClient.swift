@@ -182,22 +182,12 @@ func eventually(timeout: Double = TestTime.patience, _ condition: () async throw
 func loopbackSocket(port: Int, from source: String? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestError("socket: errno \(errno)") }
-    if let source {
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = inet_addr(source)
-        let rc = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { close(fd); throw TestError("bind \(source): errno \(errno)") }
+    do {
+        if let source { try IPv4SocketAddress(source, port: 0).bind(fd) }
+        try IPv4SocketAddress.loopback(port: UInt16(port)).connect(fd)
+    } catch {
+        close(fd)
+        throw error
     }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = in_port_t(UInt16(port).bigEndian)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard rc == 0 else { close(fd); throw TestError("connect: errno \(errno)") }
     return fd
 }

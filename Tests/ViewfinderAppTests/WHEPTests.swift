@@ -11,6 +11,7 @@
 import CaptureTestSupport
 import Foundation
 import Glibc
+import SystemSupport
 import Testing
 @testable import ViewfinderApp
 
@@ -271,11 +272,7 @@ import Testing
         func free(_ port: Int, _ type: Int32) -> Bool {
             let fd = socket(AF_INET, type, 0)
             defer { close(fd) }
-            var a = sockaddr_in()
-            a.sin_family = sa_family_t(AF_INET)
-            a.sin_port = in_port_t(UInt16(port).bigEndian)
-            a.sin_addr.s_addr = inet_addr("127.0.0.1")
-            return withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } } == 0
+            return (try? IPv4SocketAddress.loopback(port: UInt16(port)).bind(fd)) != nil
         }
         for _ in 0..<100 {
             let p = Int.random(in: 42_000...58_000)

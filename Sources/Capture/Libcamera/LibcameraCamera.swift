@@ -242,7 +242,8 @@ enum LibcameraStream {
                 }
                 // The lease holds the handle: a buffer still read after a stop keeps the mapping.
                 let lease = lent.lend(Int(done.index), holding: camera) { lc_camera_wake(camera.pointer) }
-                let reported = done.has_crop != 0 ? [done.crop.0, done.crop.1, done.crop.2, done.crop.3] : nil
+                let reported = done.has_crop != 0 && done.crop.2 > 0 && done.crop.3 > 0
+                    ? SensorRectangle(x: done.crop.0, y: done.crop.1, width: done.crop.2, height: done.crop.3) : nil
                 handler(RawFrame(format: format, bytes: UnsafeRawBufferPointer(start: data, count: bytes), stride: stride,
                                  sequence: UInt64(done.sequence), timestamp: wallClock(done.timestamp_ns), lease: lease,
                                  crop: crops?.region(Int(done.index), reported: reported)))

@@ -91,7 +91,7 @@ final class DiscoveryService: Sendable {
         }
         let m = next()
         do { try socket.send(WSDiscovery.probeMatches(probe, answering, messageID: m.id, instance: instance, message: m.number), to: d.from) } catch {
-            logger.warning("onvif discovery: the ProbeMatch to \(UDPSocket.dotted(d.from)) failed: \(error)")
+            logger.warning("onvif discovery: the ProbeMatch to \(IPv4SocketAddress(d.from).host) failed: \(error)")
         }
     }
 
