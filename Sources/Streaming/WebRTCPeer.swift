@@ -15,12 +15,17 @@ public struct ICEConfiguration: Sendable, Equatable {
     public var addresses: [String]
     /// The local ports a peer's ICE may take (webrtc.udpPorts); nil: any.
     public var ports: ClosedRange<Int>?
+    /// Addresses a router forwards those ports from (webrtc.publicAddresses, numeric): the
+    /// answer offers them as host candidates too (PublicCandidates).
+    public var publicAddresses: [String]
 
-    public init(stunServer: String? = nil, turnServers: [String] = [], addresses: [String] = [], ports: ClosedRange<Int>? = nil) {
+    public init(stunServer: String? = nil, turnServers: [String] = [], addresses: [String] = [], ports: ClosedRange<Int>? = nil,
+                publicAddresses: [String] = []) {
         self.stunServer = stunServer
         self.turnServers = turnServers
         self.addresses = addresses
         self.ports = ports
+        self.publicAddresses = publicAddresses
     }
 }
 
@@ -72,7 +77,7 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         self.raw = raw
         codec = vfg_peer_codec(raw) == 1 ? .vp8 : .h264
         acceptsMain = vfg_peer_accepts_main(raw) == 1
-        self.answer = String(cString: answer)
+        self.answer = PublicCandidates.adding(ice.publicAddresses, to: String(cString: answer))
         vfg_free(answer)
         self.feed = H264Feed(feed)
         sound = audio.map(AudioFeed.init)

@@ -47,7 +47,7 @@ public final class WebRTCTalker: @unchecked Sendable {  // `raw` is closed once,
         }
         self.raw = raw
         self.box = box
-        self.answer = String(cString: answer)
+        self.answer = PublicCandidates.adding(ice.publicAddresses, to: String(cString: answer))
         vfg_free(answer)
         try GStreamer.checkPorts(self.answer, ice)  // deinit closes the talker
     }

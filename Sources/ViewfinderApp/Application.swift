@@ -155,7 +155,7 @@ public final class Application: Sendable {
         if configuration.auth.mode == .none && !configuration.server.host.hasPrefix("127.") {
             logger.warning("auth is \"none\": anyone who can reach \(configuration.server.host):\(configuration.server.port) can watch and steer the cameras")
         }
-        let ice = ICEServers(configuration)
+        let ice = ICEServers(configuration, logger: logger)
         self.ice = ice
         whep = WHEPService(ice: { ice.forServer() }, logger: logger)
         talk = TalkService(speakers: CameraFactory.speakers(devices, configuration), ice: { ice.forServer() }, logger: logger)

@@ -4,6 +4,7 @@
 // scheme, checked against Python's hmac), never the secret or a long-lived password.
 
 import Foundation
+import SystemSupport
 import Testing
 @testable import ViewfinderApp
 
@@ -21,7 +22,7 @@ import Testing
         #expect(c.onvif.enabled && !c.onvif.discovery)
         let ice = ICEServers(c).forServer()
         #expect(ice.stunServer == "stun://stun.example.net:3478")
-        #expect(ice.turnServers == ["turn://u%40x:p%3Aw@turn.example.net:3478"])
+        #expect(ice.turnServers == ["turn://u%40x:p%3Aw@turn.example.net:3478?transport=udp"])
         #expect(ice.addresses == ["127.0.0.1"], "host candidates where HTTP listens")
         #expect(try Configuration.parse(Array(c.jsonText.utf8)) == c, "check-config prints what parses back")
     }
@@ -47,11 +48,40 @@ import Testing
             (#"{"webrtc": {"udpPorts": [50010, 50000]}}"#, "webrtc.udpPorts: [first, last]"),
             (#"{"webrtc": {"udpPorts": [80, 90]}}"#, "webrtc.udpPorts: [first, last]"),
             (#"{"webrtc": {"udpPorts": "50000-50010"}}"#, "webrtc.udpPorts: [first, last]"),
+            (#"{"webrtc": {"publicAddresses": "203.0.113.7"}}"#, "webrtc.publicAddresses: expected a list"),
+            (#"{"webrtc": {"publicAddresses": ["203.0.113.7", "cam example"]}}"#, "webrtc.publicAddresses[1]: expected an IPv4 or IPv6 address or a DNS name"),
+            (#"{"webrtc": {"publicAddresses": ["a\r\na=candidate:x"]}}"#, "webrtc.publicAddresses[0]"),
+            (#"{"webrtc": {"publicAddresses": [7]}}"#, "webrtc.publicAddresses[0]"),
+            (#"{"webrtc": {"publicAddresses": ["-cam.example.org"]}}"#, "webrtc.publicAddresses[0]"),
+            (#"{"webrtc": {"publicAddresses": ["1","2","3","4","5","6","7","8","9"]}}"#, "at most 8"),
         ] {
             #expect { try parse(text) } throws: { "\($0)".contains(message) }
         }
         // RTSP switched off: its port may be anything.
         #expect(try parse(#"{"rtsp": {"enabled": false, "port": 8080}}"#).rtsp.enabled == false)
+    }
+
+    /// webrtc.publicAddresses: addresses as they are, names resolved as each peer is made (a
+    /// name that does not resolve now is left out, the rest kept), each address once.
+    @Test func publicAddressesAreResolvedForEachPeer() throws {
+        let c = try parse(#"{"webrtc": {"publicAddresses": ["203.0.113.7", "cam.example.org", "gone.example.org", "2001:db8::7"]}}"#)
+        #expect(c.webrtc.publicAddresses.count == 4)
+        #expect(try Configuration.parse(Array(c.jsonText.utf8)) == c, "check-config prints what parses back")
+        let asked = Locked<[String]>([])
+        let ice = ICEServers(c, resolve: { name throws(NameResolutionError) in
+            asked.withLock { $0.append(name) }
+            switch name {
+            case "cam.example.org": return ["198.51.100.4", "203.0.113.7"]
+            case "gone.example.org": throw NameResolutionError(name: name, code: EAI_NONAME, message: "Name or service not known")
+            default: return [name]
+            }
+        })
+        #expect(ice.forServer().publicAddresses == ["203.0.113.7", "198.51.100.4", "2001:db8::7"])
+        #expect(ice.forServer().publicAddresses.count == 3 && asked.withLock { $0.count } == 8, "resolved again for each peer")
+        // The real resolver: a numeric address is itself, with no lookup.
+        #expect(try Sys.addresses(of: "203.0.113.7") == ["203.0.113.7"])
+        #expect(try Sys.addresses(of: "2001:db8::7") == ["2001:db8::7"])
+        #expect(try Sys.addresses(of: "localhost").contains("127.0.0.1"), "from /etc/hosts: no query leaves the machine")
     }
 
     @Test func aViewerGetsAMintedTURNCredentialAndNeverASecret() throws {
@@ -80,7 +110,7 @@ import Testing
         // The server's own peer: the long-lived one, and a credential of its own from the secret.
         let own = ice.forServer()
         #expect(own.turnServers == ["turn://cam:long%2Dlived@own.lan:3478",
-                                    "turn://1700086400%3Aviewfinder:J0MeqVbvk7AyhDnAEn2%2FlEyCqCE%3D@turn.lan:3478",
+                                    "turn://1700086400%3Aviewfinder:J0MeqVbvk7AyhDnAEn2%2FlEyCqCE%3D@turn.lan:3478?transport=udp",
                                     "turns://1700086400%3Aviewfinder:J0MeqVbvk7AyhDnAEn2%2FlEyCqCE%3D@turn.lan:5349"])
     }
 

@@ -312,6 +312,25 @@ import Testing
         }
     }
 
+    /// webrtc.publicAddresses: beside each host candidate the peer gathered, the router's address
+    /// on the same port and transport (UDP, and passive ICE-TCP: libnice takes its TCP port from
+    /// the range too), ranked below it; an IPv6 one only beside IPv6 candidates.
+    @Test func theAnswerOffersThePublicAddressesOnThePeersPorts() async throws {
+        let ports = try Self.freePortPair()
+        try await withServer({ $0.webrtc.udpPorts = ports; $0.webrtc.publicAddresses = ["192.0.2.10", "2001:db8::7"] }) { _, port in
+            _ = try await fetch(port, "POST", "/api/session/start")
+            let c = try await Self.post(port, "/api/whep", Self.offer)
+            #expect(c.status == 201, "\(c.text)")
+            // a=candidate:<foundation> <component> <transport> <priority> <address> <port> typ <type> …
+            let candidates = c.text.split(separator: "\r\n").filter { $0.hasPrefix("a=candidate:") }.map { $0.split(separator: " ").map(String.init) }
+            let local = candidates.filter { $0[4] == "127.0.0.1" && $0[7] == "host" && !$0.contains("active") }, outside = candidates.filter { $0[4] == "192.0.2.10" }
+            #expect(!local.isEmpty && local.allSatisfy { ports.contains(Int($0[5]) ?? 0) }, "\(candidates)")
+            #expect(Set(outside.map { "\($0[1]) \($0[2]) \($0[5])" }) == Set(local.map { "\($0[1]) \($0[2]) \($0[5])" }), "\(candidates)")
+            #expect(outside.allSatisfy { o in o[7] == "host" && local.contains { $0[5] == o[5] && UInt32($0[3])! > UInt32(o[3])! } })
+            #expect(!c.text.contains("2001:db8::7"), "no IPv6 host candidate to stand beside")
+        }
+    }
+
     @Test func liveMaxClientsCountsEveryKindOfLiveClient() async throws {
         try await withServer({ $0.live.maxClients = 2 }) { app, port in
             app.whep.connectTimeout.withLock { $0 = 600 }

@@ -61,6 +61,10 @@ extension Configuration {
         /// The local ports a peer's ICE takes, UDP and passive ICE-TCP (a firewall's or a port
         /// forward's range): one a peer; nil: any the system gives.
         public var udpPorts: ClosedRange<Int>?
+        /// Addresses or DNS names a router forwards `udpPorts` from: offered as host candidates
+        /// on those ports (go2rtc's `candidates:`), for viewers beyond the router.
+        public var publicAddresses: [String] = []
+        public static let maxPublicAddresses = 8
     }
 
     /// coturn's `use-auth-secret` (the TURN REST scheme): a username "expiry:name" and its
@@ -143,6 +147,7 @@ extension Configuration {
                 }
                 c.webrtc.udpPorts = Int(f)...Int(l)
             }
+            if let list = s.value("publicAddresses") { c.webrtc.publicAddresses = try publicAddresses(list) }
             try s.finish()
         }
     }
@@ -169,6 +174,32 @@ extension Configuration {
             throw JSONFieldError(path: path, problem: "a TURN server needs \"username\" and \"credential\" (or use webrtc.turn with a shared secret)")
         }
         return server
+    }
+
+    /// Each an IPv4 or IPv6 address or a DNS name (resolved as each peer is made).
+    private static func publicAddresses(_ list: JSONValue) throws(JSONFieldError) -> [String] {
+        let path = "webrtc.publicAddresses"
+        guard case .array(let items) = list, items.count <= WebRTCSettings.maxPublicAddresses else {
+            throw JSONFieldError(path: path, problem: "expected a list of at most \(WebRTCSettings.maxPublicAddresses) addresses or DNS names")
+        }
+        return try items.enumerated().map { i, item throws(JSONFieldError) in
+            guard case .string(let a) = item, Self.isAddressOrName(a) else {
+                throw JSONFieldError(path: "\(path)[\(i)]", problem: "expected an IPv4 or IPv6 address or a DNS name (\"203.0.113.7\", \"cam.example.org\")")
+            }
+            return a
+        }
+    }
+
+    /// An address inet_pton reads, or a name of RFC 1123's letters, digits, hyphens and dots
+    /// (labels of 1…63, 253 in all): nothing else goes into an SDP line.
+    static func isAddressOrName(_ s: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, s, &v4) == 1 || inet_pton(AF_INET6, s, &v6) == 1 { return true }
+        let labels = s.split(separator: ".", omittingEmptySubsequences: false)
+        return s.utf8.count <= 253 && labels.allSatisfy { l in
+            (1...63).contains(l.utf8.count) && l.first != "-" && l.last != "-"
+                && l.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x2D }
+        }
     }
 
     private static func turnServer(_ item: JSONValue, path: String) throws(JSONFieldError) -> TURNServer {
@@ -219,6 +250,7 @@ extension Configuration {
             ", \"turn\": {\"urls\": [" + t.urls.map { str($0) }.joined(separator: ", ") + "], \"secret\": \(str(t.secret)), \"ttl\": \(t.ttl)}"
         } ?? ""
         let ports: String = webrtc.udpPorts.map { ", \"udpPorts\": [\($0.lowerBound), \($0.upperBound)]" } ?? ""
+            + (webrtc.publicAddresses.isEmpty ? "" : ", \"publicAddresses\": [" + webrtc.publicAddresses.map { str($0) }.joined(separator: ", ") + "]")
         let sub = "{\"width\": \(number(live.sub.width)), \"height\": \(number(live.sub.height)), "
             + "\"fps\": \(live.sub.fps), \"bitrate\": \(live.sub.bitrate)}"
         let encoders: String = live.encoders.map { str($0.rawValue) }.joined(separator: ", ")

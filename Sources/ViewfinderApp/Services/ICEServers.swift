@@ -7,9 +7,13 @@
 // HMAC-SHA1 under the secret — so what a viewer is handed lapses after `ttl` and the secret never
 // leaves the server. A TURN server with a long-lived password in `webrtc.iceServers` is the
 // server's own: a viewer is handed its STUN servers only, never that password.
+//
+// webrtc.publicAddresses (a router's address that forwards webrtc.udpPorts here) are resolved
+// as each peer is made, on its own thread: a dynamic-DNS name is followed as it moves.
 
 import Auth
 import Foundation
+import Logging
 import Streaming
 import SystemSupport
 
@@ -19,11 +23,19 @@ struct ICEServers: Sendable {
     let host: String
     /// Wall-clock seconds: a credential's expiry is TURN's Unix time.
     let now: @Sendable () -> Double
+    /// A name's numeric addresses (getaddrinfo).
+    typealias Resolver = @Sendable (String) throws(NameResolutionError) -> [String]
+    let resolve: Resolver
+    let logger: Logger
 
-    init(_ c: Configuration, now: @escaping @Sendable () -> Double = { Clock.now() }) {
+    init(_ c: Configuration, now: @escaping @Sendable () -> Double = { Clock.now() },
+         resolve: @escaping Resolver = { name throws(NameResolutionError) in try Sys.addresses(of: name) },
+         logger: Logger = Logger(label: "viewfinder.webrtc")) {
         webrtc = c.webrtc
         host = c.server.host
         self.now = now
+        self.resolve = resolve
+        self.logger = logger
     }
 
     /// A credential for `name` from `turn`'s secret, valid until now + its ttl.
@@ -32,15 +44,19 @@ struct ICEServers: Sendable {
         return (username, Data(Hashes.hmacSHA1(key: turn.secret, username)).base64EncodedString())
     }
 
-    /// For the server's own peer: webrtcbin's STUN and TURN URLs, the addresses to gather on
-    /// and the ports to take.
+    /// For the server's own peer: webrtcbin's STUN and TURN URLs, the addresses to gather on,
+    /// the ports to take and the public addresses to offer. Blocks while a public address's
+    /// name is resolved: call it off the request threads (where the peer is made).
     func forServer() -> ICEConfiguration {
         func gstURL(_ url: String, username: String?, credential: String?) -> String {
             let parts = url.split(separator: ":", maxSplits: 1).map(String.init)
-            let hostPort = parts.count > 1 ? String(parts[1].split(separator: "?").first ?? "") : ""
+            let rest = parts.count > 1 ? parts[1].split(separator: "?", maxSplits: 1).map(String.init) : [""]
+            let hostPort = rest[0]
             guard parts[0] != "stun" else { return "stun://" + hostPort }
+            // TURN over TCP is libnice's where the URL says so (webrtcbin reads "?transport=").
+            let query = rest.count > 1 && rest[1].hasPrefix("transport=") ? "?" + rest[1] : ""
             let enc = { (x: String) in x.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? x }
-            return "\(parts[0])://\(enc(username ?? "")):\(enc(credential ?? ""))@\(hostPort)"
+            return "\(parts[0])://\(enc(username ?? "")):\(enc(credential ?? ""))@\(hostPort)\(query)"
         }
         var all = webrtc.iceServers.flatMap { s in s.urls.map { gstURL($0, username: s.username, credential: s.credential) } }
         if let turn = webrtc.turn {
@@ -48,7 +64,21 @@ struct ICEServers: Sendable {
             all += turn.urls.map { gstURL($0, username: minted.username, credential: minted.credential) }
         }
         return ICEConfiguration(stunServer: all.first { $0.hasPrefix("stun://") }, turnServers: all.filter { !$0.hasPrefix("stun://") },
-                                addresses: host == "0.0.0.0" ? [] : [host], ports: webrtc.udpPorts)
+                                addresses: host == "0.0.0.0" ? [] : [host], ports: webrtc.udpPorts, publicAddresses: publicAddresses())
+    }
+
+    /// webrtc.publicAddresses, numeric, each once; a name that does not resolve now is left out
+    /// (and said): the answer goes with the rest.
+    func publicAddresses() -> [String] {
+        var out: [String] = []
+        for entry in webrtc.publicAddresses {
+            do throws(NameResolutionError) {
+                for a in try resolve(entry) where !out.contains(a) { out.append(a) }
+            } catch {
+                logger.warning("webrtc.publicAddresses: \(error); the answer goes without '\(entry)'")
+            }
+        }
+        return out
     }
 
     /// What a viewer `name` is handed: each STUN server of `webrtc.iceServers` (no credentials)

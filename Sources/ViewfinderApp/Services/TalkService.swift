@@ -123,11 +123,11 @@ final class TalkService: Sendable {
     func open(offer: String, camera: String) async throws(TalkRefusal) -> (id: String, answer: String) {
         let claim: SpeakerClaim
         do throws(SpeakerRefusal) { claim = try self.claim(camera) } catch { throw .speaker(error) }
-        let ice = self.ice()
+        let ice = self.ice  // called on the talker's thread: it may resolve a public address's name
         let made = await onOwnThread("talk-answer") { () -> Result<WebRTCTalker, StreamingError> in
             Result { () throws(StreamingError) in
                 // The pipeline's thread: the voice as it comes (48 kHz mono, as opened).
-                try WebRTCTalker(offer: offer, ice: ice) { samples, _, _ in claim.play(samples) }
+                try WebRTCTalker(offer: offer, ice: ice()) { samples, _, _ in claim.play(samples) }
             }
         }
         let talker: WebRTCTalker

@@ -78,14 +78,14 @@ final class WHEPService: Sendable {
     /// id and the SDP answer. The peer's pipeline is built and ICE gathered on a thread of its
     /// own, not the caller's.
     func open(offer: String, source: SessionFeed, stream: LiveStreamName? = nil, adaptive: Bool = true) async throws(StreamingError) -> (id: String, answer: String) {
-        let ice = self.ice()
+        let ice = self.ice  // called on the peer's thread: it may resolve a public address's name
         // A camera with a microphone answers with a sound track even while the microphone is
         // not running yet (it is joined when it runs): mono unless it runs in stereo now (an
         // Opus decoder takes either in the same stream).
         let session = source.session
         let channels = session.hasMicrophone ? session.soundTrack(.opus)?.channels ?? 1 : nil
         let peer = try await onOwnThread("whep-answer") { () -> Result<WebRTCPeer, StreamingError> in
-            Result { () throws(StreamingError) in try WebRTCPeer(offer: offer, ice: ice, opusChannels: channels) }
+            Result { () throws(StreamingError) in try WebRTCPeer(offer: offer, ice: ice(), opusChannels: channels) }
         }.get()
         // An adaptive viewer starts where its adapter does (the sub stream), and moves up. A
         // viewer without H.264 takes the VP8 rendition of the main stream, the one there is.
