@@ -494,6 +494,21 @@ int vfg_peer_state(vfg_peer *p) {
 // webrtcbin's stats: one structure per stat, keyed by its id. The picture's are the
 // outbound-rtp of its SSRC (what was sent) and the remote-inbound-rtp of the same SSRC (what
 // the viewer's receiver reports say).
+static void copy_field(const GstStructure *s, const char *name, char *to, size_t size) {
+    const gchar *v = gst_structure_get_string(s, name);
+    if (v) g_strlcpy(to, v, size);
+}
+
+/// The selected pair's ends: webrtcbin's stats have a local-candidate and a remote-candidate
+/// entry for the pair its ICE agent selected, none before.
+static void read_candidate(const GstStructure *s, vfg_candidate *c) {
+    copy_field(s, "candidate-type", c->type, sizeof c->type);
+    copy_field(s, "protocol", c->protocol, sizeof c->protocol);
+    copy_field(s, "relay-protocol", c->relay_protocol, sizeof c->relay_protocol);
+    copy_field(s, "address", c->address, sizeof c->address);
+    gst_structure_get_uint(s, "port", &c->port);
+}
+
 static gboolean read_link(GQuark field, const GValue *value, gpointer data) {
     (void)field;
     vfg_link *out = ((void **)data)[0];
@@ -502,8 +517,10 @@ static gboolean read_link(GQuark field, const GValue *value, gpointer data) {
     const GstStructure *s = gst_value_get_structure(value);
     GstWebRTCStatsType type = 0;
     guint ssrc = 0;
-    if (!gst_structure_get(s, "type", GST_TYPE_WEBRTC_STATS_TYPE, &type, NULL) || !gst_structure_get_uint(s, "ssrc", &ssrc) ||
-        ssrc != want) return TRUE;
+    if (!gst_structure_get(s, "type", GST_TYPE_WEBRTC_STATS_TYPE, &type, NULL)) return TRUE;
+    if (type == GST_WEBRTC_STATS_LOCAL_CANDIDATE) read_candidate(s, &out->pair.local);
+    if (type == GST_WEBRTC_STATS_REMOTE_CANDIDATE) read_candidate(s, &out->pair.remote);
+    if (!gst_structure_get_uint(s, "ssrc", &ssrc) || ssrc != want) return TRUE;
     if (type == GST_WEBRTC_STATS_OUTBOUND_RTP) {
         guint64 n = 0;
         if (gst_structure_get_uint64(s, "bytes-sent", &n)) out->bytes_sent = n;

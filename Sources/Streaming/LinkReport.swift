@@ -16,9 +16,41 @@ public struct LinkReport: Sendable, Equatable {
     /// The picture's RTP bytes and packets sent since the start.
     public var bytesSent: UInt64
     public var packetsSent: UInt64
+    /// The ICE pair selected, nil before one is.
+    public var pair: Pair?
+
+    /// One end of the selected pair.
+    public struct End: Sendable, Equatable {
+        /// "host", "srflx", "prflx" or "relay".
+        public var type: String
+        /// "udp" or "tcp".
+        public var `protocol`: String
+        /// A relayed end's way to its TURN server; nil for the others.
+        public var relayProtocol: String?
+        public var address: String
+        public var port: Int
+
+        public init(type: String, protocol: String, relayProtocol: String?, address: String, port: Int) {
+            self.type = type
+            self.protocol = `protocol`
+            self.relayProtocol = relayProtocol
+            self.address = address
+            self.port = port
+        }
+    }
+
+    public struct Pair: Sendable, Equatable {
+        public var local: End
+        public var remote: End
+
+        public init(local: End, remote: End) {
+            self.local = local
+            self.remote = remote
+        }
+    }
 
     public init(reported: Bool, fractionLost: Double, roundTrip: Double, jitter: Double, packetsLost: Int64,
-                bytesSent: UInt64, packetsSent: UInt64) {
+                bytesSent: UInt64, packetsSent: UInt64, pair: Pair? = nil) {
         self.reported = reported
         self.fractionLost = fractionLost
         self.roundTrip = roundTrip
@@ -26,5 +58,6 @@ public struct LinkReport: Sendable, Equatable {
         self.packetsLost = packetsLost
         self.bytesSent = bytesSent
         self.packetsSent = packetsSent
+        self.pair = pair
     }
 }

@@ -34,6 +34,9 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
     private let closed = Locked(false)
     /// The SDP answer.
     public let answer: String
+    /// The candidates ("address port") of each side's description: to tell the selected pair's
+    /// ends apart (SelectedPair.swift).
+    private let ends: SelectedPair.Ends
     /// Where the peer's access units go.
     public let feed: H264Feed
     /// What its picture is sent as.
@@ -78,6 +81,7 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         codec = vfg_peer_codec(raw) == 1 ? .vp8 : .h264
         acceptsMain = vfg_peer_accepts_main(raw) == 1
         self.answer = PublicCandidates.adding(ice.publicAddresses, to: String(cString: answer))
+        ends = SelectedPair.Ends(answer: self.answer, offer: offer)
         vfg_free(answer)
         self.feed = H264Feed(feed)
         sound = audio.map(AudioFeed.init)
@@ -113,7 +117,8 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
             var l = vfg_link()
             guard vfg_peer_link(raw, &l) == 0 else { return nil }
             return LinkReport(reported: l.reported != 0, fractionLost: l.fraction_lost, roundTrip: l.round_trip, jitter: l.jitter,
-                              packetsLost: Int64(l.packets_lost), bytesSent: UInt64(l.bytes_sent), packetsSent: UInt64(l.packets_sent))
+                              packetsLost: Int64(l.packets_lost), bytesSent: UInt64(l.bytes_sent), packetsSent: UInt64(l.packets_sent),
+                              pair: SelectedPair.read(l.pair, ends))
         }
     }
 

@@ -22,11 +22,12 @@ The cases, each with a server configured as a user of that network would:
   symmetric-without-turn  the symmetric NATs with no TURN server: must NOT connect (the rig's
              NATs are what they say: no direct path through two of them).
 Each: connected, the first frame's time from the offer, the selected pair (from the viewer's
-ICE agent), frames decoded over SECONDS (default 10), and the TURN secret absent from every
-byte the viewer received (bodies and headers). Not here yet: an address change mid-stream
+ICE agent, and as the server's state reports it: `viewers[].path`), frames decoded over SECONDS
+(default 10), and the TURN secret absent from every byte the viewer received (bodies and headers). Not here yet: an address change mid-stream
 (ICE restart needs trickle's PATCH, not built).
 
 Needs root (namespaces, iptables). Run by `make test`: /usr/bin/python3 Tests/live/test_nat.py
+[CASE...]; NAT_DEBUG=1 prints the server's log lines naming each selected pair with its addresses.
 """
 import json
 import os
@@ -301,11 +302,25 @@ def watch(case, server):
         ("cli", f"http://{CAM_IP if case == 'one-nat' else RCAM_WAN}:{server.port}/")
     turn = {"symmetric": "udp", "udp-blocked": "tcp"}.get(case, "")
     within = 12 if case == "symmetric-without-turn" else FIRST_FRAME_WITHIN
-    p = ns(where, str(VENV / "bin/python3"), __file__, "--viewer", url, turn, str(SECONDS), str(within), SECRET, check=False)
-    line = next((l for l in p.stdout.splitlines() if l.startswith("{")), None)
+    p = subprocess.Popen(["ip", "netns", "exec", NS[where], str(VENV / "bin/python3"), __file__, "--viewer", url, turn,
+                          str(SECONDS), str(within), SECRET], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Meanwhile, the server's own view of the viewer: the live output's viewers, each second.
+    seen = []
+    while p.poll() is None:
+        state = ns("cam", "curl", "-sf", "--max-time", "5", f"http://127.0.0.1:{server.port}/api/session", check=False).stdout
+        try:
+            outputs = json.loads(state)["outputs"]
+        except (ValueError, KeyError):
+            outputs = []
+        seen += [v["path"] for o in outputs for v in o.get("viewers", []) if v.get("path")]
+        time.sleep(0.5)
+    out, err = p.communicate()
+    line = next((l for l in out.splitlines() if l.startswith("{")), None)
     if line is None:
-        return {"error": (p.stdout + p.stderr)[-3000:]}
-    return json.loads(line)
+        return {"error": (out + err)[-3000:]}
+    got = json.loads(line)
+    got["server_path"] = seen[-1] if seen else None
+    return got
 
 
 CASES = ["lan", "one-nat", "forwarded", "symmetric", "udp-blocked", "symmetric-without-turn"]
@@ -318,6 +333,11 @@ EXPECTED = {
     "symmetric": ("relay", None),
     "udp-blocked": ("relay", None),
 }
+
+
+# The viewer's end as the server's state reports it (ICEPath.remote): the neighbour's host
+# address; a NATed viewer's address as its checks came (peer-reflexive); a relayed one's relay.
+SERVER_SEES = {"lan": "host", "one-nat": "prflx", "forwarded": "prflx", "symmetric": "relay", "udp-blocked": "relay"}
 
 
 def check(case, got):
@@ -337,6 +357,9 @@ def check(case, got):
         problems.append(f"{case}: selected pair {pair}, expected local {local}, remote {remote}")
     if case == "udp-blocked" and "Tcp" not in pair.get("via", ""):
         problems.append(f"{case}: the relay was not reached over TCP: {pair}")
+    path = got.get("server_path") or {}
+    if path.get("remote") != SERVER_SEES[case] or not path.get("local") or path.get("protocol") != "udp":
+        problems.append(f"{case}: the server's state says the viewer's path is {path or None}, expected its end {SERVER_SEES[case]} over udp")
     if got.get("secret_seen"):
         problems.append(f"{case}: the TURN secret was in what the viewer received")
     return problems
@@ -363,6 +386,8 @@ def main():
             try:
                 nat(case, server.port)
                 got = watch(case, server)
+                if os.environ.get("NAT_DEBUG"):
+                    print("\n".join(l for l in server.log().splitlines() if ": by " in l))
                 problems = check(case, got)
                 if problems:
                     problems.append(f"{case}: the server's log:\n" + server.log()[-3000:])
@@ -371,7 +396,8 @@ def main():
                 failures += problems
                 rows.append((case, got))
                 print(f"{case}: connected {got.get('connected')}, first frame {got.get('first_frame')} s, "
-                      f"{got.get('frames')} frames in {SECONDS:.0f} s, pair {got.get('pair')}", flush=True)
+                      f"{got.get('frames')} frames in {SECONDS:.0f} s, pair {got.get('pair')}, the server's state: {got.get('server_path')}",
+                      flush=True)
             finally:
                 server.stop()
     finally:

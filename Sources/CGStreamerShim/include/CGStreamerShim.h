@@ -126,6 +126,24 @@ int vfg_peer_codec(vfg_peer *peer);
 /// 1 when its offer takes H.264's Main profile (Main or High offered), 0 when Constrained Baseline alone.
 int vfg_peer_accepts_main(vfg_peer *peer);
 
+/// One end of the ICE pair the peer selected, as webrtcbin's stats have it (its
+/// local-candidate and remote-candidate entries, there once a pair is selected).
+typedef struct {
+    /// "host", "srflx", "prflx" or "relay"; empty before a pair is selected.
+    char type[8];
+    /// "udp" or "tcp": how this end's packets go (a relayed candidate's own is UDP).
+    char protocol[4];
+    /// A relayed candidate's way to its TURN server ("udp", "tcp", "tls"; libnice may say
+    /// "none"); empty otherwise.
+    char relay_protocol[8];
+    char address[64];
+    unsigned port;
+} vfg_candidate;
+
+typedef struct {
+    vfg_candidate local, remote;
+} vfg_pair;
+
 /// The peer connection's state, as RTCPeerConnectionState: 0 new, 1 connecting,
 /// 2 connected, 3 disconnected, 4 failed, 5 closed; 4 also when the pipeline posted an error.
 int vfg_peer_state(vfg_peer *peer);
@@ -146,6 +164,8 @@ typedef struct {
     long long packets_lost;
     /// RTP bytes and packets of the picture sent since the start.
     unsigned long long bytes_sent, packets_sent;
+    /// The ICE pair selected (its ends' types empty before one is).
+    vfg_pair pair;
 } vfg_link;
 
 /// The picture's link as webrtcbin's stats say now (waits for webrtcbin's reply; 0, or -1

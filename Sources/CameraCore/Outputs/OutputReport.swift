@@ -42,13 +42,35 @@ public struct ViewerReport: Sendable, Equatable, Codable {
     /// The last receiver report's fraction lost (0…1) and round trip (ms).
     public var fractionLost: Double
     public var roundTripMs: Double
+    /// The way its packets take: the ICE pair selected (nil before one is).
+    public var path: ICEPath?
 
-    public init(id: String, adaptive: Bool, sendKbps: Double, fractionLost: Double, roundTripMs: Double) {
+    public init(id: String, adaptive: Bool, sendKbps: Double, fractionLost: Double, roundTripMs: Double, path: ICEPath? = nil) {
         self.id = id
         self.adaptive = adaptive
         self.sendKbps = sendKbps
         self.fractionLost = fractionLost
         self.roundTripMs = roundTripMs
+        self.path = path
+    }
+}
+
+/// A WebRTC viewer's selected ICE pair, by its ends' kinds: "why is this viewer relayed" has an
+/// answer. No addresses: the state is a viewer's to read, and another viewer's address is not.
+public struct ICEPath: Sendable, Equatable, Codable {
+    /// The server's end and the viewer's: "host", "srflx", "prflx" or "relay".
+    public var local: String
+    public var remote: String
+    /// "udp" or "tcp" (ICE-TCP) between them.
+    public var `protocol`: String
+    /// How the relay is reached where an end is relayed: "udp", "tcp" or "tls".
+    public var relayProtocol: String?
+
+    public init(local: String, remote: String, protocol: String, relayProtocol: String? = nil) {
+        self.local = local
+        self.remote = remote
+        self.protocol = `protocol`
+        self.relayProtocol = relayProtocol
     }
 }
 

@@ -24,6 +24,8 @@ final class WHEPService: Sendable {
         let adapter: Locked<StreamAdapter>
         /// False: the stream the viewer asked for, kept.
         let adaptive: Bool
+        /// The selected pair last logged.
+        private let path = Locked<LinkReport.Pair?>(nil)
 
         init(peer: WebRTCPeer, feeder: FeedPump, units: LiveUnitSubscription, sound: FeedPump?, adapter: StreamAdapter, adaptive: Bool) {
             self.peer = peer
@@ -32,6 +34,11 @@ final class WHEPService: Sendable {
             self.sound = sound
             self.adapter = Locked(adapter)
             self.adaptive = adaptive
+        }
+
+        /// Whether `pair` is new for this viewer (selected first, or another since: ICE moved).
+        func notePath(_ pair: LinkReport.Pair) -> Bool {
+            path.withLock { p in defer { p = pair }; return p != pair }
         }
 
         var state: WebRTCPeer.State { peer.state }
@@ -115,6 +122,14 @@ final class WHEPService: Sendable {
     @discardableResult
     func closeAll() async -> Bool { await viewers.closeAll() }
 
+    static func path(_ p: LinkReport.Pair) -> ICEPath {
+        ICEPath(local: p.local.type, remote: p.remote.type, protocol: p.local.protocol, relayProtocol: p.local.relayProtocol)
+    }
+
+    static func describe(_ e: LinkReport.End) -> String {
+        "\(e.type) \(e.protocol) \(e.address):\(e.port)" + (e.relayProtocol.map { " (relayed over \($0))" } ?? "")
+    }
+
     /// Each connected viewer's link, read from webrtcbin's stats (outside any lock: each read
     /// waits for webrtcbin), moves an adaptive viewer between the streams and is shown in the
     /// state.
@@ -124,7 +139,12 @@ final class WHEPService: Sendable {
             let (to, report) = viewer.adapter.withLock { a in
                 let to = a.update(link, now: now)
                 return (to, ViewerReport(id: id, adaptive: viewer.adaptive, sendKbps: (a.sendRate * 10).rounded() / 10,
-                                         fractionLost: a.fractionLost, roundTripMs: (link.roundTrip * 10_000).rounded() / 10))
+                                         fractionLost: a.fractionLost, roundTripMs: (link.roundTrip * 10_000).rounded() / 10,
+                                         path: link.pair.map(Self.path)))
+            }
+            if let pair = link.pair, viewer.notePath(pair) {
+                // The addresses are the log's (an operator's), not the state's (a viewer's to read).
+                logger.info("WHEP session \(id): by \(Self.describe(pair.local)) to \(Self.describe(pair.remote))")
             }
             viewer.units.report(report)
             logger.debug("WHEP session \(id) link (its report): reported \(link.reported), lost \(link.fractionLost), round trip \(link.roundTrip), packets lost \(link.packetsLost), sent \(link.packetsSent)")
