@@ -19,6 +19,9 @@ The cases, each with a server configured as a user of that network would:
   symmetric  both behind symmetric NATs (--random-fully), nothing forwarded but HTTP: TURN
              (webrtc.turn, credentials minted per viewer) carries it.
   udp-blocked  the viewer's router drops all UDP: TURN over TCP from the viewer's side.
+  ice-tcp    the viewer's router drops all UDP and there is no TURN: the page in Chromium
+             (aiortc has no ICE-TCP) reaches the camera's forwarded TCP port, ICE over TCP to
+             the passive candidate webrtc.publicAddresses names.
   symmetric-without-turn  the symmetric NATs with no TURN server: must NOT connect (the rig's
              NATs are what they say: no direct path through two of them).
 Each: connected, the first frame's time from the offer, the selected pair (from the viewer's
@@ -130,13 +133,13 @@ def nat(case, http_port):
         # The camera's HTTP, forwarded: WHEP's signalling.
         ns("rcam", "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-p", "tcp", "--dport", str(http_port),
            "-j", "DNAT", "--to-destination", CAM_IP)
-    if case == "forwarded":
+    if case in ("forwarded", "ice-tcp"):
         ports = f"{MEDIA_PORTS[0]}:{MEDIA_PORTS[1]}"
         for proto in ("udp", "tcp"):
             ns("rcam", "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-p", proto, "--dport", ports,
                "-j", "DNAT", "--to-destination", CAM_IP)
     ns("rcli", "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan", "-j", "MASQUERADE", *random)
-    if case == "udp-blocked":
+    if case in ("udp-blocked", "ice-tcp"):
         ns("rcli", "iptables", "-A", "FORWARD", "-p", "udp", "-j", "DROP")
 
 
@@ -177,7 +180,7 @@ class Server:
     def __init__(self, case):
         self.dir = tempfile.mkdtemp(prefix="vf-nat-")
         webrtc = {"udpPorts": list(MEDIA_PORTS)}
-        if case == "forwarded":
+        if case in ("forwarded", "ice-tcp"):
             webrtc["publicAddresses"] = [RCAM_WAN]
         if case in ("symmetric", "udp-blocked"):
             webrtc["turn"] = {"urls": [f"turn:{TURN_IP}:3478?transport=udp", f"turn:{TURN_IP}:3478?transport=tcp"], "secret": SECRET, "ttl": 600}
@@ -296,14 +299,52 @@ def viewer(url, turn_transport, seconds, within):
 
 SECRET_ARG = ""
 
+# In the page: the time of the preview's first presented frame, and a count of them.
+WATCH = r"""
+const video = document.getElementById('live');
+window.__count = 0;
+const step = () => { window.__count++; if (!window.__first) window.__first = performance.now(); video.requestVideoFrameCallback(step); };
+video.requestVideoFrameCallback(step);
+"""
+
+
+def page_viewer(url, seconds, within):
+    """The page in headless Chromium (Tests/browser/test_page.py's): prints one JSON line."""
+    sys.path.insert(0, str(ROOT / "Tests/browser"))
+    from test_page import browser
+    d = browser("--autoplay-policy=no-user-gesture-required")
+    out = {"connected": False, "first_frame": None}
+    try:
+        t0 = time.time()
+        d.get(url)
+        d.execute_script(WATCH)
+        deadline = t0 + within
+        while time.time() < deadline and not d.execute_script("return window.__first || 0"):
+            time.sleep(0.1)
+        transport = d.execute_script("return window.viewfinderPreview && window.viewfinderPreview.transport()")
+        out["transport"] = transport
+        if d.execute_script("return window.__first || 0") and transport == "WebRTC":
+            out["connected"] = True
+            out["first_frame"] = round(d.execute_script("return window.__first") / 1000, 3)  # from the navigation
+            n0 = d.execute_script("return window.__count")
+            time.sleep(seconds)
+            out["frames"] = d.execute_script("return window.__count") - n0
+        out["pair"] = {"local": "chromium", "via": "page"}
+    finally:
+        d.quit()
+    print(json.dumps(out), flush=True)
+
 
 def watch(case, server):
     where, url = ("nbr", f"http://{CAM_IP}:{server.port}/") if case == "lan" else \
         ("cli", f"http://{CAM_IP if case == 'one-nat' else RCAM_WAN}:{server.port}/")
     turn = {"symmetric": "udp", "udp-blocked": "tcp"}.get(case, "")
     within = 12 if case == "symmetric-without-turn" else FIRST_FRAME_WITHIN
-    p = subprocess.Popen(["ip", "netns", "exec", NS[where], str(VENV / "bin/python3"), __file__, "--viewer", url, turn,
-                          str(SECONDS), str(within), SECRET], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if case == "ice-tcp":  # the system's python: selenium is Debian's
+        command = ["/usr/bin/python3", __file__, "--page", url, str(SECONDS), str(within)]
+    else:
+        command = [str(VENV / "bin/python3"), __file__, "--viewer", url, turn, str(SECONDS), str(within), SECRET]
+    p = subprocess.Popen(["ip", "netns", "exec", NS[where], *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Meanwhile, the server's own view of the viewer: the live output's viewers, each second.
     seen = []
     while p.poll() is None:
@@ -323,7 +364,7 @@ def watch(case, server):
     return got
 
 
-CASES = ["lan", "one-nat", "forwarded", "symmetric", "udp-blocked", "symmetric-without-turn"]
+CASES = ["lan", "one-nat", "forwarded", "symmetric", "udp-blocked", "ice-tcp", "symmetric-without-turn"]
 # The pair each case must take, as the viewer's agent has it: its local candidate's type, and
 # the remote's (the camera's) type and address.
 EXPECTED = {
@@ -332,12 +373,13 @@ EXPECTED = {
     "forwarded": ("host", f"host udp {RCAM_WAN}"),
     "symmetric": ("relay", None),
     "udp-blocked": ("relay", None),
+    "ice-tcp": ("chromium", None),
 }
 
 
 # The viewer's end as the server's state reports it (ICEPath.remote): the neighbour's host
 # address; a NATed viewer's address as its checks came (peer-reflexive); a relayed one's relay.
-SERVER_SEES = {"lan": "host", "one-nat": "prflx", "forwarded": "prflx", "symmetric": "relay", "udp-blocked": "relay"}
+SERVER_SEES = {"lan": "host", "one-nat": "prflx", "forwarded": "prflx", "symmetric": "relay", "udp-blocked": "relay", "ice-tcp": "prflx"}
 
 
 def check(case, got):
@@ -358,8 +400,9 @@ def check(case, got):
     if case == "udp-blocked" and "Tcp" not in pair.get("via", ""):
         problems.append(f"{case}: the relay was not reached over TCP: {pair}")
     path = got.get("server_path") or {}
-    if path.get("remote") != SERVER_SEES[case] or not path.get("local") or path.get("protocol") != "udp":
-        problems.append(f"{case}: the server's state says the viewer's path is {path or None}, expected its end {SERVER_SEES[case]} over udp")
+    protocol = "tcp" if case == "ice-tcp" else "udp"
+    if path.get("remote") != SERVER_SEES[case] or not path.get("local") or path.get("protocol") != protocol:
+        problems.append(f"{case}: the server's state says the viewer's path is {path or None}, expected its end {SERVER_SEES[case]} over {protocol}")
     if got.get("secret_seen"):
         problems.append(f"{case}: the TURN secret was in what the viewer received")
     return problems
@@ -367,6 +410,9 @@ def check(case, got):
 
 def main():
     global SECRET_ARG
+    if len(sys.argv) == 5 and sys.argv[1] == "--page":
+        page_viewer(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+        return
     if len(sys.argv) == 7 and sys.argv[1] == "--viewer":
         SECRET_ARG = sys.argv[6]
         viewer(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]))
