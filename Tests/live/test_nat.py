@@ -143,7 +143,22 @@ def nat(case, http_port):
         ns("rcli", "iptables", "-A", "FORWARD", "-p", "udp", "-j", "DROP")
 
 
-class Turn:
+class Daemon:
+    """A process of the rig with its directory (its log in it): stopped, the directory goes."""
+
+    def log(self):
+        return (Path(self.dir) / "log").read_text(errors="replace")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Turn(Daemon):
     """Debian's coturn on the internet's bridge, TURN REST credentials (use-auth-secret)."""
 
     def __init__(self):
@@ -162,19 +177,9 @@ class Turn:
         """Its UDP and TCP listeners on 3478 are bound (coturn says so in no log line by default)."""
         return all(ns("inet", "ss", "-Hln", proto, "sport = :3478").stdout.strip() for proto in ("-u", "-t"))
 
-    def log(self):
-        return (Path(self.dir) / "log").read_text(errors="replace")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class Server:
+class Server(Daemon):
     """The debug build in the camera's namespace, on every address, configured for `case`."""
 
     def __init__(self, case):
@@ -200,16 +205,6 @@ class Server:
         self.port = int(re.search(r"http://[\d.]+:(\d+)", self.proc.stdout.readline().decode()).group(1))
         ns("cam", "curl", "-sf", "-X", "POST", f"http://127.0.0.1:{self.port}/api/session/start", "-o", "/dev/null")
 
-    def log(self):
-        return (Path(self.dir) / "log").read_text(errors="replace")
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- the viewer (aiortc, in its namespace)
@@ -329,7 +324,6 @@ def page_viewer(url, seconds, within):
             n0 = d.execute_script("return window.__count")
             time.sleep(seconds)
             out["frames"] = d.execute_script("return window.__count") - n0
-        out["pair"] = {"local": "chromium", "via": "page"}
     finally:
         d.quit()
     print(json.dumps(out), flush=True)
@@ -373,7 +367,7 @@ EXPECTED = {
     "forwarded": ("host", f"host udp {RCAM_WAN}"),
     "symmetric": ("relay", None),
     "udp-blocked": ("relay", None),
-    "ice-tcp": ("chromium", None),
+    "ice-tcp": None,  # the page's own peer is not the test's to read: the server's path says TCP
 }
 
 
@@ -393,10 +387,11 @@ def check(case, got):
         problems.append(f"{case}: not connected ({got.get('state')}), first frame {got.get('first_frame')}")
     if got.get("frames", 0) < SECONDS * 5:
         problems.append(f"{case}: {got.get('frames')} frames decoded in {SECONDS:.0f} s (at least {SECONDS * 5:.0f} wanted)")
-    local, remote = EXPECTED[case]
     pair = got.get("pair") or {}
-    if not pair.get("local", "").startswith(local) or (remote and not pair.get("remote", "").startswith(remote)):
-        problems.append(f"{case}: selected pair {pair}, expected local {local}, remote {remote}")
+    if EXPECTED[case]:
+        local, remote = EXPECTED[case]
+        if not pair.get("local", "").startswith(local) or (remote and not pair.get("remote", "").startswith(remote)):
+            problems.append(f"{case}: selected pair {pair}, expected local {local}, remote {remote}")
     if case == "udp-blocked" and "Tcp" not in pair.get("via", ""):
         problems.append(f"{case}: the relay was not reached over TCP: {pair}")
     path = got.get("server_path") or {}
