@@ -9,7 +9,7 @@
 import { $ } from "./page.js";
 import { store, setStreamDown, setPaused, setTransport } from "./state.js";
 import { renderTiles } from "./tiles.js";
-import { startWebRTC, stopWebRTC, framesDecoded, soundStats, videoCodec, videoHeaderExtensions, webrtcFirstFrameMs } from "./webrtc.js";
+import { startWebRTC, stopWebRTC, framesDecoded, soundStats, videoCodec, videoHeaderExtensions, webrtcFirstFrameMs, webrtcReconnected, webrtcConnection } from "./webrtc.js";
 
 let retries = 0, retryTimer = null; // the stream's retries since its last frame; the next one
 let webrtcFailed = false; // WebRTC failed on this page: MJPEG until the page is shown again
@@ -33,8 +33,16 @@ export function startPreview() {
       mjpegBecause = why;
       showMJPEG();
       renderTransport(); // already on MJPEG (no RTCPeerConnection): the badge still learns why
-    }, showListen);
+    }, showListen, stallMs);
   }
+}
+
+/** How long the preview's picture may stop before its connection is taken for lost: three
+ *  frames' time, 2.5 s at least; null while no frame is due (the camera not running, or offline). */
+function stallMs() {
+  const s = store.state;
+  if (!s || s.state !== "running" || !s.online || store.paused) return null;
+  return Math.max(2500, 3000 / Math.max(0.1, (s.format && s.format.fps) || 1));
 }
 
 /** The sound button: shown while WebRTC brings a sound track; the <video> plays muted until
@@ -81,7 +89,7 @@ function showMJPEG() {
 // codec and time to its first frame, the element shown and the picture's size in it.
 window.viewfinderPreview = {
   transport: () => store.transport, badge: () => $("transport").textContent, framesDecoded, soundStats, videoCodec, videoHeaderExtensions,
-  firstFrameMs: webrtcFirstFrameMs,
+  firstFrameMs: webrtcFirstFrameMs, reconnected: webrtcReconnected, connection: webrtcConnection,
   element: () => ($("live").hidden ? $("preview") : $("live")),
   size: () => { const s = pictureSize(); return [s.width, s.height]; },
 };

@@ -1,18 +1,25 @@
-// The main preview by WebRTC (WHEP): an offer to POST /api/whep, the server's answer with
-// every candidate in it (no trickle), and the H.264 track (VP8 where the browser has no H.264)
+// The main preview by WebRTC (WHEP): an offer to POST /api/whep sent at once, the browser's
+// candidates trickled after it as they come (PATCH of its Location, RFC 9725), the server's
+// answer with every candidate of its own, and the H.264 track (VP8 where the browser has no H.264)
 // — with the camera's sound in Opus when it has a microphone — in the <video> with the
 // smallest playout delay the browser allows. The <video> starts muted (browsers play sound only after a click): the page's
 // sound button unmutes it. Whatever fails (no RTCPeerConnection, the POST refused,
-// ICE failed, no frame in 5 s, the connection lost later) ends it and tells the caller why,
-// which shows MJPEG instead (and the reason on its badge). The camera tiles open the same
-// kind of session (openWHEP) for each other camera's sub stream, picture only.
+// ICE failed, no frame in 5 s) ends it and tells the caller why, which shows MJPEG instead (and
+// the reason on its badge). A connection lost after it played (failed, disconnected for
+// 1.5 s, or its picture stopped while the camera runs: a laptop moved from Wi-Fi to LTE, a
+// network gone) is offered again, up to 3 times, before MJPEG: the last picture stays until the
+// new session's answer. The camera tiles open the same kind of
+// session (openWHEP) for each other camera's sub stream, picture only.
 
 const FIRST_FRAME_MS = 5000; // connect and decode a frame within this, or use MJPEG
+const DISCONNECTED_MS = 1500; // disconnected this long after playing: the connection is lost
+const REOFFERS = 3; // a lost connection is offered again this many times before MJPEG
 let session = null; // the preview's: openWHEP()'s {pc, location, video, …}
 let firstFrameMs = null; // the last start's time to its first frame (for the benchmark)
 
-/** Why WebRTC cannot play: `short` for the badge ("MJPEG · " + it), `detail` for its title. */
-function reason(short, detail) { return { short, detail }; }
+/** Why WebRTC cannot play: `short` for the badge ("MJPEG · " + it), `detail` for its title;
+ *  `lost`: it had played (the connection went later). */
+function reason(short, detail, lost = false) { return { short, detail, lost }; }
 
 /** The video codecs an offer (SDP) carries, by name, in its order: ["VP8", "VP9", "AV1"]
  *  (retransmission and error correction left out). */
@@ -59,19 +66,20 @@ export async function useICEServers(pc) {
  *  `onFrame()` at its first frame, and `onFail({short, detail})` once if it ends badly (why:
  *  see reason()) — never after closeWHEP(), `onSound(has)` when a sound track comes (and with
  *  false when it ends). Returns the session for closeWHEP(), or null when there is no WebRTC. */
-export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail = () => {}, onSound = () => {} } = {}) {
+export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail = () => {}, onSound = () => {}, stallMs = () => null } = {}) {
   if (!window.RTCPeerConnection) {
     onFail(reason("no WebRTC in this browser", "This browser has no WebRTC (RTCPeerConnection)"));
     return null;
   }
   const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle" });
-  const s = { pc, location: null, video, stream: new MediaStream(), closed: false, sound: false, onSound, synced: {}, timer: null };
+  const s = { pc, location: null, etag: null, video, stream: new MediaStream(), closed: false, sound: false, onSound, synced: {},
+              timer: null, played: false, cut: null, trickle: { sent: null, queue: [], ended: false, busy: false, stopped: false } };
   const fail = (why) => {
     if (s.closed) return;
-    closeWHEP(s);
+    closeWHEP(s, { keepPicture: why.lost });
     onFail(why);
   };
-  const failed = (detail) => fail(reason("WebRTC failed", detail));
+  const failed = (detail) => fail(reason("WebRTC failed", detail, s.played));
   s.timer = setTimeout(() => failed("WebRTC: no frame within 5 s"), FIRST_FRAME_MS);
   (async () => {
     // As little buffering as the browser allows: the picture follows the camera (the sound
@@ -90,13 +98,27 @@ export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail
     };
     pc.onconnectionstatechange = () => {
       if (pc.connectionState === "failed" || pc.connectionState === "closed") failed(`WebRTC ${pc.connectionState}`);
+      // Disconnected: the path stopped answering (consent checks). Some come back by themselves
+      // (a moment's loss); one that stays so has lost its network.
+      clearTimeout(s.cut);
+      if (pc.connectionState === "disconnected" && s.played) s.cut = setTimeout(() => failed("WebRTC disconnected"), DISCONNECTED_MS);
+    };
+    pc.onicecandidate = (e) => {
+      const t = s.trickle;
+      if (e.candidate && e.candidate.candidate) {
+        t.queue.push(e.candidate);
+        t.ended = t.endSent = false; // gathering again (Chromium's, on a new network): a new end to come
+      } else if (!e.candidate) t.ended = true;
+      trickle(s);
     };
     await useICEServers(pc);
     if (s.closed) return;
     await pc.setLocalDescription(await pc.createOffer());
-    await gathered(pc);
     if (s.closed) return;
-    const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/sdp" }, body: pc.localDescription.sdp });
+    // Sent at once, with whatever candidates it has (often none yet): the rest are trickled.
+    const offer = pc.localDescription.sdp;
+    s.trickle.sent = new Set(offer.split(/\r?\n/).filter((l) => l.startsWith("a=candidate:")).map((l) => candidateKey(l.slice(2))));
+    const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/sdp" }, body: offer });
     if (r.status !== 201) {
       let error = null;
       try { error = (await r.json()).error; } catch (_) { /* not JSON */ }
@@ -104,14 +126,18 @@ export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail
       return;
     }
     s.location = r.headers.get("Location");
+    s.etag = r.headers.get("ETag");
     // Closed while the POST was on its way: the session it made ends now, not when the
     // server gives up on a peer that never connects (15 s).
     if (s.closed) { endAtServer(s); return; }
     await pc.setRemoteDescription({ type: "answer", sdp: await r.text() });
+    trickle(s);
     const shown = () => {
       if (s.closed) return;
       clearTimeout(s.timer);
+      s.played = true;
       onFrame();
+      watchFrames(s, stallMs, failed);
     };
     if (video.requestVideoFrameCallback) video.requestVideoFrameCallback(shown);
     else video.addEventListener("playing", shown, { once: true });
@@ -120,13 +146,67 @@ export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail
   return s;
 }
 
-/** Ends a session openWHEP() opened (and its session on the server); again does nothing. */
-export function closeWHEP(s) {
+/** A candidate by what makes it one (foundation, component, transport, priority, address, port):
+ *  Chromium's icecandidate events add extensions (`ufrag …`) its offer's lines have not. */
+function candidateKey(candidate) { return candidate.split(" ").slice(0, 6).join(" "); }
+
+/** Ends `s` as lost when its picture stops for `stallMs()` while frames are due (stallMs()
+ *  null: none are, the camera stopped). Its connection may still say "connected": the browser
+ *  moved to a new address and its ICE found a path from it (it gathers continually), but the
+ *  server's agent, controlled, keeps sending to the old one — the picture stops, nothing fails. */
+function watchFrames(s, stallMs, failed) {
+  if (!s.video.requestVideoFrameCallback) return;
+  s.lastFrame = performance.now();
+  const frame = () => { if (s.closed) return; s.lastFrame = performance.now(); s.video.requestVideoFrameCallback(frame); };
+  s.video.requestVideoFrameCallback(frame);
+  s.stall = setInterval(() => {
+    const after = stallMs();
+    // While no frame is due the wait starts over: a camera starting again has its time.
+    if (after === null) s.lastFrame = performance.now();
+    else if (performance.now() - s.lastFrame > after) failed(`WebRTC: no picture for ${(after / 1000).toFixed(1)} s`);
+  }, 250);
+}
+
+/** Sends the candidates `s`'s browser gathered since its offer (and the end of them) to its
+ *  session, one PATCH at a time, each with what queued while the last was on its way. A PATCH
+ *  refused (an old server: 405) ends the trickle, not the session: the server learns the
+ *  browser's addresses from its checks too. */
+function trickle(s) {
+  const t = s.trickle;
+  if (!s.location || s.closed || t.busy || t.stopped) return;
+  const fresh = t.queue.filter((c) => !t.sent.has(candidateKey(c.candidate)));
+  t.queue = [];
+  if (!fresh.length && !(t.ended && !t.endSent)) return;
+  const sdp = s.pc.localDescription ? s.pc.localDescription.sdp : "";
+  const credential = (key) => (sdp.split(/\r?\n/).find((l) => l.startsWith(key)) || "");
+  // RFC 8840's fragment: the ICE session's credentials, then each candidate under its mid.
+  const lines = [credential("a=ice-ufrag:"), credential("a=ice-pwd:")];
+  let mid = null;
+  for (const c of fresh) {
+    if (c.sdpMid !== mid) { mid = c.sdpMid; lines.push("m=video 9 UDP/TLS/RTP/SAVPF 0", `a=mid:${mid}`); }
+    lines.push(`a=${c.candidate}`);
+    t.sent.add(candidateKey(c.candidate));
+  }
+  if (t.ended) { lines.push("a=end-of-candidates"); t.endSent = true; }
+  t.busy = true;
+  const headers = { "Content-Type": "application/trickle-ice-sdpfrag" };
+  if (s.etag) headers["If-Match"] = s.etag;
+  fetch(s.location, { method: "PATCH", headers, body: lines.filter(Boolean).join("\r\n") + "\r\n" })
+    .then((r) => { if (r.status !== 204) t.stopped = true; })
+    .catch(() => { t.stopped = true; })
+    .finally(() => { t.busy = false; trickle(s); });
+}
+
+/** Ends a session openWHEP() opened (and its session on the server); again does nothing.
+ *  `keepPicture`: the <video> holds its last frame (a session offered again takes it over). */
+export function closeWHEP(s, { keepPicture = false } = {}) {
   if (!s || s.closed) return;
   s.closed = true;
   clearTimeout(s.timer);
+  clearTimeout(s.cut);
+  clearInterval(s.stall);
   s.pc.close();
-  if (s.video.srcObject === s.stream) s.video.srcObject = null;
+  if (s.video.srcObject === s.stream && !keepPicture) s.video.srcObject = null;
   if (s.sound) s.onSound(false);
   endAtServer(s);
 }
@@ -136,19 +216,53 @@ function endAtServer(s) {
   if (s.location) fetch(s.location, { method: "DELETE", keepalive: true }).catch(() => {});
 }
 
-/** Starts the WebRTC preview (the main camera, with its sound) in `video`: see openWHEP(). */
-export function startWebRTC(video, onFrame, onFail, onSound = () => {}) {
+let reoffers = 0, reofferTimer = null; // a lost preview's offers since its last frame; the next
+
+/** Starts the WebRTC preview (the main camera, with its sound) in `video`: see openWHEP(). A
+ *  connection lost after it played is offered again (REOFFERS times, 0.25, 0.5, 0.75 s apart)
+ *  before `onFail`; `reconnectedMs` and `reconnects` say how the last went (for the tests). */
+export function startWebRTC(video, onFrame, onFail, onSound = () => {}, stallMs = () => null) {
   stopWebRTC();
-  const started = performance.now();
+  reoffers = 0;
+  open(video, onFrame, onFail, onSound, stallMs, performance.now(), false);
+}
+
+function open(video, onFrame, onFail, onSound, stallMs, started, again) {
   session = openWHEP("/api/whep", video, {
-    audio: true, onSound,
-    onFrame: () => { firstFrameMs = performance.now() - started; onFrame(); },
-    onFail: (why) => { session = null; onFail(why); },
+    audio: true, onSound, stallMs,
+    onFrame: () => {
+      if (again) { reconnectedMs = performance.now() - started; reconnects++; } else firstFrameMs = performance.now() - started;
+      reoffers = 0;
+      onFrame();
+    },
+    onFail: (why) => {
+      session = null;
+      // A session offered again may fail before its first frame (the new network not up yet).
+      if (!(why.lost || again) || reoffers >= REOFFERS) {
+        if (why.lost || again) video.srcObject = null; // the picture held for a session that never came
+        onFail(why);
+        return;
+      }
+      reoffers++;
+      console.warn(`WebRTC preview: ${why.detail}; offering again (${reoffers} of ${REOFFERS})`);
+      const lostAt = again ? started : performance.now();
+      reofferTimer = setTimeout(() => open(video, onFrame, onFail, onSound, stallMs, lostAt, true), 250 * reoffers);
+    },
   });
 }
 
+let reconnectedMs = null, reconnects = 0;
+
+/** The preview's connection and ICE states now (null without a session), for the tests. */
+export function webrtcConnection() { return session ? { connection: session.pc.connectionState, ice: session.pc.iceConnectionState } : null; }
+
+/** From the last lost connection to the first frame of the session offered again, in ms (null
+ *  before one), and how many times the preview came back so (for the tests). */
+export function webrtcReconnected() { return { ms: reconnectedMs, count: reconnects }; }
+
 /** Ends the WebRTC preview (and its session on the server). */
 export function stopWebRTC() {
+  clearTimeout(reofferTimer);
   const s = session;
   session = null;
   closeWHEP(s);

@@ -1,7 +1,9 @@
 // One WebRTC peer per WHEP session: appsrc → h264parse → rtph264pay → webrtcbin, and for an
 // offer that receives Opus from a camera with sound, appsrc → rtpopuspay → webrtcbin beside
-// it (the camera's Opus packets, encoded once for every viewer), answering the client's offer. WHEP here is not trickled: the answer waits for ICE gathering (host
-// candidates take milliseconds) and carries every candidate. DTLS-SRTP and ICE are
+// it (the camera's Opus packets, encoded once for every viewer), answering the client's offer. The answer waits for the server's ICE gathering (host
+// candidates take milliseconds) and carries every candidate of its own: WHEP has no way to
+// trickle the server's (RFC 9725's PATCH carries the client's); the client's may come later,
+// trickled (vfg_peer_add_candidate). DTLS-SRTP and ICE are
 // webrtcbin's and libnice's.
 #include "private.h"
 #include <stdio.h>
@@ -598,3 +600,10 @@ void vfg_webrtc_warm_up(void) {
 int vfg_peer_codec(vfg_peer *p) { return p->vp8 ? 1 : 0; }
 
 int vfg_peer_accepts_main(vfg_peer *p) { return p->main_profile; }
+
+// webrtcbin 1.22 takes "candidate:…" or "a=candidate:…" and nothing else: an empty string (as
+// some stacks signal end-of-candidates) would reach libnice as no candidate at all, so the end
+// of a viewer's candidates is kept by the caller, not given here.
+void vfg_peer_add_candidate(vfg_peer *p, unsigned mline, const char *candidate) {
+    if (p->webrtc && candidate && g_str_has_prefix(candidate, "candidate:")) g_signal_emit_by_name(p->webrtc, "add-ice-candidate", mline, candidate);
+}

@@ -114,8 +114,8 @@ extension HTTPServer {
         } else {
             return [("Vary", "Origin")]
         }
-        out.append(("Access-Control-Allow-Methods", "GET, POST, DELETE, HEAD, OPTIONS"))
-        out.append(("Access-Control-Allow-Headers", "Content-Type, Authorization"))
+        out.append(("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, HEAD, OPTIONS"))
+        out.append(("Access-Control-Allow-Headers", "Content-Type, Authorization, If-Match"))
         out.append(("Access-Control-Expose-Headers", configuration.exposedHeaders.joined(separator: ", ")))
         return out
     }

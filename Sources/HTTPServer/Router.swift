@@ -29,6 +29,7 @@ public struct Router: Sendable {
     public mutating func get(_ path: String, _ h: @escaping Handler) { add("GET", path, h) }
     public mutating func post(_ path: String, _ h: @escaping Handler) { add("POST", path, h) }
     public mutating func delete(_ path: String, _ h: @escaping Handler) { add("DELETE", path, h) }
+    public mutating func patch(_ path: String, _ h: @escaping Handler) { add("PATCH", path, h) }
 
     /// Every route as (method, path) with `:name` segments written `{name}`, as OpenAPI does.
     public var routeList: [(method: String, path: String)] {

@@ -15,11 +15,21 @@ public enum StreamingError: Error, Sendable, Equatable, CustomStringConvertible 
     case peer(String)
     /// Every port of the configured range (webrtc.udpPorts) is taken by a peer.
     case noFreePort(ClosedRange<Int>)
+    /// A trickled ICE fragment that is not RFC 8840's grammar.
+    case badFragment(ICEFragmentError)
+    /// A well-formed fragment the session cannot take (another ICE session's credentials, a
+    /// candidate after the end of candidates).
+    case unusableFragment(String)
+    /// A PATCH asking for an ICE restart (RFC 9725, section 4.3.2): not offered.
+    case iceRestart
 
     public var description: String {
         switch self {
         case .unavailable(let m), .listen(let m), .malformedOffer(let m), .noH264(let m), .noOpus(let m), .peer(let m): m
         case .noFreePort(let r): "every port of webrtc.udpPorts (\(r.lowerBound)–\(r.upperBound)) is taken by a peer"
+        case .badFragment(let e): e.description
+        case .unusableFragment(let m): m
+        case .iceRestart: "an ICE restart is not offered: open a new session"
         }
     }
 }

@@ -1,6 +1,7 @@
 // One WebRTC peer sending H.264 (or VP8, to a browser whose offer has no H.264) and, when the camera has sound and the offer takes Opus, Opus
-// (webrtcbin): made from a client's SDP offer, it answers with every ICE candidate in the
-// answer (WHEP without trickle) and takes access units and sound packets through its feeds. DTLS-SRTP and ICE are webrtcbin's and libnice's.
+// (webrtcbin): made from a client's SDP offer, it answers with every ICE candidate of its own
+// in the answer, takes the client's later candidates trickled (`trickle`), and takes access
+// units and sound packets through its feeds. DTLS-SRTP and ICE are webrtcbin's and libnice's.
 
 import CGStreamerShim
 import Glibc
@@ -51,6 +52,8 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
     /// Where its Opus packets go: nil when the answer has no sound (none offered to it, or
     /// the offer receives no Opus).
     public let sound: AudioFeed?
+    /// The offer's ICE session: its credentials and media sections, for trickled candidates.
+    private let remote: OfferedICE
 
     /// As RTCPeerConnectionState.
     public enum State: Int32, Sendable {
@@ -82,6 +85,7 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         acceptsMain = vfg_peer_accepts_main(raw) == 1
         self.answer = PublicCandidates.adding(ice.publicAddresses, to: String(cString: answer))
         ends = SelectedPair.Ends(answer: self.answer, offer: offer)
+        remote = OfferedICE(offer)
         vfg_free(answer)
         self.feed = H264Feed(feed)
         sound = audio.map(AudioFeed.init)
@@ -122,6 +126,35 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         }
     }
 
+    /// Takes candidates the viewer trickled (RFC 9725's PATCH): each to the media line its `mid`
+    /// names — the BUNDLE group's first where the offer bundles, as every browser's does: one
+    /// transport carries them all. Refused whole when the fragment is another ICE session's
+    /// (another username fragment: an ICE restart, which is not offered), or names a mid the
+    /// offer has not. Candidates after the viewer's end of candidates are taken: a browser that
+    /// gathers continually (Chromium) finds more when its network changes, and they are the ones
+    /// that reach it then. (libnice is not told of the end: it would only fail a pair sooner.)
+    public func trickle(_ fragment: ICEFragment) throws(StreamingError) {
+        if let ufrag = fragment.ufrag, ufrag != remote.ufrag {
+            throw .unusableFragment("The fragment's ICE username fragment '\(ufrag)' is not this session's: an ICE restart is not offered; open a new session.")
+        }
+        var lines: [(UInt32, String)] = []
+        for c in fragment.candidates {
+            guard let mline = remote.mediaLine(for: c.mid) else {
+                throw .unusableFragment("The offer has no media section with mid '\(c.mid ?? "")'.")
+            }
+            lines.append((UInt32(mline), c.line))
+        }
+        try closed.withLock { (c: inout Bool) throws(StreamingError) in
+            guard !c else { throw .unusableFragment("The session has ended.") }
+            for (mline, line) in lines { vfg_peer_add_candidate(raw, mline, line) }
+        }
+    }
+
+    /// Whether `fragment` names other ICE credentials than the offer's (an ICE restart asks so).
+    public func restarts(_ fragment: ICEFragment) -> Bool {
+        (fragment.ufrag.map { $0 != remote.ufrag } ?? false) || (fragment.password.map { $0 != remote.password } ?? false)
+    }
+
     /// Stops the pipeline (its feed closes); once. The pipeline's stop (set to NULL, which joins
     /// GStreamer's threads) runs outside the lock: a state or stats read under it has finished
     /// before the flag is set, and none starts after.
@@ -132,6 +165,39 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
     }
 
     deinit { close() }
+}
+
+/// What an offer says of its ICE session: its username fragment (session-level or the first
+/// media section's) and its media sections' mids, in order, with the BUNDLE group's.
+struct OfferedICE: Sendable {
+    let ufrag: String?
+    let password: String?
+    let mids: [String?]
+    /// The media line the BUNDLE group's first mid names (nil: no bundle).
+    let bundled: Int?
+
+    init(_ offer: String) {
+        var ufrag: String?, password: String?, mids: [String?] = [], group: [String] = []
+        for raw in offer.split(whereSeparator: \.isNewline) {
+            if raw.hasPrefix("m=") { mids.append(nil) }
+            else if raw.hasPrefix("a=mid:"), !mids.isEmpty { mids[mids.count - 1] = String(raw.dropFirst(6)) }
+            else if raw.hasPrefix("a=ice-ufrag:"), ufrag == nil { ufrag = String(raw.dropFirst(12)) }
+            else if raw.hasPrefix("a=ice-pwd:"), password == nil { password = String(raw.dropFirst(10)) }
+            else if raw.hasPrefix("a=group:BUNDLE "), group.isEmpty { group = raw.dropFirst(15).split(separator: " ").map(String.init) }
+        }
+        self.ufrag = ufrag
+        self.password = password
+        self.mids = mids
+        bundled = group.first.flatMap { first in mids.firstIndex(of: first) }
+    }
+
+    /// The line a candidate under `mid` goes to: the bundle's where there is one (webrtcbin has
+    /// one ICE stream for the group), else the mid's own; no mid, the first.
+    func mediaLine(for mid: String?) -> Int? {
+        guard let mid else { return bundled ?? 0 }
+        guard let own = mids.firstIndex(of: mid) else { return nil }
+        return bundled ?? own
+    }
 }
 
 /// The C options for `offer` and `ice` (their strings alive for `body`'s call).

@@ -235,7 +235,7 @@ public final class Application: Sendable {
             host: host, port: port,
             maxConnections: configuration.server.maxConnections,
             allowOrigins: configuration.server.allowOrigins,
-            exposedHeaders: ["X-Frame-Sequence", "X-Capture-Timestamp", "X-Viewfinder-Online", "X-Viewfinder-Camera", "Location"],
+            exposedHeaders: ["X-Frame-Sequence", "X-Capture-Timestamp", "X-Viewfinder-Online", "X-Viewfinder-Camera", "Location", "ETag", "Link"],
             staticFiles: staticFiles, renderError: errorBody,
             gate: { [access] request, digest in access.gate(&request, digest) },
             tls: configuration.server.tls.map { .init(certificate: $0.certificate, key: $0.key) },

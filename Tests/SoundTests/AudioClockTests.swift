@@ -3,6 +3,7 @@
 // 360 ms off after an hour); an overrun's lost samples come back as silence of the same
 // length, so what follows keeps its time; a stall beyond what is worth filling starts over.
 
+import CaptureTestSupport
 import Testing
 @testable import Sound
 
@@ -90,18 +91,5 @@ import Testing
         // A host clock stepped back: the card is "ahead" — start again from the measurement.
         let (s2, _, back) = clock.stamp(measured: 5, count: 480)
         #expect(s2 == 0 && back == 5)
-    }
-}
-
-/// A small deterministic generator for the jitter.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

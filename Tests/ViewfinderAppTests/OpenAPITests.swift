@@ -13,7 +13,7 @@ import Testing
             if inPaths, !line.hasPrefix(" "), !line.isEmpty { break }
             if line.hasPrefix("  /"), line.hasSuffix(":") { current = String(line.dropFirst(2).dropLast()); continue }
             if let current, line.hasPrefix("    "), !line.hasPrefix("     "),
-               let m = ["get", "post", "delete", "put"].first(where: { line.hasPrefix("    \($0):") }) {
+               let m = ["get", "post", "delete", "put", "patch"].first(where: { line.hasPrefix("    \($0):") }) {
                 routes.insert("\(m.uppercased()) \(current)")
             }
         }

@@ -51,10 +51,15 @@ import Testing
 
     static func post(_ port: Int, _ path: String, _ sdp: String, type: String = "application/sdp",
                      headers: [String: String] = [:]) async throws -> TestConnection {
+        try await send("POST", port, path, Array(sdp.utf8), type: type, headers: headers)
+    }
+
+    /// `body` as `type` (a WHEP offer, a trickled fragment), read whole.
+    static func send(_ method: String, _ port: Int, _ path: String, _ body: [UInt8], type: String,
+                     headers: [String: String] = [:]) async throws -> TestConnection {
         try await offload {
             let c = try TestConnection(port: port)
-            try c.request("POST", path, headers: headers.merging(["Content-Type": type, "Connection": "close"]) { a, _ in a },
-                          body: Array(sdp.utf8))
+            try c.request(method, path, headers: headers.merging(["Content-Type": type, "Connection": "close"]) { a, _ in a }, body: body)
             try c.readAllSync(timeout: 15)
             return c
         }
@@ -366,6 +371,10 @@ import Testing
             let c = try await Self.post(port, "/api/whep", Self.offer, headers: viewer)
             #expect(c.status == 201, "\(c.status) \(c.text)")
             let location = try #require(c.headers["location"])
+            // Trickling its candidates is watching too; not without signing in.
+            let fragment = WHEPTrickleTests.fragment([WHEPTrickleTests.host])
+            #expect(try await WHEPTrickleTests.patch(port, location, fragment).status == 401)
+            #expect(try await WHEPTrickleTests.patch(port, location, fragment, headers: viewer).status == 204)
             #expect(try await fetch(port, "DELETE", location, headers: viewer).status == 200)
         }
     }

@@ -22,12 +22,19 @@ The cases, each with a server configured as a user of that network would:
   ice-tcp    the viewer's router drops all UDP and there is no TURN: the page in Chromium
              (aiortc has no ICE-TCP) reaches the camera's forwarded TCP port, ICE over TCP to
              the passive candidate webrtc.publicAddresses names.
+  symmetric-trickled  as symmetric, but the viewer's offer has no candidates: they come after
+             it, PATCHed to the session (trickle ICE, RFC 9725), as a trickling browser sends them.
+  moved      as forwarded, the page in Chromium: once it plays, the viewer's address changes
+             (a laptop moving between networks); the page must play again by WebRTC by itself
+             (it offers again when its connection is lost), within RECOVERED_WITHIN.
   symmetric-without-turn  the symmetric NATs with no TURN server: must NOT connect (the rig's
              NATs are what they say: no direct path through two of them).
+  symmetric-withheld  as symmetric-trickled without the PATCH: must NOT connect (the server
+             cannot reach a viewer whose candidates it never had: the trickled ones are what
+             connect the case above).
 Each: connected, the first frame's time from the offer, the selected pair (from the viewer's
 ICE agent, and as the server's state reports it: `viewers[].path`), frames decoded over SECONDS
-(default 10), and the TURN secret absent from every byte the viewer received (bodies and headers). Not here yet: an address change mid-stream
-(ICE restart needs trickle's PATCH, not built).
+(default 10), and the TURN secret absent from every byte the viewer received (bodies and headers).
 
 Needs root (namespaces, iptables). Run by `make test`: /usr/bin/python3 Tests/live/test_nat.py
 [CASE...]; NAT_DEBUG=1 prints the server's log lines naming each selected pair with its addresses.
@@ -53,10 +60,16 @@ TAG = f"{os.getpid() % 10000}"
 NS = {n: f"vf{n}{TAG}" for n in ("inet", "void", "rcam", "rcli", "cam", "nbr", "cli")}
 TURN_IP, RCAM_WAN, RCLI_WAN = "203.0.113.1", "203.0.113.10", "203.0.113.20"
 CAM_IP, NBR_IP, CLI_IP = "192.168.1.2", "192.168.1.3", "10.0.0.2"
+MOVED_IP = "10.0.0.7"  # the viewer's address after it moves (the "moved" case)
 MEDIA_PORTS = (47000, 47003)
 # The most a case may take to show its first frame: a bound on the wait, not a goal (the
 # figures are printed; make bench measures them).
 FIRST_FRAME_WITHIN = 20
+# The most the page may take to play again by WebRTC after the viewer's address changed (a bound;
+# the figure is printed).
+RECOVERED_WITHIN = 10
+# The cases whose server has a TURN server (webrtc.turn).
+TURNED = ("symmetric", "symmetric-trickled", "symmetric-withheld", "udp-blocked")
 
 
 def run(*cmd, check=True):
@@ -133,7 +146,7 @@ def nat(case, http_port):
         # The camera's HTTP, forwarded: WHEP's signalling.
         ns("rcam", "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-p", "tcp", "--dport", str(http_port),
            "-j", "DNAT", "--to-destination", CAM_IP)
-    if case in ("forwarded", "ice-tcp"):
+    if case in ("forwarded", "ice-tcp", "moved"):
         ports = f"{MEDIA_PORTS[0]}:{MEDIA_PORTS[1]}"
         for proto in ("udp", "tcp"):
             ns("rcam", "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-p", proto, "--dport", ports,
@@ -185,9 +198,9 @@ class Server(Daemon):
     def __init__(self, case):
         self.dir = tempfile.mkdtemp(prefix="vf-nat-")
         webrtc = {"udpPorts": list(MEDIA_PORTS)}
-        if case in ("forwarded", "ice-tcp"):
+        if case in ("forwarded", "ice-tcp", "moved"):
             webrtc["publicAddresses"] = [RCAM_WAN]
-        if case in ("symmetric", "udp-blocked"):
+        if case in TURNED:
             webrtc["turn"] = {"urls": [f"turn:{TURN_IP}:3478?transport=udp", f"turn:{TURN_IP}:3478?transport=tcp"], "secret": SECRET, "ttl": 600}
         config = Path(self.dir) / "config.json"
         config.write_text(json.dumps({
@@ -209,8 +222,21 @@ class Server(Daemon):
 
 # ---------------------------------------------------------------- the viewer (aiortc, in its namespace)
 
-def viewer(url, turn_transport, seconds, within):
-    """WHEP with aiortc: prints one JSON line with what it saw."""
+def withheld(sdp):
+    """The offer without its candidates, and them as RFC 8840's fragment (what a trickling
+    browser PATCHes after its offer): aiortc gathers every candidate before its offer."""
+    lines = sdp.split("\r\n")
+    value = lambda key: next(l for l in lines if l.startswith(key))
+    candidates = [l for l in lines if l.startswith("a=candidate:")]
+    offer = "\r\n".join(l for l in lines if not l.startswith(("a=candidate:", "a=end-of-candidates")))
+    fragment = "\r\n".join([value("a=ice-ufrag:"), value("a=ice-pwd:"), "m=video 9 UDP/TLS/RTP/SAVPF 0", value("a=mid:"),
+                             *candidates, "a=end-of-candidates", ""])
+    return offer, fragment, len(candidates)
+
+
+def viewer(url, turn_transport, seconds, within, trickle=""):
+    """WHEP with aiortc: prints one JSON line with what it saw. `trickle`: "patch" sends the
+    offer without candidates and PATCHes them after the answer; "withhold" never sends them."""
     import asyncio
     import urllib.error
     import urllib.request
@@ -251,12 +277,17 @@ def viewer(url, turn_transport, seconds, within):
             asyncio.ensure_future(read())
 
         await pc.setLocalDescription(await pc.createOffer())  # aiortc gathers every candidate first
+        offer, fragment, count = withheld(pc.localDescription.sdp) if trickle else (pc.localDescription.sdp, None, 0)
         t0 = time.monotonic()
-        status, headers, answer = await asyncio.to_thread(http, "POST", "api/whep", pc.localDescription.sdp.encode(),
+        status, headers, answer = await asyncio.to_thread(http, "POST", "api/whep", offer.encode(),
                                                           {"Content-Type": "application/sdp"})
         location = headers["Location"]
-        await pc.setRemoteDescription(RTCSessionDescription(answer.decode(), "answer"))
         out = {"status": status, "connected": False}
+        if trickle == "patch":
+            patched, _, _ = await asyncio.to_thread(http, "PATCH", location.lstrip("/"), fragment.encode(),
+                                                    {"Content-Type": "application/trickle-ice-sdpfrag", "If-Match": headers["ETag"]})
+            out["trickled"] = {"status": patched, "candidates": count}
+        await pc.setRemoteDescription(RTCSessionDescription(answer.decode(), "answer"))
         try:
             at = await asyncio.wait_for(first, within)
             out["first_frame"] = round(at - t0, 3)
@@ -298,13 +329,38 @@ SECRET_ARG = ""
 WATCH = r"""
 const video = document.getElementById('live');
 window.__count = 0;
-const step = () => { window.__count++; if (!window.__first) window.__first = performance.now(); video.requestVideoFrameCallback(step); };
+window.__times = [];
+const step = () => {
+  window.__count++;
+  const now = performance.now();
+  if (!window.__first) window.__first = now;
+  if (window.__times.length < 20000) window.__times.push(now);
+  video.requestVideoFrameCallback(step);
+};
 video.requestVideoFrameCallback(step);
 """
 
 
-def page_viewer(url, seconds, within):
-    """The page in headless Chromium (Tests/browser/test_page.py's): prints one JSON line."""
+def move_address(old, new):
+    """The viewer's address changes, as a laptop's does moving between networks: `new` added,
+    `old` removed (its sockets' packets go nowhere after), the default route kept."""
+    run("sysctl", "-qw", "net.ipv4.conf.eth0.promote_secondaries=1")
+    run("ip", "addr", "add", f"{new}/24", "dev", "eth0")
+    run("ip", "addr", "del", f"{old}/24", "dev", "eth0")
+    run("ip", "route", "replace", "default", "via", "10.0.0.1")
+
+
+def count_frames(d, out, seconds):
+    n0 = d.execute_script("return window.__count")
+    time.sleep(seconds)
+    out["frames"] = d.execute_script("return window.__count") - n0
+    out["transport"] = d.execute_script("return window.viewfinderPreview.transport()")
+
+
+def page_viewer(url, seconds, within, move=False):
+    """The page in headless Chromium (Tests/browser/test_page.py's): prints one JSON line.
+    `move`: once it plays, the viewer's address changes (move_address); the page must find
+    the camera again by itself, by WebRTC."""
     sys.path.insert(0, str(ROOT / "Tests/browser"))
     from test_page import browser
     d = browser("--autoplay-policy=no-user-gesture-required")
@@ -321,9 +377,33 @@ def page_viewer(url, seconds, within):
         if d.execute_script("return window.__first || 0") and transport == "WebRTC":
             out["connected"] = True
             out["first_frame"] = round(d.execute_script("return window.__first") / 1000, 3)  # from the navigation
-            n0 = d.execute_script("return window.__count")
-            time.sleep(seconds)
-            out["frames"] = d.execute_script("return window.__count") - n0
+            if move:
+                # The picture may pause and must come back: by libnice and the browser's own
+                # ICE (Chromium gathers on the new address and checks the camera's candidates
+                # from it: the same session, a new pair) or by the page offering again.
+                time.sleep(2)
+                moved = d.execute_script("return performance.now()")
+                move_address(CLI_IP, MOVED_IP)
+                try:
+                    time.sleep(RECOVERED_WITHIN)
+                    out["connection"] = d.execute_script("return window.viewfinderPreview.connection()")
+                    times = [t for t in d.execute_script("return window.__times") if t > moved - 2000]
+                    before = max([t for t in times if t <= moved], default=moved)
+                    after = [t for t in times if t > moved]
+                    gaps = [(b - a, b) for a, b in zip([before] + after, after)]
+                    longest = max(gaps, default=(None, None))
+                    out["paused"] = round(longest[0] / 1000, 2) if longest[0] else None
+                    # Back: the first frame after the longest pause, from the move.
+                    out["recovered"] = round((longest[1] - moved) / 1000, 2) if longest[1] else None
+                    out["reoffered"] = d.execute_script("return window.viewfinderPreview.reconnected().count")
+                    out["transport_after"] = d.execute_script("return window.viewfinderPreview.transport()")
+                    if not after or out["recovered"] > RECOVERED_WITHIN:
+                        out["console"] = [e["message"][-300:] for e in d.get_log("browser")][-15:]
+                    count_frames(d, out, seconds)  # on the new address
+                finally:
+                    move_address(MOVED_IP, CLI_IP)
+            else:
+                count_frames(d, out, seconds)
     finally:
         d.quit()
     print(json.dumps(out), flush=True)
@@ -332,12 +412,13 @@ def page_viewer(url, seconds, within):
 def watch(case, server):
     where, url = ("nbr", f"http://{CAM_IP}:{server.port}/") if case == "lan" else \
         ("cli", f"http://{CAM_IP if case == 'one-nat' else RCAM_WAN}:{server.port}/")
-    turn = {"symmetric": "udp", "udp-blocked": "tcp"}.get(case, "")
-    within = 12 if case == "symmetric-without-turn" else FIRST_FRAME_WITHIN
-    if case == "ice-tcp":  # the system's python: selenium is Debian's
-        command = ["/usr/bin/python3", __file__, "--page", url, str(SECONDS), str(within)]
+    turn = {"symmetric": "udp", "symmetric-trickled": "udp", "symmetric-withheld": "udp", "udp-blocked": "tcp"}.get(case, "")
+    trickle = {"symmetric-trickled": "patch", "symmetric-withheld": "withhold"}.get(case, "")
+    within = 12 if case in ("symmetric-without-turn", "symmetric-withheld") else FIRST_FRAME_WITHIN
+    if case in PAGE_CASES:  # the system's python: selenium is Debian's
+        command = ["/usr/bin/python3", __file__, "--page", url, str(SECONDS), str(within), "move" if case == "moved" else ""]
     else:
-        command = [str(VENV / "bin/python3"), __file__, "--viewer", url, turn, str(SECONDS), str(within), SECRET]
+        command = [str(VENV / "bin/python3"), __file__, "--viewer", url, turn, str(SECONDS), str(within), SECRET, trickle]
     p = subprocess.Popen(["ip", "netns", "exec", NS[where], *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Meanwhile, the server's own view of the viewer: the live output's viewers, each second.
     seen = []
@@ -358,7 +439,13 @@ def watch(case, server):
     return got
 
 
-CASES = ["lan", "one-nat", "forwarded", "symmetric", "udp-blocked", "ice-tcp", "symmetric-without-turn"]
+CASES = ["lan", "one-nat", "forwarded", "symmetric", "symmetric-trickled", "udp-blocked", "ice-tcp", "moved",
+         "symmetric-without-turn", "symmetric-withheld"]
+# The cases whose viewer is the page in Chromium.
+PAGE_CASES = ("ice-tcp", "moved")
+# Must not connect: the proof that what the others have (TURN; the trickled candidates) is what
+# connects them.
+APART = ("symmetric-without-turn", "symmetric-withheld")
 # The pair each case must take, as the viewer's agent has it: its local candidate's type, and
 # the remote's (the camera's) type and address.
 EXPECTED = {
@@ -366,14 +453,17 @@ EXPECTED = {
     "one-nat": ("host", f"host udp {CAM_IP}"),
     "forwarded": ("host", f"host udp {RCAM_WAN}"),
     "symmetric": ("relay", None),
+    "symmetric-trickled": ("relay", None),
     "udp-blocked": ("relay", None),
     "ice-tcp": None,  # the page's own peer is not the test's to read: the server's path says TCP
+    "moved": None,
 }
 
 
 # The viewer's end as the server's state reports it (ICEPath.remote): the neighbour's host
 # address; a NATed viewer's address as its checks came (peer-reflexive); a relayed one's relay.
-SERVER_SEES = {"lan": "host", "one-nat": "prflx", "forwarded": "prflx", "symmetric": "relay", "udp-blocked": "relay", "ice-tcp": "prflx"}
+SERVER_SEES = {"lan": "host", "one-nat": "prflx", "forwarded": "prflx", "symmetric": "relay", "symmetric-trickled": "relay",
+               "udp-blocked": "relay", "ice-tcp": "prflx", "moved": "prflx"}
 
 
 def check(case, got):
@@ -383,6 +473,11 @@ def check(case, got):
     if case == "symmetric-without-turn":
         return [f"{case}: connected through two symmetric NATs without TURN: the rig's NAT is not symmetric"] \
             if got.get("first_frame") is not None else []
+    if case == "symmetric-withheld":
+        return [f"{case}: connected though the server never had the viewer's candidates: the trickled case proves nothing"] \
+            if got.get("first_frame") is not None else []
+    if case == "symmetric-trickled" and (got.get("trickled") or {}).get("status") != 204:
+        problems.append(f"{case}: the PATCH of the viewer's candidates was answered {got.get('trickled')}")
     if not got.get("connected") or got.get("first_frame") is None:
         problems.append(f"{case}: not connected ({got.get('state')}), first frame {got.get('first_frame')}")
     if got.get("frames", 0) < SECONDS * 5:
@@ -392,6 +487,16 @@ def check(case, got):
         local, remote = EXPECTED[case]
         if not pair.get("local", "").startswith(local) or (remote and not pair.get("remote", "").startswith(remote)):
             problems.append(f"{case}: selected pair {pair}, expected local {local}, remote {remote}")
+    if case == "moved" and got.get("console"):
+        problems.append(f"{case}: the page said: " + "\n    ".join(got["console"]))
+    # The page's way back: a picture that paused (it does here: libnice, controlled, keeps sending
+    # on its old pair) came back because the page offered again.
+    if case == "moved" and (got.get("paused") or 0) >= 0.5 and not got.get("reoffered"):
+        problems.append(f"{case}: the picture paused {got.get('paused')} s and the page did not offer again")
+    if case == "moved" and (got.get("recovered") is None or got.get("recovered") > RECOVERED_WITHIN
+                            or got.get("transport_after") != "WebRTC" or got.get("transport") != "WebRTC"):
+        problems.append(f"{case}: after the viewer's address changed: back in {got.get('recovered')} s (within {RECOVERED_WITHIN} wanted), "
+                        f"by {got.get('transport_after')}, then {got.get('transport')}")
     if case == "udp-blocked" and "Tcp" not in pair.get("via", ""):
         problems.append(f"{case}: the relay was not reached over TCP: {pair}")
     path = got.get("server_path") or {}
@@ -405,12 +510,12 @@ def check(case, got):
 
 def main():
     global SECRET_ARG
-    if len(sys.argv) == 5 and sys.argv[1] == "--page":
-        page_viewer(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "--page":
+        page_viewer(sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5] == "move")
         return
-    if len(sys.argv) == 7 and sys.argv[1] == "--viewer":
+    if len(sys.argv) == 8 and sys.argv[1] == "--viewer":
         SECRET_ARG = sys.argv[6]
-        viewer(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]))
+        viewer(sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5]), sys.argv[7])
         return
     if os.geteuid() != 0:
         sys.exit("test_nat: needs root (network namespaces, iptables)")
@@ -428,16 +533,19 @@ def main():
                 nat(case, server.port)
                 got = watch(case, server)
                 if os.environ.get("NAT_DEBUG"):
+                    print(json.dumps({k: v for k, v in got.items() if k != "console"}))
                     print("\n".join(l for l in server.log().splitlines() if ": by " in l))
                 problems = check(case, got)
                 if problems:
                     problems.append(f"{case}: the server's log:\n" + server.log()[-3000:])
-                    if case in ("symmetric", "udp-blocked"):
+                    if case in TURNED:
                         problems.append(f"{case}: coturn's log:\n" + turn.log()[-3000:])
                 failures += problems
                 rows.append((case, got))
+                moved = f", paused {got.get('paused')} s, back {got.get('recovered')} s after the move, offered again {got.get('reoffered')} times" \
+                    if case == "moved" else ""
                 print(f"{case}: connected {got.get('connected')}, first frame {got.get('first_frame')} s, "
-                      f"{got.get('frames')} frames in {SECONDS:.0f} s, pair {got.get('pair')}, the server's state: {got.get('server_path')}",
+                      f"{got.get('frames')} frames in {SECONDS:.0f} s, pair {got.get('pair')}, the server's state: {got.get('server_path')}{moved}",
                       flush=True)
             finally:
                 server.stop()

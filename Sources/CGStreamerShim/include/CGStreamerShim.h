@@ -125,6 +125,9 @@ vfg_peer *vfg_peer_answer(const vfg_peer_options *options, char **answer, vfg_fe
 int vfg_peer_codec(vfg_peer *peer);
 /// 1 when its offer takes H.264's Main profile (Main or High offered), 0 when Constrained Baseline alone.
 int vfg_peer_accepts_main(vfg_peer *peer);
+/// Gives the peer's ICE agent a candidate the viewer trickled ("candidate:…") for media line
+/// `mline` (webrtcbin queues it until both descriptions are set).
+void vfg_peer_add_candidate(vfg_peer *peer, unsigned mline, const char *candidate);
 
 /// One end of the ICE pair the peer selected, as webrtcbin's stats have it (its
 /// local-candidate and remote-candidate entries, there once a pair is selected).

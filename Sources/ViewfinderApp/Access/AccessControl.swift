@@ -33,7 +33,8 @@ final class AccessControl: Sendable {
         // decides what the role allows; none sent, the service asks (ONVIFService.swift).
         if r.method == "POST" && r.path.hasPrefix("/onvif/") { return r.headers["authorization"] == nil ? nil : .viewer }
         // Opening and ending a WebRTC view is watching, not steering.
-        if (r.method == "POST" && r.path.hasSuffix("/whep")) || (r.method == "DELETE" && r.path.hasPrefix("/api/whep/")) { return .viewer }
+        // (A PATCH trickles the viewer's own ICE candidates to its session.)
+        if (r.method == "POST" && r.path.hasSuffix("/whep")) || ((r.method == "DELETE" || r.method == "PATCH") && r.path.hasPrefix("/api/whep/")) { return .viewer }
         // What was said to a camera is the talker's: hearing it back needs an operator, as talking does.
         if r.path.hasSuffix("/speaker.wav") { return .operator }
         return r.method == "GET" || r.method == "HEAD" ? .viewer : .operator

@@ -98,6 +98,9 @@ extension StreamingError: ResponseError {
         case .noOpus(let m): HTTPError(422, "unsupported_codec", "The offer has no sound this server can play: \(m).")
         case .noFreePort(let r): HTTPError(503, "no_free_port", "Every port of webrtc.udpPorts (\(r.lowerBound)–\(r.upperBound)) is held by a WebRTC peer; try again once one ends, or widen the range.",
                                            headers: [("Retry-After", "5")])
+        case .badFragment(let e): HTTPError(400, "invalid_sdpfrag", e.description)
+        case .unusableFragment(let m): HTTPError(422, "unusable_candidates", m)
+        case .iceRestart: HTTPError(422, "ice_restart_unsupported", "An ICE restart is not offered by this server: end the session and open a new one (POST the offer again).")
         case .unavailable, .listen, .peer: HTTPError(500, "webrtc_failed", "WebRTC could not start: \(self).")
         }
     }

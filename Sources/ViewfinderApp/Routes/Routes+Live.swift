@@ -1,5 +1,6 @@
 // The live H.264 routes: fragmented MP4 for MSE and players, and WebRTC by WHEP
-// (draft-ietf-wish-whep): POST an SDP offer, get 201 with the answer and a Location to DELETE.
+// (draft-ietf-wish-whep): POST an SDP offer, get 201 with the answer and a Location to PATCH
+// the viewer's later candidates to (trickle) and to DELETE.
 
 import Foundation
 import HTTPServer
@@ -48,6 +49,36 @@ extension Application {
             }
             return Response(status: 200)
         }
+        // The viewer's own candidates, trickled after its offer (RFC 9725, section 4.3.1).
+        r.patch("/api/whep/:session") { [self] request in try whepTrickle(request) }
+    }
+
+    /// A PATCH of RFC 8840's trickle-ice-sdpfrag to a WHEP session: 204 once its candidates are
+    /// given to the peer. Refused whole, nothing given: not a fragment (415, 413, 400), another
+    /// ICE session's (412 naming the session's ETag; 422 for an ICE restart, not offered); an
+    /// ended or unknown session is 404 before anything else.
+    private func whepTrickle(_ request: Request) throws -> Response {
+        let id = request.parameters["session"] ?? ""
+        let gone = HTTPError(404, "not_found", "No WHEP session \(id) (it ended, or never began).")
+        guard whep.has(id) else { throw gone }  // the resource first, then what was sent to it
+        let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == "application/trickle-ice-sdpfrag" else {
+            throw HTTPError(415, "unsupported_media_type", "Trickled ICE candidates are a fragment: send them with Content-Type: application/trickle-ice-sdpfrag.")
+        }
+        guard request.body.count <= ICEFragment.maxBytes else {
+            throw HTTPError(413, "body_too_large", "An ICE fragment is at most \(ICEFragment.maxBytes) bytes.")
+        }
+        guard let text = String(validating: request.body, as: UTF8.self) else {
+            throw HTTPError(400, "invalid_sdpfrag", "The ICE fragment is not UTF-8.")
+        }
+        let fragment: ICEFragment
+        do { fragment = try ICEFragment(parsing: text) } catch { throw StreamingError.badFragment(error) }
+        switch try whep.trickle(id, fragment, ifMatch: request.header("if-match")?.trimmingCharacters(in: .whitespaces)) {
+        case .taken: return Response(status: 204, headers: Response.noCache)
+        case .noSession: throw gone
+        case .otherSession(let etag):
+            throw HTTPError(412, "precondition_failed", "If-Match names another ICE session than this one's (\(etag)).", headers: [("ETag", etag)])
+        }
     }
 
     /// The live H.264 stream of `feed`'s camera as fragmented MP4, with its microphone's AAC
@@ -72,9 +103,10 @@ extension Application {
         // A stream asked for is kept; without one the viewer's link chooses (webrtc.adaptive).
         let stream = request.query["stream"] == nil ? nil : try liveStream(request)
         try admitLiveClient()
-        let (id, answer) = try await whep.open(offer: offer, source: source, stream: stream, adaptive: configuration.webrtc.adaptive)
+        let (id, answer, etag) = try await whep.open(offer: offer, source: source, stream: stream, adaptive: configuration.webrtc.adaptive)
         return Response(status: 201, contentType: "application/sdp", bytes: Array(answer.utf8),
-                        headers: [("Location", "/api/whep/\(id)")] + ice.links(for: id) + Response.noCache)
+                        headers: [("Location", "/api/whep/\(id)"), ("ETag", etag), ("Accept-Patch", "application/trickle-ice-sdpfrag")]
+                            + ice.links(for: id) + Response.noCache)
     }
 
     /// `?stream=main` (the default) or `sub`.

@@ -62,6 +62,9 @@ final class PeerRegistry<Peer: RegisteredPeer>: Sendable {
         return id
     }
 
+    /// Peer `id`, nil when there is none (it ended, or never began).
+    subscript(id: String) -> Peer? { peers.withLock { $0[id]?.peer } }
+
     /// Every peer kept now, with its id.
     var all: [(id: String, peer: Peer)] { peers.withLock { $0.map { ($0.key, $0.value.peer) } } }
 

@@ -26,6 +26,9 @@ final class WHEPService: Sendable {
         let adaptive: Bool
         /// The selected pair last logged.
         private let path = Locked<LinkReport.Pair?>(nil)
+        /// The session's entity tag (RFC 9725's ETag: its ICE session; a PATCH naming another
+        /// in If-Match is refused with 412).
+        let etag = "\"" + UUID().uuidString.lowercased().prefix(8) + "\""
 
         init(peer: WebRTCPeer, feeder: FeedPump, units: LiveUnitSubscription, sound: FeedPump?, adapter: StreamAdapter, adaptive: Bool) {
             self.peer = peer
@@ -84,7 +87,7 @@ final class WHEPService: Sendable {
     /// nil and `adaptive`, the main stream or the sub stream as its link allows: the session
     /// id and the SDP answer. The peer's pipeline is built and ICE gathered on a thread of its
     /// own, not the caller's.
-    func open(offer: String, source: SessionFeed, stream: LiveStreamName? = nil, adaptive: Bool = true) async throws(StreamingError) -> (id: String, answer: String) {
+    func open(offer: String, source: SessionFeed, stream: LiveStreamName? = nil, adaptive: Bool = true) async throws(StreamingError) -> (id: String, answer: String, etag: String) {
         let ice = self.ice  // called on the peer's thread: it may resolve a public address's name
         // A camera with a microphone answers with a sound track even while the microphone is
         // not running yet (it is joined when it runs): mono unless it runs in stereo now (an
@@ -105,10 +108,37 @@ final class WHEPService: Sendable {
         // queues), following the feed as its picture does; a microphone that starts later is
         // heard from its first packet.
         let sound = peer.sound.map { audio in FeedPump(feed: audio, sound: source.sound(.opus)) { ($0.bytes, $0.time) } }
-        let id = viewers.add(Viewer(peer: peer, feeder: feeder, units: units, sound: sound, adapter: adapter, adaptive: adapts))
+        let viewer = Viewer(peer: peer, feeder: feeder, units: units, sound: sound, adapter: adapter, adaptive: adapts)
+        let id = viewers.add(viewer)
         feeder.start()
         sound?.start()
-        return (id, peer.answer)
+        return (id, peer.answer, viewer.etag)
+    }
+
+    /// What a PATCH to a session asks (RFC 9725, section 4.3).
+    enum Trickled: Equatable {
+        case taken
+        case noSession
+        /// If-Match named another ICE session than the session's (its ETag).
+        case otherSession(etag: String)
+    }
+
+    /// Whether session `id` is kept (not ended).
+    func has(_ id: String) -> Bool { viewers[id] != nil }
+
+    /// Gives session `id`'s peer the candidates the viewer trickled. `ifMatch`: the request's
+    /// If-Match (nil: none sent; `*` with new credentials is an ICE restart, refused; `*`
+    /// otherwise matches, as any list naming the session's tag does: RFC 9110's strong match).
+    func trickle(_ id: String, _ fragment: ICEFragment, ifMatch: String?) throws(StreamingError) -> Trickled {
+        guard let viewer = viewers[id] else { return .noSession }
+        if ifMatch == "*" && viewer.peer.restarts(fragment) { throw .iceRestart }
+        if let ifMatch, ifMatch != "*",
+           !ifMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == viewer.etag }) {
+            return .otherSession(etag: viewer.etag)
+        }
+        try viewer.peer.trickle(fragment)
+        logger.debug("WHEP session \(id): \(fragment.candidates.count) candidates trickled\(fragment.endOfCandidates ? ", the last" : "")")
+        return .taken
     }
 
     /// Ends session `id` (its pipeline stopped off the caller's thread); false when there is none.
