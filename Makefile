@@ -52,7 +52,7 @@ test: test-deps
 	/usr/bin/python3 Tests/live/test_threads.py
 	@# A WebRTC viewer in a network namespace behind tc tbf at 1 Mbit/s: on the sub stream at >= 10 fps, back on the main one when the link is restored.
 	/usr/bin/python3 Tests/live/test_slow_link.py
-	@# WebRTC through real NATs in network namespaces (iptables, Debian's coturn, aiortc in a venv under .build/): the LAN, one NAT, a port forward with webrtc.publicAddresses, symmetric NATs over TURN, UDP blocked (TURN over TCP; and Chromium by ICE-TCP to the forwarded port), candidates trickled by PATCH, the page finding the camera again after the viewer's address changed; symmetric without TURN, and without the trickled candidates, must fail; the server's state names each path.
+	@# WebRTC through real NATs in network namespaces (iptables, Debian's coturn, aiortc in a venv under .build/): the LAN, one NAT, a port forward with webrtc.publicAddresses, symmetric NATs over TURN, UDP blocked (TURN over TCP; and Chromium by ICE-TCP to the forwarded port), candidates trickled by PATCH, the page finding the camera again after the viewer's address changed; symmetric without TURN, without the trickled candidates, and with a TURN server refusing the credentials must fail (the last saying why, in the page's badge and the server's log); the server's state names each path.
 	/usr/bin/python3 Tests/live/test_nat.py
 	@# ONVIF as Home Assistant's client library (onvif-zeep-async, in a venv under .build/) drives it: profiles, stream and snapshot URIs, sign-in.
 	/usr/bin/python3 Tests/onvif/test_onvif.py

@@ -73,13 +73,14 @@ export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail
   }
   const pc = new RTCPeerConnection({ bundlePolicy: "max-bundle" });
   const s = { pc, location: null, etag: null, video, stream: new MediaStream(), closed: false, sound: false, onSound, synced: {},
-              timer: null, played: false, cut: null, trickle: { sent: null, queue: [], ended: false, busy: false, stopped: false } };
+              timer: null, played: false, cut: null, trickle: { sent: null, queue: [], ended: false, busy: false, stopped: false },
+              iceErrors: [] };
   const fail = (why) => {
     if (s.closed) return;
     closeWHEP(s, { keepPicture: why.lost });
     onFail(why);
   };
-  const failed = (detail) => fail(reason("WebRTC failed", detail, s.played));
+  const failed = (detail) => fail(reason("WebRTC failed", s.played ? detail : explained(s, detail), s.played));
   s.timer = setTimeout(() => failed("WebRTC: no frame within 5 s"), FIRST_FRAME_MS);
   (async () => {
     // As little buffering as the browser allows: the picture follows the camera (the sound
@@ -102,6 +103,13 @@ export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail
       // (a moment's loss); one that stays so has lost its network.
       clearTimeout(s.cut);
       if (pc.connectionState === "disconnected" && s.played) s.cut = setTimeout(() => failed("WebRTC disconnected"), DISCONNECTED_MS);
+    };
+    // What the STUN and TURN servers answered when they would not serve (a TURN server that
+    // refused the credentials: 401; one not reached: 701): the badge's title says it if the
+    // session fails.
+    pc.onicecandidateerror = (e) => {
+      const said = `${e.url || "an ICE server"}: ${e.errorCode}${e.errorText ? ` ${e.errorText.replace(/\.$/, "")}` : ""}`;
+      if (!s.iceErrors.includes(said) && s.iceErrors.length < 3) s.iceErrors.push(said);
     };
     pc.onicecandidate = (e) => {
       const t = s.trickle;
@@ -144,6 +152,17 @@ export function openWHEP(url, video, { audio = false, onFrame = () => {}, onFail
     video.play().catch(() => {});
   })().catch((e) => failed(`WebRTC: ${e.message || e}`));
   return s;
+}
+
+/** Why a session that never played failed, for the badge's title: `detail` and what ICE says —
+ *  no candidate pair succeeded, or still checking when the time ran out — and what the ICE
+ *  servers refused. */
+function explained(s, detail) {
+  const ice = s.pc.iceConnectionState;
+  const why = ice === "failed" ? "no ICE candidate pair succeeded"
+    : ice === "new" || ice === "checking" ? `ICE still ${ice} (timeout)` : null;
+  const servers = s.iceErrors.length ? `; the ICE servers said: ${s.iceErrors.join("; ")}` : "";
+  return (why ? `${detail}: ${why}` : detail) + servers;
 }
 
 /** A candidate by what makes it one (foundation, component, transport, priority, address, port):

@@ -54,6 +54,9 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
     public let sound: AudioFeed?
     /// The offer's ICE session: its credentials and media sections, for trickled candidates.
     private let remote: OfferedICE
+    /// What the server's own gathering lacked: a TURN server configured and no relayed
+    /// candidate (refused, or not answering by the deadline), a STUN server that did not answer.
+    public let gatheringProblems: [String]
 
     /// As RTCPeerConnectionState.
     public enum State: Int32, Sendable {
@@ -69,6 +72,7 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         var feed: OpaquePointer?
         var audio: OpaquePointer?
         var why: Int32 = 0
+        let began = Clock.monotonic()
         let raw = withPeerOptions(offer: offer, ice: ice, timeout: timeout, opusChannels: opusChannels ?? 0) { options in
             vfg_peer_answer(options, &answer, &feed, &audio, &why, &error, error.count)
         }
@@ -86,6 +90,8 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         self.answer = PublicCandidates.adding(ice.publicAddresses, to: String(cString: answer))
         ends = SelectedPair.Ends(answer: self.answer, offer: offer)
         remote = OfferedICE(offer)
+        gatheringProblems = Self.problems(answer: self.answer, ice: ice, timeout: timeout,
+                                          timedOut: Clock.monotonic() - began >= timeout)
         vfg_free(answer)
         self.feed = H264Feed(feed)
         sound = audio.map(AudioFeed.init)
@@ -148,6 +154,23 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
             guard !c else { throw .unusableFragment("The session has ended.") }
             for (mline, line) in lines { vfg_peer_add_candidate(raw, mline, line) }
         }
+    }
+
+    /// What an answer's candidates say of the configured ICE servers. Gathering ends (before
+    /// the deadline) once every server answered or refused: a TURN server that refused the
+    /// allocation (its credentials, its quota) leaves no relayed candidate and an early end; one
+    /// that does not answer, the deadline. Named by host only: a TURN URL here holds a password.
+    static func problems(answer: String, ice: ICEConfiguration, timeout: Double, timedOut: Bool) -> [String] {
+        var out: [String] = []
+        let within = "within the answer's \(Int(timeout.rounded())) s"
+        if !ice.turnServers.isEmpty && !answer.contains(" typ relay") {
+            let hosts = ice.turnServers.map { url in url.split(separator: "@").last.map(String.init) ?? "?" }.joined(separator: ", ")
+            out.append(timedOut ? "no TURN server (\(hosts)) answered \(within)"
+                                : "the TURN server (\(hosts)) refused the allocation: its credentials (webrtc.turn's secret, as the TURN server's), or its quota")
+        } else if timedOut, let stun = ice.stunServer, !answer.contains(" typ srflx") {
+            out.append("the STUN server \(stun) did not answer \(within)")
+        }
+        return out
     }
 
     /// Whether `fragment` names other ICE credentials than the offer's (an ICE restart asks so).

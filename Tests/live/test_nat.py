@@ -27,6 +27,10 @@ The cases, each with a server configured as a user of that network would:
   moved      as forwarded, the page in Chromium: once it plays, the viewer's address changes
              (a laptop moving between networks); the page must play again by WebRTC by itself
              (it offers again when its connection is lost), within RECOVERED_WITHIN.
+  turn-refused  UDP blocked at the viewer and a TURN server that refuses the server's credentials
+             (webrtc.turn's secret not coturn's): must NOT connect, and say why — the page's
+             badge title (ICE's state, the TURN server's 401) and the server's log (the
+             allocation refused).
   symmetric-without-turn  the symmetric NATs with no TURN server: must NOT connect (the rig's
              NATs are what they say: no direct path through two of them).
   symmetric-withheld  as symmetric-trickled without the PATCH: must NOT connect (the server
@@ -69,7 +73,7 @@ FIRST_FRAME_WITHIN = 20
 # the figure is printed).
 RECOVERED_WITHIN = 10
 # The cases whose server has a TURN server (webrtc.turn).
-TURNED = ("symmetric", "symmetric-trickled", "symmetric-withheld", "udp-blocked")
+TURNED = ("symmetric", "symmetric-trickled", "symmetric-withheld", "udp-blocked", "turn-refused")
 
 
 def run(*cmd, check=True):
@@ -152,7 +156,7 @@ def nat(case, http_port):
             ns("rcam", "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-p", proto, "--dport", ports,
                "-j", "DNAT", "--to-destination", CAM_IP)
     ns("rcli", "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan", "-j", "MASQUERADE", *random)
-    if case in ("udp-blocked", "ice-tcp"):
+    if case in ("udp-blocked", "ice-tcp", "turn-refused"):
         ns("rcli", "iptables", "-A", "FORWARD", "-p", "udp", "-j", "DROP")
 
 
@@ -201,7 +205,8 @@ class Server(Daemon):
         if case in ("forwarded", "ice-tcp", "moved"):
             webrtc["publicAddresses"] = [RCAM_WAN]
         if case in TURNED:
-            webrtc["turn"] = {"urls": [f"turn:{TURN_IP}:3478?transport=udp", f"turn:{TURN_IP}:3478?transport=tcp"], "secret": SECRET, "ttl": 600}
+            webrtc["turn"] = {"urls": [f"turn:{TURN_IP}:3478?transport=udp", f"turn:{TURN_IP}:3478?transport=tcp"],
+                              "secret": SECRET + ("-not-coturns" if case == "turn-refused" else ""), "ttl": 600}
         config = Path(self.dir) / "config.json"
         config.write_text(json.dumps({
             "auth": "none", "server": {"host": "0.0.0.0"},
@@ -374,6 +379,7 @@ def page_viewer(url, seconds, within, move=False):
             time.sleep(0.1)
         transport = d.execute_script("return window.viewfinderPreview && window.viewfinderPreview.transport()")
         out["transport"] = transport
+        out["badge"] = d.execute_script("const b = document.getElementById('transport'); return [b.textContent, b.title]")
         if d.execute_script("return window.__first || 0") and transport == "WebRTC":
             out["connected"] = True
             out["first_frame"] = round(d.execute_script("return window.__first") / 1000, 3)  # from the navigation
@@ -414,7 +420,7 @@ def watch(case, server):
         ("cli", f"http://{CAM_IP if case == 'one-nat' else RCAM_WAN}:{server.port}/")
     turn = {"symmetric": "udp", "symmetric-trickled": "udp", "symmetric-withheld": "udp", "udp-blocked": "tcp"}.get(case, "")
     trickle = {"symmetric-trickled": "patch", "symmetric-withheld": "withhold"}.get(case, "")
-    within = 12 if case in ("symmetric-without-turn", "symmetric-withheld") else FIRST_FRAME_WITHIN
+    within = 12 if case in APART else FIRST_FRAME_WITHIN
     if case in PAGE_CASES:  # the system's python: selenium is Debian's
         command = ["/usr/bin/python3", __file__, "--page", url, str(SECONDS), str(within), "move" if case == "moved" else ""]
     else:
@@ -440,12 +446,12 @@ def watch(case, server):
 
 
 CASES = ["lan", "one-nat", "forwarded", "symmetric", "symmetric-trickled", "udp-blocked", "ice-tcp", "moved",
-         "symmetric-without-turn", "symmetric-withheld"]
+         "symmetric-without-turn", "symmetric-withheld", "turn-refused"]
 # The cases whose viewer is the page in Chromium.
-PAGE_CASES = ("ice-tcp", "moved")
+PAGE_CASES = ("ice-tcp", "moved", "turn-refused")
 # Must not connect: the proof that what the others have (TURN; the trickled candidates) is what
 # connects them.
-APART = ("symmetric-without-turn", "symmetric-withheld")
+APART = ("symmetric-without-turn", "symmetric-withheld", "turn-refused")
 # The pair each case must take, as the viewer's agent has it: its local candidate's type, and
 # the remote's (the camera's) type and address.
 EXPECTED = {
@@ -473,6 +479,15 @@ def check(case, got):
     if case == "symmetric-without-turn":
         return [f"{case}: connected through two symmetric NATs without TURN: the rig's NAT is not symmetric"] \
             if got.get("first_frame") is not None else []
+    if case == "turn-refused":
+        text, title = got.get("badge") or ["", ""]
+        said = [] if got.get("first_frame") is None else [f"{case}: connected, though nothing should carry it"]
+        if not text.startswith("MJPEG") or "no ICE candidate pair succeeded" not in title and "ICE still" not in title \
+                or f"turn:{TURN_IP}" not in title or "401" not in title:
+            said.append(f"{case}: the page's badge does not say why: {text!r}, {title!r}")
+        if not got.get("server_refused"):
+            said.append(f"{case}: the server's log does not say the TURN server refused its allocation")
+        return said
     if case == "symmetric-withheld":
         return [f"{case}: connected though the server never had the viewer's candidates: the trickled case proves nothing"] \
             if got.get("first_frame") is not None else []
@@ -532,6 +547,7 @@ def main():
             try:
                 nat(case, server.port)
                 got = watch(case, server)
+                got["server_refused"] = "refused the allocation" in server.log()
                 if os.environ.get("NAT_DEBUG"):
                     print(json.dumps({k: v for k, v in got.items() if k != "console"}))
                     print("\n".join(l for l in server.log().splitlines() if ": by " in l))

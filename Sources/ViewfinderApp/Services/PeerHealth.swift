@@ -12,20 +12,35 @@ struct PeerHealth: Sendable {
 
     let created: Double
     private var unwellSince: Double?
+    /// It has been connected (a failure after is a lost connection, not one never made).
+    private var wasConnected = false
 
     init(created: Double) { self.created = created }
 
     /// Whether a peer in `state`, `silence` seconds since its last packet, is gone at `now`.
     mutating func expired(_ state: WebRTCPeer.State, silence: Double?, now: Double, connectTimeout: Double) -> Bool {
         switch state {
-        case .connected where (silence ?? 0) >= Self.silenceLimit: return true
-        case .connected: unwellSince = nil; return false
+        case .connected where (silence ?? 0) >= Self.silenceLimit: wasConnected = true; return true
+        case .connected: unwellSince = nil; wasConnected = true; return false
         case .failed, .closed: return true
         case .disconnected:
             let since = unwellSince ?? now
             unwellSince = since
             return now - since >= Self.silenceLimit
         case .new, .connecting: return now - created > connectTimeout
+        }
+    }
+
+    /// Why a peer in `state` that `expired` ended, for the log: a connection never made (ICE
+    /// found no pair that answers, or none within the connect timeout) told apart from one lost.
+    func reason(_ state: WebRTCPeer.State, connectTimeout: Double) -> String {
+        switch state {
+        case .failed where wasConnected: "its connection failed (ICE, DTLS or the pipeline)"
+        case .failed: "ICE failed: no candidate pair succeeded"
+        case .closed: "it was closed"
+        case .disconnected: "disconnected for \(Int(Self.silenceLimit)) s"
+        case .connected: "silent for \(Int(Self.silenceLimit)) s (no RTCP from it: the tab closed, the network gone)"
+        case .new, .connecting: "it did not connect within \(Int(connectTimeout)) s (timeout: no candidate pair answered)"
         }
     }
 }

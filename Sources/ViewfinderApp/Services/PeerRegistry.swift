@@ -18,9 +18,16 @@ protocol RegisteredPeer: Sendable {
     var silence: Double? { get }
     /// How the log names it: "WHEP session <id>", "camera rear: talk <id>".
     func named(_ id: String) -> String
+    /// What its answer found amiss (a TURN server that refused or did not answer): said again
+    /// when it ends unconnected.
+    var notes: [String] { get }
     /// Stops it and gives back what it holds; may block. Called once, never on the caller's
     /// thread nor under the registry's lock.
     func end()
+}
+
+extension RegisteredPeer {
+    var notes: [String] { [] }
 }
 
 final class PeerRegistry<Peer: RegisteredPeer>: Sendable {
@@ -100,13 +107,13 @@ final class PeerRegistry<Peer: RegisteredPeer>: Sendable {
     private func sweep() {
         let now = Clock.monotonic()
         let timeout = connectTimeout.withLock { $0 }
-        var gone: [(String, Peer, WebRTCPeer.State)] = []
+        var gone: [(String, Peer, WebRTCPeer.State, String)] = []
         peers.withLock { p in
             for (id, var e) in p {
                 let state = e.peer.state
                 if e.health.expired(state, silence: e.peer.silence, now: now, connectTimeout: timeout) {
                     p[id] = nil
-                    gone.append((id, e.peer, state))
+                    gone.append((id, e.peer, state, e.health.reason(state, connectTimeout: timeout)))
                 } else {
                     p[id] = e
                 }
@@ -117,9 +124,10 @@ final class PeerRegistry<Peer: RegisteredPeer>: Sendable {
         guard !gone.isEmpty else { return }
         // Stopping a pipeline can take a while: not on the alarms' queue.
         detach("\(name)-close") { [logger, gone] in
-            for (id, peer, state) in gone {
-                let why = state == .failed ? "the peer failed (ICE, DTLS or the pipeline)" : "the peer was \(state)"
-                logger.log(level: state == .failed ? .warning : .info, "\(peer.named(id)) ended: \(why)")
+            for (id, peer, state, why) in gone {
+                let unconnected = state == .failed || state == .new || state == .connecting
+                let notes = unconnected && !peer.notes.isEmpty ? " (\(peer.notes.joined(separator: "; ")))" : ""
+                logger.log(level: unconnected ? .warning : .info, "\(peer.named(id)) ended: \(why)\(notes)")
                 peer.end()
             }
         }

@@ -45,6 +45,7 @@ final class WHEPService: Sendable {
         }
 
         var state: WebRTCPeer.State { peer.state }
+        var notes: [String] { peer.gatheringProblems }
         var silence: Double? { peer.silence }
         func named(_ id: String) -> String { "WHEP session \(id)" }
         func end() {
@@ -110,6 +111,7 @@ final class WHEPService: Sendable {
         let sound = peer.sound.map { audio in FeedPump(feed: audio, sound: source.sound(.opus)) { ($0.bytes, $0.time) } }
         let viewer = Viewer(peer: peer, feeder: feeder, units: units, sound: sound, adapter: adapter, adaptive: adapts)
         let id = viewers.add(viewer)
+        for problem in peer.gatheringProblems { logger.warning("WHEP session \(id): \(problem)") }
         feeder.start()
         sound?.start()
         return (id, peer.answer, viewer.etag)
