@@ -37,7 +37,7 @@ export function startPreview() {
   }
 }
 
-/** How long the preview's picture may stop before its connection is taken for lost: three
+/** How long the preview's picture may stop, nothing arriving, before its connection is taken for lost: three
  *  frames' time, 2.5 s at least; null while no frame is due (the camera not running, or offline). */
 function stallMs() {
   const s = store.state;

@@ -6,8 +6,8 @@
 // sound button unmutes it. Whatever fails (no RTCPeerConnection, the POST refused,
 // ICE failed, no frame in 5 s) ends it and tells the caller why, which shows MJPEG instead (and
 // the reason on its badge). A connection lost after it played (failed, disconnected for
-// 1.5 s, or its picture stopped while the camera runs: a laptop moved from Wi-Fi to LTE, a
-// network gone) is offered again, up to 3 times, before MJPEG: the last picture stays until the
+// 1.5 s, or its picture stopped and nothing arrived for 2.5 s while the camera runs: a laptop
+// moved from Wi-Fi to LTE, a network gone) is offered again, up to 3 times, before MJPEG: the last picture stays until the
 // new session's answer. The camera tiles open the same kind of
 // session (openWHEP) for each other camera's sub stream, picture only.
 
@@ -169,21 +169,32 @@ function explained(s, detail) {
  *  Chromium's icecandidate events add extensions (`ufrag …`) its offer's lines have not. */
 function candidateKey(candidate) { return candidate.split(" ").slice(0, 6).join(" "); }
 
-/** Ends `s` as lost when its picture stops for `stallMs()` while frames are due (stallMs()
- *  null: none are, the camera stopped). Its connection may still say "connected": the browser
- *  moved to a new address and its ICE found a path from it (it gathers continually), but the
- *  server's agent, controlled, keeps sending to the old one — the picture stops, nothing fails. */
+/** Ends `s` as lost when its picture stops and nothing arrives for `stallMs()` while frames are
+ *  due (stallMs() null: none are, the camera stopped). Its connection may still say "connected":
+ *  the browser moved to a new address and its ICE found a path from it (it gathers continually),
+ *  but the server's agent, controlled, keeps sending to the old one — nothing arrives, nothing
+ *  fails. A slow link is not lost: its picture may stall for seconds (a keyframe of a stream it
+ *  cannot carry, until the server moves it to the sub stream), but packets keep coming. */
 function watchFrames(s, stallMs, failed) {
   if (!s.video.requestVideoFrameCallback) return;
-  s.lastFrame = performance.now();
+  s.lastFrame = s.lastBytesAt = performance.now();
+  s.bytes = 0;
   const frame = () => { if (s.closed) return; s.lastFrame = performance.now(); s.video.requestVideoFrameCallback(frame); };
   s.video.requestVideoFrameCallback(frame);
-  s.stall = setInterval(() => {
+  s.stall = setInterval(async () => {
     const after = stallMs();
+    const now = performance.now();
     // While no frame is due the wait starts over: a camera starting again has its time.
-    if (after === null) s.lastFrame = performance.now();
-    else if (performance.now() - s.lastFrame > after) failed(`WebRTC: no picture for ${(after / 1000).toFixed(1)} s`);
-  }, 250);
+    if (after === null) { s.lastFrame = s.lastBytesAt = now; return; }
+    let bytes = 0;
+    try {
+      (await s.pc.getStats()).forEach((r) => { if (r.type === "inbound-rtp") bytes += r.bytesReceived || 0; });
+    } catch (_) { return; } // closed meanwhile
+    if (bytes !== s.bytes) { s.bytes = bytes; s.lastBytesAt = now; }
+    if (!s.closed && now - s.lastFrame > after && now - s.lastBytesAt > after) {
+      failed(`WebRTC: nothing received for ${(after / 1000).toFixed(1)} s`);
+    }
+  }, 500);
 }
 
 /** Sends the candidates `s`'s browser gathered since its offer (and the end of them) to its
