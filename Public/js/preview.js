@@ -38,11 +38,12 @@ export function startPreview() {
 }
 
 /** How long the preview's picture may stop, nothing arriving, before its connection is taken for lost: three
- *  frames' time, 2.5 s at least; null while no frame is due (the camera not running, or offline). */
+ *  frames' time, 1.5 s at least (a slow link's stalled picture still has packets arriving: it is
+ *  not lost; a path that carries nothing for 1.5 s at 30 frames a second is); null while no frame is due (the camera not running, or offline). */
 function stallMs() {
   const s = store.state;
   if (!s || s.state !== "running" || !s.online || store.paused) return null;
-  return Math.max(2500, 3000 / Math.max(0.1, (s.format && s.format.fps) || 1));
+  return Math.max(1500, 3000 / Math.max(0.1, (s.format && s.format.fps) || 1));
 }
 
 /** The sound button: shown while WebRTC brings a sound track; the <video> plays muted until

@@ -6,7 +6,7 @@
 // sound button unmutes it. Whatever fails (no RTCPeerConnection, the POST refused,
 // ICE failed, no frame in 5 s) ends it and tells the caller why, which shows MJPEG instead (and
 // the reason on its badge). A connection lost after it played (failed, disconnected for
-// 1.5 s, or its picture stopped and nothing arrived for 2.5 s while the camera runs: a laptop
+// 1.5 s, or its picture stopped and nothing arrived for 1.5 s while the camera runs: a laptop
 // moved from Wi-Fi to LTE, a network gone) is offered again, up to 3 times, before MJPEG: the last picture stays until the
 // new session's answer. The camera tiles open the same kind of
 // session (openWHEP) for each other camera's sub stream, picture only.
@@ -194,7 +194,7 @@ function watchFrames(s, stallMs, failed) {
     if (!s.closed && now - s.lastFrame > after && now - s.lastBytesAt > after) {
       failed(`WebRTC: nothing received for ${(after / 1000).toFixed(1)} s`);
     }
-  }, 500);
+  }, 250);
 }
 
 /** Sends the candidates `s`'s browser gathered since its offer (and the end of them) to its
@@ -249,7 +249,7 @@ function endAtServer(s) {
 let reoffers = 0, reofferTimer = null; // a lost preview's offers since its last frame; the next
 
 /** Starts the WebRTC preview (the main camera, with its sound) in `video`: see openWHEP(). A
- *  connection lost after it played is offered again (REOFFERS times, 0.25, 0.5, 0.75 s apart)
+ *  connection lost after it played is offered again (REOFFERS times: at once, then 0.25 and 0.5 s later)
  *  before `onFail`; `reconnectedMs` and `reconnects` say how the last went (for the tests). */
 export function startWebRTC(video, onFrame, onFail, onSound = () => {}, stallMs = () => null) {
   stopWebRTC();
@@ -276,7 +276,7 @@ function open(video, onFrame, onFail, onSound, stallMs, started, again) {
       reoffers++;
       console.warn(`WebRTC preview: ${why.detail}; offering again (${reoffers} of ${REOFFERS})`);
       const lostAt = again ? started : performance.now();
-      reofferTimer = setTimeout(() => open(video, onFrame, onFail, onSound, stallMs, lostAt, true), 250 * reoffers);
+      reofferTimer = setTimeout(() => open(video, onFrame, onFail, onSound, stallMs, lostAt, true), 250 * (reoffers - 1));
     },
   });
 }
@@ -370,15 +370,20 @@ export async function soundStats() {
   return out;
 }
 
-/** Resolves once ICE gathering completes, or 40 ms after the first candidate (host
- *  candidates come together; Chromium calls gathering complete only some 100 ms later, and
- *  the server learns any candidate the offer lacks from the checks), or after 1 s. */
+/** Resolves once ICE gathering completes — for an offer that cannot trickle (push-to-talk's
+ *  WHIP: its session takes no PATCH). Without STUN or TURN servers, 40 ms after the first
+ *  candidate (host candidates come together; Chromium calls gathering complete only some 100 ms
+ *  later, and the server learns any candidate the offer lacks from the checks) or after 1 s; with
+ *  them, when gathering completes or after 3 s (the server's own bound): a relayed candidate
+ *  comes a round trip to the TURN server later, and without it a talker behind a symmetric NAT
+ *  is not heard. */
 export function gathered(pc) {
   if (pc.iceGatheringState === "complete") return Promise.resolve();
+  const servers = (pc.getConfiguration().iceServers || []).length > 0;
   return new Promise((resolve) => {
     let soon = null;
     pc.addEventListener("icegatheringstatechange", () => { if (pc.iceGatheringState === "complete") resolve(); });
-    pc.addEventListener("icecandidate", (e) => { if (e.candidate && !soon) soon = setTimeout(resolve, 40); });
-    setTimeout(resolve, 1000);
+    if (!servers) pc.addEventListener("icecandidate", (e) => { if (e.candidate && !soon) soon = setTimeout(resolve, 40); });
+    setTimeout(resolve, servers ? 3000 : 1000);
   });
 }

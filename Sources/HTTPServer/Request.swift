@@ -26,6 +26,13 @@ public struct Request: Sendable {
     }
 
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The Content-Type's media type without its parameters, lower-cased (RFC 9110, section
+    /// 8.3.1: `Application/SDP; charset=utf-8` is `application/sdp`); nil without one.
+    public var mediaType: String? {
+        header("content-type")?.split(separator: ";", omittingEmptySubsequences: false).first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+    }
 }
 
 /// An authenticated client, as the application's gate names it.

@@ -17,8 +17,8 @@ public enum StreamingError: Error, Sendable, Equatable, CustomStringConvertible 
     case noFreePort(ClosedRange<Int>)
     /// A trickled ICE fragment that is not RFC 8840's grammar.
     case badFragment(ICEFragmentError)
-    /// A well-formed fragment the session cannot take (another ICE session's credentials, a
-    /// candidate after the end of candidates).
+    /// A well-formed fragment the session cannot take (another ICE session's credentials, a mid
+    /// the offer has not).
     case unusableFragment(String)
     /// A PATCH asking for an ICE restart (RFC 9725, section 4.3.2): not offered.
     case iceRestart

@@ -90,8 +90,7 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         self.answer = PublicCandidates.adding(ice.publicAddresses, to: String(cString: answer))
         ends = SelectedPair.Ends(answer: self.answer, offer: offer)
         remote = OfferedICE(offer)
-        gatheringProblems = Self.problems(answer: self.answer, ice: ice, timeout: timeout,
-                                          timedOut: Clock.monotonic() - began >= timeout)
+        gatheringProblems = Self.problems(answer: self.answer, ice: ice, took: Clock.monotonic() - began)
         vfg_free(answer)
         self.feed = H264Feed(feed)
         sound = audio.map(AudioFeed.init)
@@ -139,7 +138,9 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
     /// offer has not. Candidates after the viewer's end of candidates are taken: a browser that
     /// gathers continually (Chromium) finds more when its network changes, and they are the ones
     /// that reach it then. (libnice is not told of the end: it would only fail a pair sooner.)
-    public func trickle(_ fragment: ICEFragment) throws(StreamingError) {
+    /// False, nothing given, when the peer ended meanwhile (its session is gone: a 404, as one
+    /// that ended before the request came).
+    public func trickle(_ fragment: ICEFragment) throws(StreamingError) -> Bool {
         if let ufrag = fragment.ufrag, ufrag != remote.ufrag {
             throw .unusableFragment("The fragment's ICE username fragment '\(ufrag)' is not this session's: an ICE restart is not offered; open a new session.")
         }
@@ -150,28 +151,39 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
             }
             lines.append((UInt32(mline), c.line))
         }
-        try closed.withLock { (c: inout Bool) throws(StreamingError) in
-            guard !c else { throw .unusableFragment("The session has ended.") }
+        return closed.withLock { (c: inout Bool) -> Bool in
+            guard !c else { return false }
             for (mline, line) in lines { vfg_peer_add_candidate(raw, mline, line) }
+            return true
         }
     }
 
-    /// What an answer's candidates say of the configured ICE servers. Gathering ends (before
-    /// the deadline) once every server answered or refused: a TURN server that refused the
-    /// allocation (its credentials, its quota) leaves no relayed candidate and an early end; one
-    /// that does not answer, the deadline. Named by host only: a TURN URL here holds a password.
-    static func problems(answer: String, ice: ICEConfiguration, timeout: Double, timedOut: Bool) -> [String] {
+    /// What an answer's candidates say of the configured ICE servers, its gathering having
+    /// taken `took` seconds. A server that refuses (a TURN server's 401 to the credentials, its
+    /// quota) answers within two round trips; one that does not answer is given up by libnice
+    /// only after its retransmissions — 2.0 s measured (Tests/live/test_nat.py, servers-silent),
+    /// or the answer's deadline (3 s) first. So an answer without a relayed candidate that came
+    /// sooner than `givenUpAfter` was refused; a later one, not answered. Named by host only: a
+    /// TURN URL here holds a password.
+    static func problems(answer: String, ice: ICEConfiguration, took: Double) -> [String] {
         var out: [String] = []
-        let within = "within the answer's \(Int(timeout.rounded())) s"
+        let silent = took >= givenUpAfter
+        let gaveUp = "(given up after \((took * 10).rounded() / 10) s)"
         if !ice.turnServers.isEmpty && !answer.contains(" typ relay") {
             let hosts = ice.turnServers.map { url in url.split(separator: "@").last.map(String.init) ?? "?" }.joined(separator: ", ")
-            out.append(timedOut ? "no TURN server (\(hosts)) answered \(within)"
-                                : "the TURN server (\(hosts)) refused the allocation: its credentials (webrtc.turn's secret, as the TURN server's), or its quota")
-        } else if timedOut, let stun = ice.stunServer, !answer.contains(" typ srflx") {
-            out.append("the STUN server \(stun) did not answer \(within)")
+            out.append(silent ? "no TURN server (\(hosts)) answered \(gaveUp)"
+                              : "the TURN server (\(hosts)) refused the allocation: its credentials (webrtc.turn's secret, as the TURN server's), or its quota")
+        }
+        // A camera on a public address has no reflexive candidate either (it would be its host
+        // one): only a slow gathering says the STUN server was silent.
+        if silent, let stun = ice.stunServer, !answer.contains(" typ srflx") {
+            out.append("the STUN server \(stun) did not answer \(gaveUp)")
         }
         return out
     }
+
+    /// Seconds of gathering after which a server that gave nothing did not answer (a refusal comes sooner).
+    static let givenUpAfter = 1.5
 
     /// Whether `fragment` names other ICE credentials than the offer's (an ICE restart asks so).
     public func restarts(_ fragment: ICEFragment) -> Bool {

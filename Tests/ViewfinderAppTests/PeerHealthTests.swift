@@ -30,15 +30,19 @@ import Testing
         let turn = ICEConfiguration(turnServers: ["turn://1700000000:abc:secretish@turn.example.org:3478?transport=udp"])
         let host = "a=candidate:1 1 UDP 2015363327 192.168.1.2 47000 typ host\r\n"
         let relay = host + "a=candidate:2 1 UDP 8331263 203.0.113.1 49152 typ relay raddr 0.0.0.0 rport 0\r\n"
-        let refused = WebRTCPeer.problems(answer: host, ice: turn, timeout: 3, timedOut: false)
+        let refused = WebRTCPeer.problems(answer: host, ice: turn, took: 0.05)
         #expect(refused.count == 1 && refused[0].contains("refused the allocation") && refused[0].contains("turn.example.org:3478"))
         #expect(!refused[0].contains("secretish"), "a TURN URL's password stays out of the log")
-        let silent = WebRTCPeer.problems(answer: host, ice: turn, timeout: 3, timedOut: true)
-        #expect(silent.count == 1 && silent[0].contains("answered within the answer's 3 s"))
-        #expect(WebRTCPeer.problems(answer: relay, ice: turn, timeout: 3, timedOut: false).isEmpty)
+        let silent = WebRTCPeer.problems(answer: host, ice: turn, took: 2.0)
+        #expect(silent.count == 1 && silent[0].contains("answered (given up after 2.0 s)"))
+        #expect(WebRTCPeer.problems(answer: relay, ice: turn, took: 0.05).isEmpty)
         let stun = ICEConfiguration(stunServer: "stun://stun.example.org:3478")
-        #expect(WebRTCPeer.problems(answer: host, ice: stun, timeout: 3, timedOut: true).first?.contains("STUN server") == true)
-        #expect(WebRTCPeer.problems(answer: host, ice: stun, timeout: 3, timedOut: false).isEmpty, "a public address needs no srflx")
-        #expect(WebRTCPeer.problems(answer: host, ice: ICEConfiguration(), timeout: 3, timedOut: true).isEmpty)
+        #expect(WebRTCPeer.problems(answer: host, ice: stun, took: 2.0).first?.contains("STUN server") == true)
+        #expect(WebRTCPeer.problems(answer: host, ice: stun, took: 0.05).isEmpty, "a public address needs no srflx")
+        #expect(WebRTCPeer.problems(answer: host, ice: ICEConfiguration(), took: 2.0).isEmpty)
+        // Both silent: each is said, not the first alone.
+        let both = ICEConfiguration(stunServer: "stun://stun.example.org:3478", turnServers: turn.turnServers)
+        let said = WebRTCPeer.problems(answer: host, ice: both, took: 2.0)
+        #expect(said.count == 2 && said[0].contains("no TURN server") && said[1].contains("STUN server stun://stun.example.org:3478"))
     }
 }

@@ -19,6 +19,8 @@ The cases, each with a server configured as a user of that network would:
   symmetric  both behind symmetric NATs (--random-fully), nothing forwarded but HTTP: TURN
              (webrtc.turn, credentials minted per viewer) carries it.
   udp-blocked  the viewer's router drops all UDP: TURN over TCP from the viewer's side.
+  udp-blocked-tls  as udp-blocked, but TURN over TLS only (turns:, coturn's 5349), on both sides:
+             the viewer (trusting coturn's certificate) and the camera's own relay.
   ice-tcp    the viewer's router drops all UDP and there is no TURN: the page in Chromium
              (aiortc has no ICE-TCP) reaches the camera's forwarded TCP port, ICE over TCP to
              the passive candidate webrtc.publicAddresses names.
@@ -27,6 +29,9 @@ The cases, each with a server configured as a user of that network would:
   moved      as forwarded, the page in Chromium: once it plays, the viewer's address changes
              (a laptop moving between networks); the page must play again by WebRTC by itself
              (it offers again when its connection is lost), within RECOVERED_WITHIN.
+  servers-silent  as forwarded, but the server's STUN and TURN servers never answer (their
+             packets dropped on the way): the answer waits its bounded 3 s for them, the log
+             says which did not answer, and the viewer plays by the forwarded port all the same.
   turn-refused  UDP blocked at the viewer and a TURN server that refuses the server's credentials
              (webrtc.turn's secret not coturn's): must NOT connect, and say why — the page's
              badge title (ICE's state, the TURN server's 401) and the server's log (the
@@ -55,6 +60,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import procfs  # noqa: E402  (a process's CPU seconds, as the benchmarks read them)
 BINARY = Path(os.environ.get("VIEWFINDER_BINARY", ROOT / ".build/debug/viewfinder"))
 VENV = ROOT / ".build/venv-aiortc"
 REQUIREMENTS = Path(__file__).with_name("requirements-aiortc.txt")
@@ -65,6 +72,7 @@ NS = {n: f"vf{n}{TAG}" for n in ("inet", "void", "rcam", "rcli", "cam", "nbr", "
 TURN_IP, RCAM_WAN, RCLI_WAN = "203.0.113.1", "203.0.113.10", "203.0.113.20"
 CAM_IP, NBR_IP, CLI_IP = "192.168.1.2", "192.168.1.3", "10.0.0.2"
 MOVED_IP = "10.0.0.7"  # the viewer's address after it moves (the "moved" case)
+SILENT_IP = "203.0.113.99"  # the STUN and TURN server that never answers ("servers-silent")
 MEDIA_PORTS = (47000, 47003)
 # The most a case may take to show its first frame: a bound on the wait, not a goal (the
 # figures are printed; make bench measures them).
@@ -72,8 +80,10 @@ FIRST_FRAME_WITHIN = 20
 # The most the page may take to play again by WebRTC after the viewer's address changed (a bound;
 # the figure is printed).
 RECOVERED_WITHIN = 10
+# The cases whose camera's router forwards its media ports (UDP and TCP), its public address configured.
+FORWARDED = ("forwarded", "ice-tcp", "moved", "servers-silent")
 # The cases whose server has a TURN server (webrtc.turn).
-TURNED = ("symmetric", "symmetric-trickled", "symmetric-withheld", "udp-blocked", "turn-refused")
+TURNED = ("symmetric", "symmetric-trickled", "symmetric-withheld", "udp-blocked", "udp-blocked-tls", "turn-refused")
 
 
 def run(*cmd, check=True):
@@ -150,14 +160,16 @@ def nat(case, http_port):
         # The camera's HTTP, forwarded: WHEP's signalling.
         ns("rcam", "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-p", "tcp", "--dport", str(http_port),
            "-j", "DNAT", "--to-destination", CAM_IP)
-    if case in ("forwarded", "ice-tcp", "moved"):
+    if case in FORWARDED:
         ports = f"{MEDIA_PORTS[0]}:{MEDIA_PORTS[1]}"
         for proto in ("udp", "tcp"):
             ns("rcam", "iptables", "-t", "nat", "-A", "PREROUTING", "-i", "wan", "-p", proto, "--dport", ports,
                "-j", "DNAT", "--to-destination", CAM_IP)
     ns("rcli", "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan", "-j", "MASQUERADE", *random)
-    if case in ("udp-blocked", "ice-tcp", "turn-refused"):
+    if case in ("udp-blocked", "udp-blocked-tls", "ice-tcp", "turn-refused"):
         ns("rcli", "iptables", "-A", "FORWARD", "-p", "udp", "-j", "DROP")
+    if case == "servers-silent":  # dropped, not refused: no ICMP tells the camera it is in vain
+        ns("rcam", "iptables", "-A", "FORWARD", "-d", SILENT_IP, "-j", "DROP")
 
 
 class Daemon:
@@ -176,14 +188,19 @@ class Daemon:
 
 
 class Turn(Daemon):
-    """Debian's coturn on the internet's bridge, TURN REST credentials (use-auth-secret)."""
+    """Debian's coturn on the internet's bridge, TURN REST credentials (use-auth-secret): UDP and
+    TCP on 3478, TLS on 5349 with a certificate made here for its address (`ca`: the file a
+    viewer trusts it by)."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="vf-turn-")
+        self.ca, key = str(Path(self.dir) / "cert.pem"), str(Path(self.dir) / "key.pem")
+        run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=turn.viewfinder.test",
+            "-addext", f"subjectAltName=IP:{TURN_IP}", "-keyout", key, "-out", self.ca)
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", NS["inet"], "turnserver", "-n", "--listening-ip", TURN_IP, "--relay-ip", TURN_IP,
              "--listening-port", "3478", "--use-auth-secret", "--static-auth-secret", SECRET, "--realm", "viewfinder.test",
-             "--no-tls", "--no-dtls", "--fingerprint", "--no-cli", "--simple-log", "--log-file", "stdout",
+             "--tls-listening-port", "5349", "--cert", self.ca, "--pkey", key, "--no-dtls", "--fingerprint", "--no-cli", "--simple-log", "--log-file", "stdout",
              "--pidfile", str(Path(self.dir) / "pid"), "--db", str(Path(self.dir) / "turndb"), "--min-port", "49152", "--max-port", "49999"],
             stdout=open(Path(self.dir) / "log", "w"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 15
@@ -191,21 +208,28 @@ class Turn(Daemon):
             time.sleep(0.1)
 
     def listening(self):
-        """Its UDP and TCP listeners on 3478 are bound (coturn says so in no log line by default)."""
-        return all(ns("inet", "ss", "-Hln", proto, "sport = :3478").stdout.strip() for proto in ("-u", "-t"))
+        """Its listeners are bound: UDP and TCP on 3478, TLS on 5349 (coturn says so in no log
+        line by default)."""
+        return all(ns("inet", "ss", "-Hln", proto, f"sport = :{port}").stdout.strip()
+                   for proto, port in (("-u", 3478), ("-t", 3478), ("-t", 5349)))
 
 
 
 class Server(Daemon):
     """The debug build in the camera's namespace, on every address, configured for `case`."""
 
-    def __init__(self, case):
+    def __init__(self, case, public=ROOT / "Public"):
         self.dir = tempfile.mkdtemp(prefix="vf-nat-")
         webrtc = {"udpPorts": list(MEDIA_PORTS)}
-        if case in ("forwarded", "ice-tcp", "moved"):
+        if case in FORWARDED:
             webrtc["publicAddresses"] = [RCAM_WAN]
+        if case == "servers-silent":
+            webrtc["iceServers"] = [{"urls": [f"stun:{SILENT_IP}:3478"]}]
+            webrtc["turn"] = {"urls": [f"turn:{SILENT_IP}:3478?transport=udp"], "secret": SECRET, "ttl": 600}
         if case in TURNED:
-            webrtc["turn"] = {"urls": [f"turn:{TURN_IP}:3478?transport=udp", f"turn:{TURN_IP}:3478?transport=tcp"],
+            urls = [f"turns:{TURN_IP}:5349"] if case == "udp-blocked-tls" else \
+                [f"turn:{TURN_IP}:3478?transport=udp", f"turn:{TURN_IP}:3478?transport=tcp"]
+            webrtc["turn"] = {"urls": urls,
                               "secret": SECRET + ("-not-coturns" if case == "turn-refused" else ""), "ttl": 600}
         config = Path(self.dir) / "config.json"
         config.write_text(json.dumps({
@@ -214,7 +238,7 @@ class Server(Daemon):
             "synthetic": {"microphone": False}, "webrtc": webrtc, "rtsp": {"enabled": False},
             "capture": {"directory": str(Path(self.dir) / "photos")}, "recording": {"directory": str(Path(self.dir) / "movies")}}))
         self.proc = subprocess.Popen(["ip", "netns", "exec", NS["cam"], str(BINARY), "--config", str(config), "--port", "0",
-                                      "--public-directory", str(ROOT / "Public"), "--log-level", "info"],
+                                      "--public-directory", str(public), "--log-level", "info"],
                                      stdout=subprocess.PIPE, stderr=open(Path(self.dir) / "log", "w"))
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
         if not ready:
@@ -261,7 +285,8 @@ def viewer(url, turn_transport, seconds, within, trickle=""):
         if turn_transport:
             _, _, body = http("GET", "api/webrtc/ice-servers")
             for s in json.loads(body)["iceServers"]:
-                urls = [u for u in s["urls"] if u.startswith("turn:") and u.endswith("transport=" + turn_transport)]
+                urls = [u for u in s["urls"] if u.startswith("turns:")] if turn_transport == "tls" else \
+                    [u for u in s["urls"] if u.startswith("turn:") and u.endswith("transport=" + turn_transport)]
                 if urls and s.get("username"):
                     servers.append(RTCIceServer(urls=urls[0], username=s["username"], credential=s["credential"]))
         pc = RTCPeerConnection(RTCConfiguration(iceServers=servers))
@@ -287,7 +312,7 @@ def viewer(url, turn_transport, seconds, within, trickle=""):
         status, headers, answer = await asyncio.to_thread(http, "POST", "api/whep", offer.encode(),
                                                           {"Content-Type": "application/sdp"})
         location = headers["Location"]
-        out = {"status": status, "connected": False}
+        out = {"status": status, "connected": False, "answered_in": round(time.monotonic() - t0, 3)}
         if trickle == "patch":
             patched, _, _ = await asyncio.to_thread(http, "PATCH", location.lstrip("/"), fragment.encode(),
                                                     {"Content-Type": "application/trickle-ice-sdpfrag", "If-Match": headers["ETag"]})
@@ -310,10 +335,13 @@ def viewer(url, turn_transport, seconds, within, trickle=""):
             # A relayed candidate's transport is aioice's TurnTransport; the protocol inside it
             # says how the TURN server is reached (TurnClientTcpProtocol or ...UdpProtocol).
             transport = getattr(pair.protocol, "transport", None)
-            protocol = type(getattr(transport, "_TurnTransport__inner_protocol", None) or transport).__name__
+            inner = getattr(transport, "_TurnTransport__inner_protocol", None)
+            protocol = type(inner or transport).__name__
+            # Over TLS: the TCP connection to the TURN server has an SSL object.
+            tls = bool(inner and getattr(inner, "transport", None) and inner.transport.get_extra_info("ssl_object"))
             out["pair"] = {"local": f"{local.type} {local.transport.lower()} {local.host}:{local.port}",
                            "remote": f"{remote.type} {remote.transport.lower()} {remote.host}:{remote.port}",
-                           "via": protocol if protocol.startswith("TurnClient") else "direct"}
+                           "via": (protocol + (" over TLS" if tls else "")) if protocol.startswith("TurnClient") else "direct"}
         await pc.close()
         try:
             await asyncio.to_thread(http, "DELETE", location.lstrip("/"))
@@ -415,26 +443,36 @@ def page_viewer(url, seconds, within, move=False):
     print(json.dumps(out), flush=True)
 
 
-def watch(case, server):
+def watch(case, server, page=False, turn=None):
+    """The case's viewer (`page`: the page in Chromium whatever the case) watching `server`: what
+    it printed, with the server's view of it — the last path its state gave, the round trips its
+    state reported (RTCP, ms), and the server's CPU seconds a second while the viewer had a path
+    (and `turn`'s, the coturn, over the same time), and what its log said of the ICE servers."""
     where, url = ("nbr", f"http://{CAM_IP}:{server.port}/") if case == "lan" else \
         ("cli", f"http://{CAM_IP if case == 'one-nat' else RCAM_WAN}:{server.port}/")
-    turn = {"symmetric": "udp", "symmetric-trickled": "udp", "symmetric-withheld": "udp", "udp-blocked": "tcp"}.get(case, "")
+    relay = {"symmetric": "udp", "symmetric-trickled": "udp", "symmetric-withheld": "udp", "udp-blocked": "tcp",
+             "udp-blocked-tls": "tls"}.get(case, "")
     trickle = {"symmetric-trickled": "patch", "symmetric-withheld": "withhold"}.get(case, "")
     within = 12 if case in APART else FIRST_FRAME_WITHIN
-    if case in PAGE_CASES:  # the system's python: selenium is Debian's
+    if page or case in PAGE_CASES:  # the system's python: selenium is Debian's
         command = ["/usr/bin/python3", __file__, "--page", url, str(SECONDS), str(within), "move" if case == "moved" else ""]
     else:
-        command = [str(VENV / "bin/python3"), __file__, "--viewer", url, turn, str(SECONDS), str(within), SECRET, trickle]
-    p = subprocess.Popen(["ip", "netns", "exec", NS[where], *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        command = [str(VENV / "bin/python3"), __file__, "--viewer", url, relay, str(SECONDS), str(within), SECRET, trickle]
+    trust = ["env", f"SSL_CERT_FILE={turn.ca}"] if turn else []  # coturn's certificate, for turns:
+    p = subprocess.Popen(["ip", "netns", "exec", NS[where], *trust, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Meanwhile, the server's own view of the viewer: the live output's viewers, each second.
-    seen = []
+    seen, round_trips, cpu = [], [], []
     while p.poll() is None:
         state = ns("cam", "curl", "-sf", "--max-time", "5", f"http://127.0.0.1:{server.port}/api/session", check=False).stdout
         try:
             outputs = json.loads(state)["outputs"]
         except (ValueError, KeyError):
             outputs = []
-        seen += [v["path"] for o in outputs for v in o.get("viewers", []) if v.get("path")]
+        viewers = [v for o in outputs for v in o.get("viewers", []) if v.get("path")]
+        seen += [v["path"] for v in viewers]
+        round_trips += [v["roundTripMs"] for v in viewers if v.get("roundTripMs")]
+        if viewers:
+            cpu.append((time.monotonic(), procfs.cpu_seconds(server.proc.pid), turn and procfs.cpu_seconds(turn.proc.pid)))
         time.sleep(0.5)
     out, err = p.communicate()
     line = next((l for l in out.splitlines() if l.startswith("{")), None)
@@ -442,11 +480,21 @@ def watch(case, server):
         return {"error": (out + err)[-3000:]}
     got = json.loads(line)
     got["server_path"] = seen[-1] if seen else None
+    got["round_trips_ms"] = round_trips
+    # What its log says of the ICE servers (refused; silent).
+    log = server.log()
+    got["server_refused"] = "refused the allocation" in log
+    got["server_said"] = "\n".join(l for l in log.splitlines() if "did not answer" in l or "no TURN server" in l)
+    if len(cpu) > 2 and cpu[-1][0] - cpu[0][0] > 1:
+        span = cpu[-1][0] - cpu[0][0]
+        got["server_cpu_per_s"] = (cpu[-1][1] - cpu[0][1]) / span
+        if turn:
+            got["turn_cpu_per_s"] = (cpu[-1][2] - cpu[0][2]) / span
     return got
 
 
-CASES = ["lan", "one-nat", "forwarded", "symmetric", "symmetric-trickled", "udp-blocked", "ice-tcp", "moved",
-         "symmetric-without-turn", "symmetric-withheld", "turn-refused"]
+CASES = ["lan", "one-nat", "forwarded", "symmetric", "symmetric-trickled", "udp-blocked", "udp-blocked-tls", "ice-tcp", "moved",
+         "servers-silent", "symmetric-without-turn", "symmetric-withheld", "turn-refused"]
 # The cases whose viewer is the page in Chromium.
 PAGE_CASES = ("ice-tcp", "moved", "turn-refused")
 # Must not connect: the proof that what the others have (TURN; the trickled candidates) is what
@@ -458,9 +506,11 @@ EXPECTED = {
     "lan": ("host", f"host udp {CAM_IP}"),
     "one-nat": ("host", f"host udp {CAM_IP}"),
     "forwarded": ("host", f"host udp {RCAM_WAN}"),
+    "servers-silent": ("host", f"host udp {RCAM_WAN}"),
     "symmetric": ("relay", None),
     "symmetric-trickled": ("relay", None),
     "udp-blocked": ("relay", None),
+    "udp-blocked-tls": ("relay", None),
     "ice-tcp": None,  # the page's own peer is not the test's to read: the server's path says TCP
     "moved": None,
 }
@@ -468,8 +518,8 @@ EXPECTED = {
 
 # The viewer's end as the server's state reports it (ICEPath.remote): the neighbour's host
 # address; a NATed viewer's address as its checks came (peer-reflexive); a relayed one's relay.
-SERVER_SEES = {"lan": "host", "one-nat": "prflx", "forwarded": "prflx", "symmetric": "relay", "symmetric-trickled": "relay",
-               "udp-blocked": "relay", "ice-tcp": "prflx", "moved": "prflx"}
+SERVER_SEES = {"lan": "host", "one-nat": "prflx", "forwarded": "prflx", "servers-silent": "prflx", "symmetric": "relay", "symmetric-trickled": "relay",
+               "udp-blocked": "relay", "udp-blocked-tls": "relay", "ice-tcp": "prflx", "moved": "prflx"}
 
 
 def check(case, got):
@@ -512,6 +562,14 @@ def check(case, got):
                             or got.get("transport_after") != "WebRTC" or got.get("transport") != "WebRTC"):
         problems.append(f"{case}: after the viewer's address changed: back in {got.get('recovered')} s (within {RECOVERED_WITHIN} wanted), "
                         f"by {got.get('transport_after')}, then {got.get('transport')}")
+    if case == "servers-silent":
+        said = got.get("server_said") or ""
+        if f"no TURN server ({SILENT_IP}:3478" not in said or f"the STUN server stun://{SILENT_IP}:3478 did not answer" not in said:
+            problems.append(f"{case}: the server's log does not say which ICE servers did not answer: {said!r}")
+        if (got.get("answered_in") or 0) > 4.5:
+            problems.append(f"{case}: the answer took {got.get('answered_in')} s: the wait for silent servers is 3 s")
+    if case == "udp-blocked-tls" and not pair.get("via", "").endswith("over TLS"):
+        problems.append(f"{case}: the relay was not reached over TLS: {pair}")
     if case == "udp-blocked" and "Tcp" not in pair.get("via", ""):
         problems.append(f"{case}: the relay was not reached over TCP: {pair}")
     path = got.get("server_path") or {}
@@ -546,8 +604,7 @@ def main():
             server = Server(case)
             try:
                 nat(case, server.port)
-                got = watch(case, server)
-                got["server_refused"] = "refused the allocation" in server.log()
+                got = watch(case, server, turn=turn)
                 if os.environ.get("NAT_DEBUG"):
                     print(json.dumps({k: v for k, v in got.items() if k != "console"}))
                     print("\n".join(l for l in server.log().splitlines() if ": by " in l))

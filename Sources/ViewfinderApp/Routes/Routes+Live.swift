@@ -44,9 +44,8 @@ extension Application {
         r.post("/api/whep") { [self] request in try await whepOffer(request, cameras.mainFeed) }
         r.post("/api/cameras/:id/whep") { [self] request in try await whepOffer(request, SessionFeed(try named(request))) }
         r.delete("/api/whep/:session") { [self] request in
-            guard await whep.close(request.parameters["session"] ?? "") else {
-                throw HTTPError(404, "not_found", "No WHEP session \(request.parameters["session"] ?? "") (it ended, or never began).")
-            }
+            let id = request.parameters["session"] ?? ""
+            guard await whep.close(id) else { throw Self.noWHEPSession(id) }
             return Response(status: 200)
         }
         // The viewer's own candidates, trickled after its offer (RFC 9725, section 4.3.1).
@@ -59,10 +58,8 @@ extension Application {
     /// ended or unknown session is 404 before anything else.
     private func whepTrickle(_ request: Request) throws -> Response {
         let id = request.parameters["session"] ?? ""
-        let gone = HTTPError(404, "not_found", "No WHEP session \(id) (it ended, or never began).")
-        guard whep.has(id) else { throw gone }  // the resource first, then what was sent to it
-        let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        guard type == "application/trickle-ice-sdpfrag" else {
+        guard whep.has(id) else { throw Self.noWHEPSession(id) }  // the resource first, then what was sent to it
+        guard request.mediaType == "application/trickle-ice-sdpfrag" else {
             throw HTTPError(415, "unsupported_media_type", "Trickled ICE candidates are a fragment: send them with Content-Type: application/trickle-ice-sdpfrag.")
         }
         guard request.body.count <= ICEFragment.maxBytes else {
@@ -75,10 +72,15 @@ extension Application {
         do { fragment = try ICEFragment(parsing: text) } catch { throw StreamingError.badFragment(error) }
         switch try whep.trickle(id, fragment, ifMatch: request.header("if-match")?.trimmingCharacters(in: .whitespaces)) {
         case .taken: return Response(status: 204, headers: Response.noCache)
-        case .noSession: throw gone
+        case .noSession: throw Self.noWHEPSession(id)
         case .otherSession(let etag):
             throw HTTPError(412, "precondition_failed", "If-Match names another ICE session than this one's (\(etag)).", headers: [("ETag", etag)])
         }
+    }
+
+    /// The answer to a DELETE or PATCH of a session that ended (or was never opened).
+    private static func noWHEPSession(_ id: String) -> HTTPError {
+        HTTPError(404, "not_found", "No WHEP session \(id) (it ended, or never began).")
     }
 
     /// The live H.264 stream of `feed`'s camera as fragmented MP4, with its microphone's AAC
@@ -120,8 +122,7 @@ extension Application {
 
     /// The SDP offer a WHEP or WHIP request carries (`protocol` names it in the refusals).
     func sdpOffer(_ request: Request, _ protocol: String) throws(HTTPError) -> String {
-        let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
-        guard type == "application/sdp" else {
+        guard request.mediaType == "application/sdp" else {
             throw HTTPError(415, "unsupported_media_type", "A \(`protocol`) offer is SDP: send it with Content-Type: application/sdp.")
         }
         guard let offer = String(validating: request.body, as: UTF8.self), !offer.isEmpty else {

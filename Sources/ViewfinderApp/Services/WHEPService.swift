@@ -138,7 +138,7 @@ final class WHEPService: Sendable {
            !ifMatch.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == viewer.etag }) {
             return .otherSession(etag: viewer.etag)
         }
-        try viewer.peer.trickle(fragment)
+        guard try viewer.peer.trickle(fragment) else { return .noSession }
         logger.debug("WHEP session \(id): \(fragment.candidates.count) candidates trickled\(fragment.endOfCandidates ? ", the last" : "")")
         return .taken
     }
