@@ -6,8 +6,8 @@ namespaces, routers doing real NAT with iptables, Debian's coturn on the "intern
 release build, each topology BENCH_RUNS times (3). Per topology: the first frame's time (aiortc from
 its offer; the page in Chromium from its navigation), frames decoded over SECONDS_DECODED (10), the
 round trip the server's state reports for the viewer (RTCP), the server's CPU (and coturn's, for a
-relayed viewer) a second while the viewer plays. Then, with the page in Chromium on the direct path
-(the camera's port forwarded): the page of this tree, which sends its offer at once and trickles its
+relayed viewer) a second while the viewer plays. Then, with the page in Chromium on the direct and
+the relayed path: the page of this tree, which sends its offer at once and trickles its
 candidates (PATCH), against the page before trickle ICE (its offer waited for its candidates: the
 tree before d3e9fce, its Public/ served by the same binary) — the reference, measured in the same
 run; and the time the page takes to play again by WebRTC after the viewer's address changes.
@@ -50,13 +50,8 @@ def old_page(into):
     return Path(into) / "Public"
 
 
-def once(turn, case, page=False, public=None):
-    s = rig.Server(case, **({"public": public} if public else {}))
-    try:
-        rig.nat(case, s.port)
-        got = rig.watch(case, s, page=page, turn=turn if case in rig.TURNED else None)
-    finally:
-        s.stop()
+def once(turn, case, page=False, public=rig.ROOT / "Public"):
+    got, _ = rig.play(case, turn, page, public)
     problems = rig.check(case, got) if not page or case in rig.PAGE_CASES else \
         ([] if got.get("first_frame") is not None and got.get("transport") == "WebRTC" else [f"{case}: the page did not play by WebRTC: {got}"])
     for p in problems:
@@ -65,27 +60,18 @@ def once(turn, case, page=False, public=None):
 
 
 def bench():
-    rig.subprocess.run([str(ROOT / "scripts/py-venv"), str(rig.VENV), "--", "--no-deps", "-r", str(rig.REQUIREMENTS)], check=True)
     rows = {case: [] for _, case, _ in ROWS}
     trickled, gathered, moved = {c: [] for c in PAGED}, {c: [] for c in PAGED}, []
-    rig.build()
-    turn = rig.Turn()
-    with tempfile.TemporaryDirectory(prefix="vf-oldpage-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="vf-oldpage-") as tmp, rig.rig() as turn:
         before = old_page(tmp)
-        try:
-            if not turn.listening():
-                sys.exit("bench/nat.py: coturn did not start:\n" + turn.log()[-2000:])
-            for run in range(RUNS):
-                for _, case, page in ROWS:
-                    rows[case].append(once(turn, case, page))
-                for case in PAGED:
-                    trickled[case].append(once(turn, case, page=True))
-                    gathered[case].append(once(turn, case, page=True, public=before))
-                moved.append(once(turn, "moved"))
-                print(f"nat.py: run {run + 1} of {RUNS} done", file=sys.stderr, flush=True)
-        finally:
-            turn.stop()
-            rig.teardown()
+        for run in range(RUNS):
+            for _, case, page in ROWS:
+                rows[case].append(once(turn, case, page))
+            for case in PAGED:
+                trickled[case].append(once(turn, case, page=True))
+                gathered[case].append(once(turn, case, page=True, public=before))
+            moved.append(once(turn, "moved"))
+            print(f"nat.py: run {run + 1} of {RUNS} done", file=sys.stderr, flush=True)
     return rows, trickled, gathered, moved
 
 
@@ -129,7 +115,7 @@ def markdown(rows, trickled, gathered, moved, started, load, took):
         got = rows[case]
         ok = sum(1 for g in got if g.get("first_frame") is not None)
         rtt[case] = med([med(g.get("round_trips_ms") or []) for g in got])
-        turn_cpu = med([g.get("turn_cpu_per_s") for g in got])
+        turn_cpu = med([g.get("turn_cpu_per_s") for g in got]) if case in rig.TURNED else None
         lines.append(f"| {label} | {ok} of {len(got)} | {fmt(med([g.get('first_frame') for g in got]))} | "
                      f"{fmt(med([g.get('frames') for g in got]), '', 0)} | {pair(got)} | {fmt(rtt[case], 'ms', 1)} | "
                      f"{fmt(med([g.get('server_cpu_per_s') for g in got]), '', 3)} | {fmt(turn_cpu, '', 3) if turn_cpu is not None else '–'} |")

@@ -30,8 +30,8 @@ The cases, each with a server configured as a user of that network would:
              (a laptop moving between networks); the page must play again by WebRTC by itself
              (it offers again when its connection is lost), within RECOVERED_WITHIN.
   servers-silent  as forwarded, but the server's STUN and TURN servers never answer (their
-             packets dropped on the way): the answer waits its bounded 3 s for them, the log
-             says which did not answer, and the viewer plays by the forwarded port all the same.
+             packets dropped on the way): the answer waits for them (libnice gives them up after
+             some 2 s; 3 s at most), the log says which did not answer, and the viewer plays by the forwarded port all the same.
   turn-refused  UDP blocked at the viewer and a TURN server that refuses the server's credentials
              (webrtc.turn's secret not coturn's): must NOT connect, and say why — the page's
              badge title (ICE's state, the TURN server's 401) and the server's log (the
@@ -48,6 +48,7 @@ ICE agent, and as the server's state reports it: `viewers[].path`), frames decod
 Needs root (namespaces, iptables). Run by `make test`: /usr/bin/python3 Tests/live/test_nat.py
 [CASE...]; NAT_DEBUG=1 prints the server's log lines naming each selected pair with its addresses.
 """
+import contextlib
 import json
 import os
 import re
@@ -493,6 +494,33 @@ def watch(case, server, page=False, turn=None):
     return got
 
 
+@contextlib.contextmanager
+def rig():
+    """The rig up for the block — the viewer's venv, the namespaces, coturn (yielded) — and down
+    after it."""
+    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", "--no-deps", "-r", str(REQUIREMENTS)], check=True)
+    build()
+    turn = Turn()
+    try:
+        if not turn.listening():
+            raise RuntimeError("coturn did not start:\n" + turn.log()[-2000:])
+        yield turn
+    finally:
+        turn.stop()
+        teardown()
+
+
+def play(case, turn, page=False, public=ROOT / "Public"):
+    """`case` on a server of its own (serving `public` as its page): what watch() got, and the
+    server's log."""
+    server = Server(case, public)
+    try:
+        nat(case, server.port)
+        return watch(case, server, page=page, turn=turn), server.log()
+    finally:
+        server.stop()
+
+
 CASES = ["lan", "one-nat", "forwarded", "symmetric", "symmetric-trickled", "udp-blocked", "udp-blocked-tls", "ice-tcp", "moved",
          "servers-silent", "symmetric-without-turn", "symmetric-withheld", "turn-refused"]
 # The cases whose viewer is the page in Chromium.
@@ -592,25 +620,18 @@ def main():
         return
     if os.geteuid() != 0:
         sys.exit("test_nat: needs root (network namespaces, iptables)")
-    subprocess.run([str(ROOT / "scripts/py-venv"), str(VENV), "--", "--no-deps", "-r", str(REQUIREMENTS)], check=True)
     only = [c for c in sys.argv[1:] if c in CASES] or CASES
     failures, rows = [], []
-    build()
-    turn = Turn()
     try:
-        if not turn.listening():
-            failures.append("coturn did not start:\n" + turn.log()[-2000:])
-        for case in only if not failures else []:
-            server = Server(case)
-            try:
-                nat(case, server.port)
-                got = watch(case, server, turn=turn)
+        with rig() as turn:
+            for case in only:
+                got, log = play(case, turn)
                 if os.environ.get("NAT_DEBUG"):
                     print(json.dumps({k: v for k, v in got.items() if k != "console"}))
-                    print("\n".join(l for l in server.log().splitlines() if ": by " in l))
+                    print("\n".join(l for l in log.splitlines() if ": by " in l))
                 problems = check(case, got)
                 if problems:
-                    problems.append(f"{case}: the server's log:\n" + server.log()[-3000:])
+                    problems.append(f"{case}: the server's log:\n" + log[-3000:])
                     if case in TURNED:
                         problems.append(f"{case}: coturn's log:\n" + turn.log()[-3000:])
                 failures += problems
@@ -620,11 +641,8 @@ def main():
                 print(f"{case}: connected {got.get('connected')}, first frame {got.get('first_frame')} s, "
                       f"{got.get('frames')} frames in {SECONDS:.0f} s, pair {got.get('pair')}, the server's state: {got.get('server_path')}{moved}",
                       flush=True)
-            finally:
-                server.stop()
-    finally:
-        turn.stop()
-        teardown()
+    except RuntimeError as e:  # the rig itself
+        failures.append(str(e))
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         sys.exit(1)
