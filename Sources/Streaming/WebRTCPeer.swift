@@ -163,7 +163,8 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
     /// quota) answers within two round trips; one that does not answer is given up by libnice
     /// only after its retransmissions — 2.0 s measured (Tests/live/test_nat.py, servers-silent),
     /// or the answer's deadline (3 s) first. So an answer without a relayed candidate that came
-    /// sooner than `givenUpAfter` was refused; a later one, not answered. Named by host only: a
+    /// sooner than `givenUpAfter` was refused; a later one was not answered — or refused slowly
+    /// (seen once: 2.1 s), so it says both. Named by host only: a
     /// TURN URL here holds a password.
     static func problems(answer: String, ice: ICEConfiguration, took: Double) -> [String] {
         var out: [String] = []
@@ -171,8 +172,11 @@ public final class WebRTCPeer: @unchecked Sendable {  // `raw` is used under `cl
         let gaveUp = "(given up after \((took * 10).rounded() / 10) s)"
         if !ice.turnServers.isEmpty && !answer.contains(" typ relay") {
             let hosts = ice.turnServers.map { url in url.split(separator: "@").last.map(String.init) ?? "?" }.joined(separator: ", ")
-            out.append(silent ? "no TURN server (\(hosts)) answered \(gaveUp)"
-                              : "the TURN server (\(hosts)) refused the allocation: its credentials (webrtc.turn's secret, as the TURN server's), or its quota")
+            let refused = "refused the allocation: its credentials (webrtc.turn's secret, as the TURN server's), or its quota"
+            // A slow end is not proof of silence: a refusal too has taken 2.1 s (the rig's
+            // turn-refused, once), so a slow one names both.
+            out.append(silent ? "no TURN server (\(hosts)) gave a relay \(gaveUp): it did not answer, or it \(refused)"
+                              : "the TURN server (\(hosts)) \(refused)")
         }
         // A camera on a public address has no reflexive candidate either (it would be its host
         // one): only a slow gathering says the STUN server was silent.

@@ -34,7 +34,7 @@ import Testing
         #expect(refused.count == 1 && refused[0].contains("refused the allocation") && refused[0].contains("turn.example.org:3478"))
         #expect(!refused[0].contains("secretish"), "a TURN URL's password stays out of the log")
         let silent = WebRTCPeer.problems(answer: host, ice: turn, took: 2.0)
-        #expect(silent.count == 1 && silent[0].contains("answered (given up after 2.0 s)"))
+        #expect(silent.count == 1 && silent[0].contains("gave a relay (given up after 2.0 s): it did not answer, or it refused"))
         #expect(WebRTCPeer.problems(answer: relay, ice: turn, took: 0.05).isEmpty)
         let stun = ICEConfiguration(stunServer: "stun://stun.example.org:3478")
         #expect(WebRTCPeer.problems(answer: host, ice: stun, took: 2.0).first?.contains("STUN server") == true)
